@@ -1,0 +1,100 @@
+#include "allocator.hpp"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "tinygpt/autograd/memory.hpp"
+
+namespace tinygpt::detail {
+namespace {
+
+constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads like
+// Past this many cached bytes, freed buffers go back to the system instead.
+constexpr int64_t kMaxCachedBytes = int64_t{4} << 30;
+
+struct Cache {
+  std::mutex mutex;
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // by rounded size
+  MemoryStats stats;
+};
+
+Cache& cache() {
+  static Cache* c = new Cache;  // never destroyed: tensors may outlive static destructors
+  return *c;
+}
+
+std::size_t rounded(std::size_t bytes) {
+  return (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+}  // namespace
+
+void* cached_allocate(std::size_t bytes) {
+  const std::size_t size = rounded(bytes);
+  Cache& c = cache();
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    c.stats.bytes_in_use += static_cast<int64_t>(size);
+    c.stats.peak_bytes_in_use = std::max(c.stats.peak_bytes_in_use, c.stats.bytes_in_use);
+    auto it = c.free_blocks.find(size);
+    if (it != c.free_blocks.end() && !it->second.empty()) {
+      void* p = it->second.back();
+      it->second.pop_back();
+      c.stats.bytes_cached -= static_cast<int64_t>(size);
+      ++c.stats.cache_hits;
+      return p;
+    }
+    ++c.stats.system_allocations;
+  }
+  void* p = std::aligned_alloc(kAlignment, size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+
+void cached_deallocate(void* p, std::size_t bytes) noexcept {
+  if (p == nullptr) return;
+  const std::size_t size = rounded(bytes);
+  Cache& c = cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.stats.bytes_in_use -= static_cast<int64_t>(size);
+  if (c.stats.bytes_cached + static_cast<int64_t>(size) > kMaxCachedBytes) {
+    std::free(p);
+    return;
+  }
+  try {
+    c.free_blocks[size].push_back(p);
+    c.stats.bytes_cached += static_cast<int64_t>(size);
+  } catch (...) {
+    std::free(p);
+  }
+}
+
+}  // namespace tinygpt::detail
+
+namespace tinygpt {
+
+MemoryStats memory_stats() {
+  auto& c = detail::cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  return c.stats;
+}
+
+void reset_peak_memory() {
+  auto& c = detail::cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.stats.peak_bytes_in_use = c.stats.bytes_in_use;
+}
+
+void empty_cache() {
+  auto& c = detail::cache();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  for (auto& [size, blocks] : c.free_blocks) {
+    for (void* p : blocks) std::free(p);
+  }
+  c.free_blocks.clear();
+  c.stats.bytes_cached = 0;
+}
+
+}  // namespace tinygpt

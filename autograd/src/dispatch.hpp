@@ -1,0 +1,36 @@
+#pragma once
+// Run-time dtype -> compile-time element type. Kernels are templates over T called as
+//   dispatch_float(x.dtype(), "op", [&](auto tag) { using T = decltype(tag); ... });
+#include <fmt/format.h>
+
+#include "tinygpt/autograd/dtype.hpp"
+#include "tinygpt/autograd/error.hpp"
+
+namespace tinygpt::detail {
+
+template <class F>
+decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
+  switch (dtype) {
+    case DType::f32:
+      return f(float{});
+    case DType::f64:
+      return f(double{});
+    default:
+      throw ValueError(fmt::format("{}: needs a floating-point tensor (f32 or f64), got {}", op,
+                                   dtype_name(dtype)));
+  }
+}
+
+template <class F>
+decltype(auto) dispatch_all(DType dtype, F&& f) {
+  switch (dtype) {
+    case DType::f32:
+      return f(float{});
+    case DType::f64:
+      return f(double{});
+    default:
+      return f(int64_t{});
+  }
+}
+
+}  // namespace tinygpt::detail

@@ -1,0 +1,78 @@
+#pragma once
+// Building blocks shared by the op families: broadcasting walks and elementwise maps over raw
+// contiguous memory. Functors are template parameters, so the inner loops inline (no
+// std::function or virtual call per element).
+#include <omp.h>
+
+#include "../dispatch.hpp"
+#include "tinygpt/autograd/tensor.hpp"
+
+namespace tinygpt::detail {
+
+// Elementwise loops below this many elements stay on one thread (threads cost ~µs to wake).
+constexpr int64_t kParallelGrain = 1 << 15;
+
+// NumPy broadcasting of two shapes; throws ShapeError naming `op`.
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
+
+// Strides (in elements) of a contiguous tensor of shape `in` read as the broadcast shape `out`:
+// 0 along broadcast axes; `in` is aligned to the right of `out`.
+Shape broadcast_strides(const Shape& in, const Shape& out);
+
+// Walks `out` (row-major) one row of its last axis at a time, calling
+// row(out_offset, a_offset, b_offset, a_step, b_step, n), where a_step/b_step (0 or 1) step the
+// operands along the row.
+template <class Row>
+void for_each_row2(const Shape& out, const Shape& a_strides, const Shape& b_strides, Row&& row) {
+  const int64_t nd = out.ndim();
+  if (nd == 0) {
+    row(0, 0, 0, 0, 0, 1);
+    return;
+  }
+  const int64_t n = out[nd - 1];
+  const int64_t rows = n == 0 ? 0 : out.numel() / n;
+  Shape index = out;  // the odometer over the leading axes
+  for (int64_t d = 0; d < nd; ++d) index[d] = 0;
+  int64_t a_off = 0, b_off = 0;
+  for (int64_t r = 0; r < rows; ++r) {
+    row(r * n, a_off, b_off, a_strides[nd - 1], b_strides[nd - 1], n);
+    for (int64_t d = nd - 2; d >= 0; --d) {
+      a_off += a_strides[d];
+      b_off += b_strides[d];
+      if (++index[d] < out[d]) break;
+      a_off -= a_strides[d] * out[d];
+      b_off -= b_strides[d] * out[d];
+      index[d] = 0;
+    }
+  }
+}
+
+// out[i] = f(x[i]) over a new tensor of x's shape and dtype.
+template <class T, class F>
+Tensor map1(const Tensor& x, F f) {
+  Tensor out = Tensor::empty(x.shape(), x.dtype());
+  const T* px = x.data<T>();
+  T* po = out.data<T>();
+  const int64_t n = x.numel();
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+  for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+  return out;
+}
+
+// out[i] = f(a[i], b[i]) for two tensors of one shape (used by backward passes).
+template <class T, class F>
+Tensor map2(const Tensor& a, const Tensor& b, F f) {
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
+  const T* pa = a.data<T>();
+  const T* pb = b.data<T>();
+  T* po = out.data<T>();
+  const int64_t n = a.numel();
+#pragma omp parallel for if (n > kParallelGrain) schedule(static)
+  for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  return out;
+}
+
+// Throws ValueError unless a and b have the same dtype.
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+
+}  // namespace tinygpt::detail

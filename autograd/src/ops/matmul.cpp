@@ -1,0 +1,114 @@
+// Matrix product through BLAS (OpenBLAS via xtensor-blas's cxxblas). Transposes are BLAS flags.
+#include <xtensor-blas/xblas.hpp>
+
+#include "kernels.hpp"
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt {
+namespace {
+
+using namespace detail;
+using Grads = std::vector<Tensor>;
+
+struct MatmulPlan {
+  Shape out;
+  int64_t batch = 1;          // number of (M,K)@(K,N) products
+  int64_t m = 0, n = 0, k = 0;
+  int64_t a_stride = 0, b_stride = 0;  // elements between consecutive batches (0: shared)
+};
+
+Shape leading(const Shape& s) {  // all but the last two axes
+  Shape out;
+  for (int64_t i = 0; i + 2 < s.ndim(); ++i) out.push_back(s[i]);
+  return out;
+}
+
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  auto describe = [&] {
+    return fmt::format("{}{} @ {}{}", sa.str(), ta ? "^T" : "", sb.str(), tb ? "^T" : "");
+  };
+  if (sa.ndim() < 2 || sb.ndim() < 2 || sa.ndim() > 4 || sb.ndim() > 4) {
+    throw ShapeError(fmt::format("matmul: operands must have 2 to 4 dims, got {}", describe()));
+  }
+  MatmulPlan p;
+  p.m = ta ? sa[sa.ndim() - 1] : sa[sa.ndim() - 2];
+  p.k = ta ? sa[sa.ndim() - 2] : sa[sa.ndim() - 1];
+  const int64_t kb = tb ? sb[sb.ndim() - 1] : sb[sb.ndim() - 2];
+  p.n = tb ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
+  if (p.k != kb) {
+    throw ShapeError(fmt::format("matmul: inner dimensions {} and {} differ in {}", p.k, kb,
+                                 describe()));
+  }
+  const Shape ba = leading(sa), bb = leading(sb);
+  if (ba.ndim() > 0 && bb.ndim() > 0 && ba != bb) {
+    throw ShapeError(fmt::format("matmul: batch dimensions {} and {} differ in {}", ba.str(),
+                                 bb.str(), describe()));
+  }
+  p.out = ba.ndim() > 0 ? ba : bb;
+  p.batch = p.out.numel();
+  p.a_stride = ba.ndim() > 0 ? p.m * p.k : 0;
+  p.b_stride = bb.ndim() > 0 ? p.k * p.n : 0;
+  p.out.push_back(p.m);
+  p.out.push_back(p.n);
+  // A batched (..., M, K) times a shared (K, N) is one tall product: fold the batch into M.
+  if (!ta && bb.ndim() == 0 && ba.ndim() > 0) {
+    p.m *= p.batch;
+    p.batch = 1;
+  }
+  return p;
+}
+
+template <class T>
+void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c) {
+  using cxxblas::StorageOrder;
+  const auto op_a = ta ? cxxblas::Trans : cxxblas::NoTrans;
+  const auto op_b = tb ? cxxblas::Trans : cxxblas::NoTrans;
+  const int lda = static_cast<int>(ta ? p.m : p.k);
+  const int ldb = static_cast<int>(tb ? p.k : p.n);
+  for (int64_t i = 0; i < p.batch; ++i) {
+    cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b, static_cast<int>(p.m),
+                       static_cast<int>(p.n), static_cast<int>(p.k), T(1), a + i * p.a_stride,
+                       lda, b + i * p.b_stride, ldb, T(0), c + i * p.m * p.n,
+                       static_cast<int>(p.n));
+  }
+}
+
+// (..., R, C) -> (prod(...) * R, C)
+Tensor fold_rows(const Tensor& x) { return reshape(x, {-1, x.shape()[x.ndim() - 1]}); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  check_same_dtype(a, b, "matmul");
+  const MatmulPlan p = plan_matmul(a, b, ta, tb);
+  Tensor out = Tensor::empty(p.out, a.dtype());
+  dispatch_float(a.dtype(), "matmul", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.m == 0 || p.n == 0) return;
+    if (p.k == 0) {
+      out.fill_(0.0);
+      return;
+    }
+    gemm_batched<T>(p, ta, tb, a.data<T>(), b.data<T>(), out.data<T>());
+  });
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("matmul", out, {a, b},
+                [a = a.detach(), b = b.detach(), ta, tb, need_a, need_b](const Tensor& g) {
+    // C = op(A) op(B)  =>  dA = g op(B)^T (or its transpose), dB = op(A)^T g (or its transpose).
+    Tensor ga, gb;
+    if (need_a) ga = sum_to(ta ? matmul(b, g, tb, true) : matmul(g, b, false, !tb), a.shape());
+    if (need_b && b.ndim() == 2 && a.ndim() > 2 && !ta) {
+      // b was shared by every batch: one tall product sums over the batch for free.
+      gb = tb ? matmul(fold_rows(g), fold_rows(a), true, false)
+              : matmul(fold_rows(a), fold_rows(g), true, false);
+    } else if (need_b) {
+      gb = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
+    }
+    return Grads{ga, gb};
+  });
+}
+
+}  // namespace tinygpt

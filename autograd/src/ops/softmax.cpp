@@ -1,0 +1,1 @@
+#include "tinygpt/autograd/ops.hpp"

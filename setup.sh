@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Installs what is missing (Debian 12 packages), builds into build/, then runs one job:
+#   ./setup.sh demo   train the toy GPT on the built-in corpus and show its attention heads
+#   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest
+#   ./setup.sh build  just install and build
+# Re-running on a set-up machine only rebuilds what changed.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+job="${1:-demo}"
+shift || true
+
+packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
+          libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
+          nlohmann-json3-dev libstb-dev)
+[ "$job" = test ] && packages+=(clang libclang-rt-14-dev)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+jobs=$(nproc 2>/dev/null || echo 2)
+build() {  # build DIR [cmake options...]
+  local dir="$1"; shift
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$dir.configure.log" 2>&1 ||
+    { cat "$dir.configure.log"; exit 1; }
+  cmake --build "$dir" -j "$jobs"
+}
+
+mkdir -p build
+case "$job" in
+  build)
+    build build
+    ;;
+  demo)
+    build build
+    exec build/tinygpt train --out runs/demo "$@"
+    ;;
+  test)
+    build build/asan -DTINYGPT_SANITIZE=ON
+    echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (fast cases) =="
+    (cd build/asan && ctest --output-on-failure -j "$jobs" -LE slow)
+    build build -DTINYGPT_FUZZ=ON
+    echo "== full test suite (optimised build) =="
+    (cd build && ctest --output-on-failure -j "$jobs")
+    ;;
+  *)
+    echo "usage: ./setup.sh [demo|test|build] [extra tinygpt train flags]" >&2
+    exit 2
+    ;;
+esac
