@@ -1,0 +1,1 @@
+// data library: sources are added beside this file.

@@ -1,0 +1,1 @@
+// nn library: sources are added beside this file.

@@ -1,0 +1,1 @@
+// train library: sources are added beside this file.
