@@ -291,6 +291,19 @@ void Tensor::copy_(const Tensor& src) {
   });
 }
 
+void Tensor::set_data(const Tensor& src) {
+  auto& impl = checked();
+  if (impl.grad_fn) {
+    throw GraphError(fmt::format("set_data: only leaves can be repointed; this tensor of shape {} "
+                                 "comes from '{}'",
+                                 impl.shape.str(), impl.grad_fn->op));
+  }
+  impl.shape = src.shape();
+  impl.dtype = src.dtype();
+  impl.storage = src.impl()->storage;
+  impl.grad = Tensor();
+}
+
 void Tensor::fill_(double value) {
   dispatch_all(dtype(), [&](auto tag) {
     using T = decltype(tag);

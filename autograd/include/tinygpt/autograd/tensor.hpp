@@ -88,6 +88,9 @@ class Tensor {
   Tensor to(DType dtype) const;    // converted copy, detached
   void copy_(const Tensor& src);   // same shape; converts dtype
   void fill_(double value);
+  // Points this leaf at `src`'s data, shape and dtype (as PyTorch's set_data): every handle to
+  // this tensor sees the change. Lets a module convert or replace its parameters in place.
+  void set_data(const Tensor& src);
 
   // Internal: the implementation handle, for the tape and the ops.
   const std::shared_ptr<detail::TensorImpl>& impl() const { return impl_; }
