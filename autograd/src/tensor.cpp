@@ -3,7 +3,7 @@
 #include <cmath>
 #include <cstring>
 
-#include "dispatch.hpp"
+#include "tinygpt/autograd/dispatch.hpp"
 #include "tensor_impl.hpp"
 #include "tinygpt/autograd/ops.hpp"
 
@@ -35,7 +35,6 @@ std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype) {
 
 }  // namespace detail
 
-using detail::dispatch_all;
 
 detail::TensorImpl& Tensor::checked() const {
   if (!impl_) throw ValueError("use of an undefined Tensor (default-constructed or empty grad)");
@@ -94,7 +93,7 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
 
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double mean, double std) {
   Tensor t = empty(shape, dtype);
-  detail::dispatch_float(dtype, "Tensor::randn", [&](auto tag) {
+  dispatch_float(dtype, "Tensor::randn", [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(mean + std * gen.normal());
@@ -104,7 +103,7 @@ Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double mea
 
 Tensor Tensor::uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
   Tensor t = empty(shape, dtype);
-  detail::dispatch_float(dtype, "Tensor::uniform", [&](auto tag) {
+  dispatch_float(dtype, "Tensor::uniform", [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) {

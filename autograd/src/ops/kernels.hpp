@@ -4,7 +4,7 @@
 // std::function or virtual call per element).
 #include <omp.h>
 
-#include "../dispatch.hpp"
+#include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 
 namespace tinygpt::detail {

@@ -1,12 +1,13 @@
 #pragma once
-// Run-time dtype -> compile-time element type. Kernels are templates over T called as
+// Run-time dtype -> compile-time element type, for kernels (the library's and users' custom
+// ops) written as templates over T and called as
 //   dispatch_float(x.dtype(), "op", [&](auto tag) { using T = decltype(tag); ... });
 #include <fmt/format.h>
 
 #include "tinygpt/autograd/dtype.hpp"
 #include "tinygpt/autograd/error.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt {
 
 template <class F>
 decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
@@ -33,4 +34,4 @@ decltype(auto) dispatch_all(DType dtype, F&& f) {
   }
 }
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt

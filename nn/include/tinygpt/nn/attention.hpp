@@ -1,0 +1,70 @@
+#pragma once
+// Scaled dot-product attention and multi-head self-attention.
+#include <memory>
+#include <vector>
+
+#include "tinygpt/nn/dropout.hpp"
+#include "tinygpt/nn/linear.hpp"
+
+namespace tinygpt::nn {
+
+struct AttentionResult {
+  Tensor output;   // (B,H,Tq,d)
+  Tensor weights;  // (B,H,Tq,Tk), before dropout; each unmasked row sums to 1
+};
+
+// softmax(Q K^T / sqrt(d) + mask) V for Q (B,H,Tq,d) and K, V (B,H,Tk,d); Tq may differ from Tk.
+// `mask` (optional) broadcasts to (B,H,Tq,Tk); where it is nonzero the weight is exactly 0, and a
+// row with every key masked gets all-zero weights. Dropout on the weights needs `gen` when
+// training with dropout_p > 0.
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& mask = {}, double dropout_p = 0.0,
+                                             bool training = false, Generator* gen = nullptr);
+
+// (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
+// Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
+Tensor causal_mask(int64_t tq, int64_t tk);
+// (B,1,1,Tk) mask, 1 where key j >= lengths[b] (padding at the end of each sequence).
+Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk);
+
+// Keys and values of the positions already processed, for incremental decoding.
+struct KVCache {
+  Tensor k, v;  // (B,H,T_past,d), undefined before the first step
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }
+};
+
+struct AttentionOptions {
+  int64_t d_model = 0;
+  int64_t n_heads = 1;
+  double dropout = 0.0;  // on the attention weights and on the output
+  bool causal = true;
+  bool bias = true;
+};
+
+// Fused QKV projection (c_attn, (C,3C)), heads split by reshape, scaled dot-product attention,
+// output projection (c_proj). The (B,H,T,T) weights of the last forward stay available.
+class MultiHeadSelfAttention : public Module {
+ public:
+  MultiHeadSelfAttention(const AttentionOptions& options, Generator& init,
+                         std::shared_ptr<Generator> noise);
+
+  // x (B,T,C) -> (B,T,C). `lengths` (optional, one per sequence) masks padded keys; `cache`
+  // (optional) holds earlier positions' keys and values and is extended with this call's.
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths = {},
+                 KVCache* cache = nullptr);
+
+  // (B,H,T,Tk) attention weights of the last forward (undefined before one).
+  const Tensor& attention_weights() const { return last_weights_; }
+  const AttentionOptions& options() const { return options_; }
+
+  std::shared_ptr<Linear> c_attn;  // (C, 3C): q, k, v side by side
+  std::shared_ptr<Linear> c_proj;  // (C, C)
+  std::shared_ptr<Dropout> resid_dropout;  // on the output; weights get theirs inside attention
+
+ private:
+  AttentionOptions options_;
+  std::shared_ptr<Generator> noise_;
+  Tensor last_weights_;
+};
+
+}  // namespace tinygpt::nn

@@ -1,0 +1,94 @@
+#pragma once
+// A GPT-2 style causal language model. Submodules are named as Hugging Face's GPT2LMHeadModel
+// names them, so state_dict() already has GPT-2's tensor names and shapes:
+//   transformer.wte.weight (V,C)         transformer.wpe.weight (T,C)
+//   transformer.h.{i}.ln_1.{weight,bias} transformer.h.{i}.attn.c_attn.{weight (C,3C), bias}
+//   transformer.h.{i}.attn.c_proj.{weight (C,C), bias}   transformer.h.{i}.ln_2.{weight,bias}
+//   transformer.h.{i}.mlp.c_fc.{weight (C,4C), bias}     transformer.h.{i}.mlp.c_proj.{weight (4C,C), bias}
+//   transformer.ln_f.{weight,bias}       lm_head.weight (V,C), only when not tied to wte
+#include <memory>
+#include <vector>
+
+#include "tinygpt/nn/attention.hpp"
+#include "tinygpt/nn/embedding.hpp"
+#include "tinygpt/nn/layer_norm.hpp"
+#include "tinygpt/nn/mlp.hpp"
+
+namespace tinygpt::nn {
+
+struct GPTConfig {
+  int64_t vocab_size = 0;
+  int64_t block_size = 64;  // context length (GPT-2's n_positions)
+  int64_t n_layer = 4;
+  int64_t n_head = 4;
+  int64_t n_embd = 128;
+  double dropout = 0.0;
+  bool bias = true;
+  bool tie_weights = true;  // the LM head reuses the token embedding
+  double layer_norm_epsilon = 1e-5;
+
+  void validate() const;  // ValueError naming the first bad field
+};
+
+// Pre-LayerNorm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
+class Block : public Module {
+ public:
+  Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise);
+  Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths = {},
+                 KVCache* cache = nullptr);
+
+  std::shared_ptr<LayerNorm> ln_1;
+  std::shared_ptr<MultiHeadSelfAttention> attn;
+  std::shared_ptr<LayerNorm> ln_2;
+  std::shared_ptr<MLP> mlp;
+};
+
+// The body: embeddings, blocks, final LayerNorm.
+class Transformer : public Module {
+ public:
+  Transformer(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise);
+
+  std::shared_ptr<Embedding> wte;  // (V,C)
+  std::shared_ptr<Embedding> wpe;  // (T,C)
+  std::shared_ptr<Dropout> drop;
+  std::shared_ptr<ModuleList<Block>> h;
+  std::shared_ptr<LayerNorm> ln_f;
+};
+
+// An untied output projection stored (V,C), as Hugging Face stores lm_head.weight.
+class LMHead : public Module {
+ public:
+  LMHead(int64_t dim, int64_t vocab_size);
+  Tensor weight;  // (V,C)
+};
+
+class GPT : public Module {
+ public:
+  // Weights initialised as GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2 n_layer)),
+  // biases 0, LayerNorm 1/0. `seed` also seeds the dropout generator.
+  GPT(const GPTConfig& config, uint64_t seed);
+
+  // tokens (B,T) i64 -> logits (B,T,V). `lengths` masks padded keys per sequence; with `cache`
+  // (one KVCache per layer), tokens continue the cached positions.
+  Tensor forward(const Tensor& tokens, const std::vector<int64_t>& lengths = {},
+                 std::vector<KVCache>* cache = nullptr);
+  // Mean cross-entropy of the next-token predictions; targets equal to kIgnoreIndex are skipped.
+  Tensor loss(const Tensor& tokens, const Tensor& targets);
+  static constexpr int64_t kIgnoreIndex = -100;
+
+  const GPTConfig& config() const { return config_; }
+  // The generator every dropout layer draws from (its state belongs in a checkpoint).
+  Generator& dropout_generator() { return *noise_; }
+  // Attention weights (B,H,T,Tk) of the last forward, one per layer.
+  std::vector<Tensor> attention_weights() const;
+  std::vector<KVCache> make_cache() const { return std::vector<KVCache>(config_.n_layer); }
+
+  std::shared_ptr<Transformer> transformer;
+  std::shared_ptr<LMHead> lm_head;  // null when tied
+
+ private:
+  GPTConfig config_;
+  std::shared_ptr<Generator> noise_;
+};
+
+}  // namespace tinygpt::nn

@@ -1,0 +1,116 @@
+#include "tinygpt/nn/attention.hpp"
+
+#include <cmath>
+#include <limits>
+
+#include "tinygpt/autograd/ops.hpp"
+
+namespace tinygpt::nn {
+
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& mask, double dropout_p, bool training,
+                                             Generator* gen) {
+  const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
+                  q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
+  if (!ok) {
+    throw ShapeError(fmt::format(
+        "scaled_dot_product_attention: expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, "
+        "v {}",
+        q.shape().str(), k.shape().str(), v.shape().str()));
+  }
+  const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
+  Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
+  if (mask.defined()) {
+    scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
+  }
+  Tensor weights = softmax(scores, -1);
+  Tensor dropped = weights;
+  if (training && dropout_p > 0.0) {
+    if (gen == nullptr) throw ValueError("scaled_dot_product_attention: dropout needs a generator");
+    dropped = dropout(weights, dropout_p, true, *gen);
+  }
+  return {matmul(dropped, v), weights};  // (B,H,Tq,d)
+}
+
+Tensor causal_mask(int64_t tq, int64_t tk) {
+  if (tq > tk) {
+    throw ShapeError(fmt::format("causal_mask: {} queries cannot be the last of {} keys", tq, tk));
+  }
+  Tensor mask = Tensor::zeros({tq, tk});
+  float* m = mask.data<float>();
+  for (int64_t i = 0; i < tq; ++i) {
+    for (int64_t j = tk - tq + i + 1; j < tk; ++j) m[i * tk + j] = 1.0f;
+  }
+  return mask;
+}
+
+Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk) {
+  const auto b = static_cast<int64_t>(lengths.size());
+  Tensor mask = Tensor::zeros({b, 1, 1, tk});
+  float* m = mask.data<float>();
+  for (int64_t i = 0; i < b; ++i) {
+    if (lengths[static_cast<size_t>(i)] < 0 || lengths[static_cast<size_t>(i)] > tk) {
+      throw IndexError(fmt::format("padding_mask: length {} of sequence {} is outside [0, {}]",
+                                   lengths[static_cast<size_t>(i)], i, tk));
+    }
+    for (int64_t j = lengths[static_cast<size_t>(i)]; j < tk; ++j) m[i * tk + j] = 1.0f;
+  }
+  return mask;
+}
+
+MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, Generator& init,
+                                               std::shared_ptr<Generator> noise)
+    : options_(options), noise_(noise) {
+  const int64_t c = options.d_model;
+  if (c <= 0 || options.n_heads <= 0 || c % options.n_heads != 0) {
+    throw ValueError(fmt::format(
+        "MultiHeadSelfAttention: d_model {} must be a positive multiple of n_heads {}", c,
+        options.n_heads));
+  }
+  c_attn = register_module("c_attn", std::make_shared<Linear>(c, 3 * c, options.bias, init));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(c, c, options.bias, init));
+  resid_dropout =
+      register_module("resid_dropout", std::make_shared<Dropout>(options.dropout, noise));
+}
+
+Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_t>& lengths,
+                                       KVCache* cache) {
+  const int64_t c = options_.d_model, h = options_.n_heads, d = c / h;
+  if (x.ndim() != 3 || x.size(2) != c) {
+    throw ShapeError(fmt::format("MultiHeadSelfAttention: expects x (B,T,{}), got {}", c,
+                                 x.shape().str()));
+  }
+  const int64_t b = x.size(0), t = x.size(1);
+  if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != b) {
+    throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
+                                 lengths.size(), b));
+  }
+  // (B,T,3C) -> (3,B,H,T,d): q, k and v of every head from one projection.
+  const Tensor qkv = permute(reshape(c_attn->forward(x), {b, t, 3, h, d}), {2, 0, 3, 1, 4});
+  const Tensor q = reshape(narrow(qkv, 0, 0, 1), {b, h, t, d});
+  Tensor k = reshape(narrow(qkv, 0, 1, 1), {b, h, t, d});
+  Tensor v = reshape(narrow(qkv, 0, 2, 1), {b, h, t, d});
+  if (cache != nullptr) {
+    if (cache->k.defined()) {
+      k = concat({cache->k, k}, 2);  // (B,H,T_past+T,d)
+      v = concat({cache->v, v}, 2);
+    }
+    cache->k = k.detach();
+    cache->v = v.detach();
+  }
+  const int64_t tk = k.size(2);
+  Tensor mask;
+  if (options_.causal) mask = causal_mask(t, tk);  // (T,Tk)
+  if (!lengths.empty()) {
+    const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
+    mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)
+  }
+  const auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout,
+                                                         is_training(), noise_.get());
+  last_weights_ = weights.detach();
+  // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
+  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
+  return resid_dropout->forward(c_proj->forward(merged));
+}
+
+}  // namespace tinygpt::nn

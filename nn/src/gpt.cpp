@@ -1,0 +1,136 @@
+#include "tinygpt/nn/gpt.hpp"
+
+#include <cmath>
+
+#include "tinygpt/autograd/ops.hpp"
+
+namespace tinygpt::nn {
+
+void GPTConfig::validate() const {
+  auto positive = [](const char* name, int64_t v) {
+    if (v <= 0) throw ValueError(fmt::format("GPTConfig: {} must be positive, got {}", name, v));
+  };
+  positive("vocab_size", vocab_size);
+  positive("block_size", block_size);
+  positive("n_layer", n_layer);
+  positive("n_head", n_head);
+  positive("n_embd", n_embd);
+  if (n_embd % n_head != 0) {
+    throw ValueError(fmt::format("GPTConfig: n_embd {} is not divisible by n_head {}", n_embd,
+                                 n_head));
+  }
+  if (!(dropout >= 0.0 && dropout < 1.0)) {
+    throw ValueError(fmt::format("GPTConfig: dropout must be in [0, 1), got {}", dropout));
+  }
+  if (!(layer_norm_epsilon > 0.0)) {
+    throw ValueError(fmt::format("GPTConfig: layer_norm_epsilon must be positive, got {}",
+                                 layer_norm_epsilon));
+  }
+}
+
+Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise) {
+  const double eps = config.layer_norm_epsilon;
+  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
+  attn = register_module(
+      "attn", std::make_shared<MultiHeadSelfAttention>(
+                  AttentionOptions{config.n_embd, config.n_head, config.dropout, true, config.bias},
+                  init, noise));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
+  mlp = register_module("mlp", std::make_shared<MLP>(config.n_embd, config.dropout, config.bias,
+                                                     init, noise));
+}
+
+Tensor Block::forward(const Tensor& x, const std::vector<int64_t>& lengths, KVCache* cache) {
+  const Tensor h = x + attn->forward(ln_1->forward(x), lengths, cache);
+  return h + mlp->forward(ln_2->forward(h));
+}
+
+Transformer::Transformer(const GPTConfig& config, Generator& init,
+                         std::shared_ptr<Generator> noise) {
+  wte = register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, init));
+  wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, init));
+  drop = register_module("drop", std::make_shared<Dropout>(config.dropout, noise));
+  h = register_module("h", std::make_shared<ModuleList<Block>>());
+  for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(std::make_shared<Block>(config, init, noise));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.n_embd,
+                                                             config.layer_norm_epsilon, config.bias));
+}
+
+LMHead::LMHead(int64_t dim, int64_t vocab_size) {
+  weight = register_parameter("weight", Tensor::zeros({vocab_size, dim}));
+}
+
+namespace {
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// GPT-2's initialisation, by parameter name (as nanoGPT applies it).
+void init_gpt2(Module& model, int64_t n_layer, Generator& gen) {
+  const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(n_layer));
+  for (auto& [name, p] : model.named_parameters()) {
+    if (p.ndim() == 2) {
+      const double std = ends_with(name, "c_proj.weight") ? residual_std : 0.02;
+      p.copy_(Tensor::randn(p.shape(), gen, p.dtype(), 0.0, std));
+    } else {
+      const bool norm_gain = name.find("ln_") != std::string::npos && ends_with(name, ".weight");
+      p.fill_(norm_gain ? 1.0 : 0.0);
+    }
+  }
+}
+
+}  // namespace
+
+GPT::GPT(const GPTConfig& config, uint64_t seed)
+    : config_(config), noise_(std::make_shared<Generator>(seed ^ 0x5eedd20u)) {
+  config.validate();
+  Generator init(seed);
+  transformer = register_module("transformer", std::make_shared<Transformer>(config, init, noise_));
+  if (!config.tie_weights) {
+    lm_head = register_module("lm_head", std::make_shared<LMHead>(config.n_embd, config.vocab_size));
+  }
+  init_gpt2(*this, config.n_layer, init);
+}
+
+Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
+                    std::vector<KVCache>* cache) {
+  if (tokens.ndim() != 2 || tokens.dtype() != DType::i64) {
+    throw ShapeError(fmt::format("GPT: expects tokens (B,T) of i64, got {} {}",
+                                 tokens.shape().str(), dtype_name(tokens.dtype())));
+  }
+  if (cache != nullptr && static_cast<int64_t>(cache->size()) != config_.n_layer) {
+    throw ValueError(fmt::format("GPT: cache has {} layers, the model {}", cache->size(),
+                                 config_.n_layer));
+  }
+  const int64_t t = tokens.size(1);
+  const int64_t past = cache != nullptr ? (*cache)[0].length() : 0;
+  if (past + t > config_.block_size) {
+    throw IndexError(fmt::format("GPT: sequence length {} exceeds the context length {}",
+                                 past + t, config_.block_size));
+  }
+  std::vector<int64_t> positions(static_cast<size_t>(t));
+  for (int64_t i = 0; i < t; ++i) positions[static_cast<size_t>(i)] = past + i;
+  const Tensor pos = Tensor::from_ids(positions, {t});
+
+  Tensor x = transformer->drop->forward(transformer->wte->forward(tokens) +
+                                        transformer->wpe->forward(pos));  // (B,T,C)
+  for (size_t i = 0; i < transformer->h->size(); ++i) {
+    x = (*transformer->h)[i].forward(x, lengths, cache != nullptr ? &(*cache)[i] : nullptr);
+  }
+  x = transformer->ln_f->forward(x);
+  const Tensor& head = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
+  return matmul(x, head, false, true);                                       // (B,T,V)
+}
+
+Tensor GPT::loss(const Tensor& tokens, const Tensor& targets) {
+  return cross_entropy(forward(tokens), targets, kIgnoreIndex);
+}
+
+std::vector<Tensor> GPT::attention_weights() const {
+  std::vector<Tensor> out;
+  for (const auto& block : *transformer->h) out.push_back(block->attn->attention_weights());
+  return out;
+}
+
+}  // namespace tinygpt::nn

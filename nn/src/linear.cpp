@@ -1,0 +1,32 @@
+#include "tinygpt/nn/linear.hpp"
+
+#include <cmath>
+
+#include "tinygpt/autograd/ops.hpp"
+
+namespace tinygpt::nn {
+
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Generator& gen) {
+  if (in_features <= 0 || out_features <= 0) {
+    throw ValueError(fmt::format("Linear: sizes must be positive, got in={} out={}", in_features,
+                                 out_features));
+  }
+  const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
+  weight = register_parameter(
+      "weight", Tensor::uniform({in_features, out_features}, gen, -bound, bound));
+  if (with_bias) {
+    bias = register_parameter("bias", Tensor::uniform({out_features}, gen, -bound, bound));
+  }
+}
+
+Tensor Linear::forward(const Tensor& x) const {
+  if (x.ndim() < 1 || x.size(-1) != weight.size(0)) {
+    throw ShapeError(fmt::format("Linear: input {} does not end in in_features={} (weight {})",
+                                 x.shape().str(), weight.size(0), weight.shape().str()));
+  }
+  const Tensor y = x.ndim() == 1 ? reshape(matmul(reshape(x, {1, -1}), weight), {-1})
+                                 : matmul(x, weight);
+  return bias.defined() ? y + bias : y;
+}
+
+}  // namespace tinygpt::nn

@@ -1,0 +1,93 @@
+#include "tinygpt/nn/module.hpp"
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "tinygpt/autograd/error.hpp"
+
+namespace tinygpt::nn {
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  for (const auto& [existing, _] : params_) {
+    if (existing == name) throw ValueError(fmt::format("register_parameter: '{}' twice", name));
+  }
+  value.set_requires_grad(true);
+  params_.emplace_back(name, value);
+  return value;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  if (!module) throw ValueError(fmt::format("register_module: '{}' is null", name));
+  for (const auto& [existing, _] : children_) {
+    if (existing == name) throw ValueError(fmt::format("register_module: '{}' twice", name));
+  }
+  module->train(training_);
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, NamedTensors& out) const {
+  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect("", out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [_, p] : named_parameters()) out.push_back(p);
+  return out;
+}
+
+int64_t Module::num_parameters() const {
+  int64_t n = 0;
+  for (const Tensor& p : parameters()) n += p.numel();
+  return n;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [_, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor p : parameters()) p.zero_grad();
+}
+
+void Module::to(DType dtype) {
+  for (Tensor p : parameters()) {
+    if (p.dtype() != dtype) p.set_data(p.to(dtype));
+  }
+}
+
+NamedTensors Module::state_dict() const { return named_parameters(); }
+
+void Module::load_state_dict(const NamedTensors& state) {
+  std::unordered_map<std::string, Tensor> own;
+  for (auto& [name, p] : named_parameters()) own.emplace(name, p);
+  std::unordered_set<std::string> seen;
+  for (const auto& [name, t] : state) {
+    auto it = own.find(name);
+    if (it == own.end()) {
+      throw ValueError(fmt::format("load_state_dict: unexpected tensor '{}' of shape {}", name,
+                                   t.shape().str()));
+    }
+    if (it->second.shape() != t.shape()) {
+      throw ShapeError(fmt::format("load_state_dict: '{}' has shape {} but the model expects {}",
+                                   name, t.shape().str(), it->second.shape().str()));
+    }
+    seen.insert(name);
+  }
+  for (const auto& [name, p] : own) {
+    if (!seen.count(name)) {
+      throw ValueError(fmt::format("load_state_dict: missing tensor '{}' of shape {}", name,
+                                   p.shape().str()));
+    }
+  }
+  for (const auto& [name, t] : state) own.at(name).copy_(t);
+}
+
+}  // namespace tinygpt::nn

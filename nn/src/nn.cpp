@@ -1,1 +1,0 @@
-// nn library: sources are added beside this file.

@@ -1,0 +1,200 @@
+#include "tinygpt/train/optim.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinygpt/autograd/dispatch.hpp"
+#include "tinygpt/autograd/ops.hpp"
+
+namespace tinygpt::train {
+namespace {
+
+// Calls f(param, weight_decay, index) for every parameter that has a gradient; index counts all
+// parameters in group order (the optimiser's buffers are kept in that order).
+template <class F>
+void for_each_param(const std::vector<ParamGroup>& groups, F&& f) {
+  size_t index = 0;
+  for (const auto& group : groups) {
+    for (const auto& [name, p] : group.params) {
+      if (p.grad().defined()) f(p, group.weight_decay, index);
+      ++index;
+    }
+  }
+}
+
+std::vector<Tensor> zeros_like_params(const std::vector<ParamGroup>& groups) {
+  std::vector<Tensor> out;
+  for (const auto& group : groups) {
+    for (const auto& [name, p] : group.params) out.push_back(Tensor::zeros(p.shape(), p.dtype()));
+  }
+  return out;
+}
+
+nn::NamedTensors named_buffers(const std::vector<ParamGroup>& groups,
+                               const std::vector<std::pair<std::string, const std::vector<Tensor>*>>& kinds) {
+  nn::NamedTensors out;
+  for (const auto& [kind, buffers] : kinds) {
+    size_t index = 0;
+    for (const auto& group : groups) {
+      for (const auto& [name, p] : group.params) out.emplace_back(kind + "." + name, (*buffers)[index++]);
+    }
+  }
+  return out;
+}
+
+void load_buffers(const std::vector<ParamGroup>& groups, const nn::NamedTensors& state,
+                  const std::vector<std::pair<std::string, std::vector<Tensor>*>>& kinds) {
+  for (const auto& [kind, buffers] : kinds) {
+    size_t index = 0;
+    for (const auto& group : groups) {
+      for (const auto& [name, p] : group.params) {
+        const std::string key = kind + "." + name;
+        auto it = std::find_if(state.begin(), state.end(),
+                               [&](const auto& entry) { return entry.first == key; });
+        if (it == state.end()) {
+          throw ValueError(fmt::format("optimizer state: missing '{}'", key));
+        }
+        if (it->second.shape() != p.shape()) {
+          throw ShapeError(fmt::format("optimizer state: '{}' has shape {}, parameter has {}", key,
+                                       it->second.shape().str(), p.shape().str()));
+        }
+        (*buffers)[index++].copy_(it->second);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_decay) {
+  ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.0};
+  for (auto& [name, p] : model.named_parameters()) {
+    (p.ndim() >= 2 ? decay : no_decay).params.emplace_back(name, p);
+  }
+  return {decay, no_decay};
+}
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr)
+    : groups_(std::move(groups)), lr_(lr) {
+  if (!(lr > 0.0)) throw ValueError(fmt::format("optimizer: lr must be positive, got {}", lr));
+}
+
+void Optimizer::zero_grad() {
+  for (auto& group : groups_) {
+    for (auto& [name, p] : group.params) p.zero_grad();
+  }
+}
+
+AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options)
+    : Optimizer(std::move(groups), options.lr), options_(options) {
+  if (!(options.beta1 >= 0 && options.beta1 < 1) || !(options.beta2 >= 0 && options.beta2 < 1)) {
+    throw ValueError(fmt::format("AdamW: betas must be in [0, 1), got ({}, {})", options.beta1,
+                                 options.beta2));
+  }
+  m_ = zeros_like_params(groups_);
+  v_ = zeros_like_params(groups_);
+}
+
+void AdamW::step() {
+  ++t_;
+  const double b1 = options_.beta1, b2 = options_.beta2;
+  const double correction1 = 1.0 - std::pow(b1, static_cast<double>(t_));
+  const double correction2 = 1.0 - std::pow(b2, static_cast<double>(t_));
+  const double step_size = lr_ / correction1;
+  const double eps = options_.eps;
+  for_each_param(groups_, [&](Tensor p, double wd, size_t i) {
+    dispatch_float(p.dtype(), "AdamW", [&](auto tag) {
+      using T = decltype(tag);
+      T* w = p.data<T>();
+      const T* g = p.grad().data<T>();
+      T* m = m_[i].data<T>();
+      T* v = v_[i].data<T>();
+      const T decay = static_cast<T>(1.0 - lr_ * wd);
+      const int64_t n = p.numel();
+#pragma omp parallel for if (n > (1 << 16)) schedule(static)
+      for (int64_t j = 0; j < n; ++j) {
+        m[j] = static_cast<T>(b1) * m[j] + static_cast<T>(1 - b1) * g[j];
+        v[j] = static_cast<T>(b2) * v[j] + static_cast<T>(1 - b2) * g[j] * g[j];
+        const T denom = std::sqrt(v[j] / static_cast<T>(correction2)) + static_cast<T>(eps);
+        w[j] = w[j] * decay - static_cast<T>(step_size) * m[j] / denom;
+      }
+    });
+  });
+}
+
+nn::NamedTensors AdamW::state() const {
+  return named_buffers(groups_, {{"exp_avg", &m_}, {"exp_avg_sq", &v_}});
+}
+
+void AdamW::load_state(const nn::NamedTensors& state, int64_t steps_taken) {
+  load_buffers(groups_, state, {{"exp_avg", &m_}, {"exp_avg_sq", &v_}});
+  t_ = steps_taken;
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum)
+    : Optimizer(std::move(groups), lr), momentum_(momentum) {
+  if (!(momentum >= 0 && momentum < 1)) {
+    throw ValueError(fmt::format("SGD: momentum must be in [0, 1), got {}", momentum));
+  }
+  velocity_ = zeros_like_params(groups_);
+}
+
+void SGD::step() {
+  ++t_;
+  const bool first = t_ == 1;
+  for_each_param(groups_, [&](Tensor p, double wd, size_t i) {
+    dispatch_float(p.dtype(), "SGD", [&](auto tag) {
+      using T = decltype(tag);
+      T* w = p.data<T>();
+      const T* g = p.grad().data<T>();
+      T* buf = velocity_[i].data<T>();
+      for (int64_t j = 0; j < p.numel(); ++j) {
+        const T d = g[j] + static_cast<T>(wd) * w[j];
+        // As torch: the first step seeds the momentum buffer with the gradient itself.
+        buf[j] = first ? d : static_cast<T>(momentum_) * buf[j] + d;
+        w[j] -= static_cast<T>(lr_) * buf[j];
+      }
+    });
+  });
+}
+
+nn::NamedTensors SGD::state() const { return named_buffers(groups_, {{"momentum", &velocity_}}); }
+
+void SGD::load_state(const nn::NamedTensors& state, int64_t steps_taken) {
+  load_buffers(groups_, state, {{"momentum", &velocity_}});
+  t_ = steps_taken;
+}
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  double total = 0.0;
+  for (const Tensor& p : params) {
+    if (!p.grad().defined()) continue;
+    dispatch_float(p.dtype(), "clip_grad_norm", [&](auto tag) {
+      const auto* g = p.grad().data<decltype(tag)>();
+      for (int64_t j = 0; j < p.numel(); ++j) total += static_cast<double>(g[j]) * g[j];
+    });
+  }
+  const double norm = std::sqrt(total);
+  if (max_norm > 0 && norm > max_norm) {
+    const double scale = max_norm / (norm + 1e-6);
+    for (const Tensor& p : params) {
+      if (!p.grad().defined()) continue;
+      dispatch_float(p.dtype(), "clip_grad_norm", [&](auto tag) {
+        using T = decltype(tag);
+        T* g = Tensor(p.grad()).data<T>();  // .grad is a private copy: scaling in place is safe
+        for (int64_t j = 0; j < p.numel(); ++j) g[j] *= static_cast<T>(scale);
+      });
+    }
+  }
+  return norm;
+}
+
+double CosineSchedule::at(int64_t step) const {
+  if (step < warmup) return lr * static_cast<double>(step + 1) / static_cast<double>(warmup);
+  if (step >= total) return min_lr;
+  const double progress =
+      static_cast<double>(step - warmup) / static_cast<double>(std::max<int64_t>(1, total - warmup));
+  return min_lr + 0.5 * (1.0 + std::cos(M_PI * progress)) * (lr - min_lr);
+}
+
+}  // namespace tinygpt::train
