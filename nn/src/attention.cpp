@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/nn/fused_attention.hpp"
 
 namespace tinygpt::nn {
 
@@ -85,8 +86,14 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
                                  lengths.size(), b));
   }
+  const Tensor packed = c_attn->forward(x);  // (B,T,3C)
+  const bool dropping = is_training() && options_.dropout > 0.0;
+  last_weights_ = Tensor();
+  if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_) {
+    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h)));
+  }
   // (B,T,3C) -> (3,B,H,T,d): q, k and v of every head from one projection.
-  const Tensor qkv = permute(reshape(c_attn->forward(x), {b, t, 3, h, d}), {2, 0, 3, 1, 4});
+  const Tensor qkv = permute(reshape(packed, {b, t, 3, h, d}), {2, 0, 3, 1, 4});
   const Tensor q = reshape(narrow(qkv, 0, 0, 1), {b, h, t, d});
   Tensor k = reshape(narrow(qkv, 0, 1, 1), {b, h, t, d});
   Tensor v = reshape(narrow(qkv, 0, 2, 1), {b, h, t, d});

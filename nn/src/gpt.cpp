@@ -127,6 +127,10 @@ Tensor GPT::loss(const Tensor& tokens, const Tensor& targets) {
   return cross_entropy(forward(tokens), targets, kIgnoreIndex);
 }
 
+void GPT::set_keep_attention_weights(bool keep) {
+  for (const auto& block : *transformer->h) block->attn->set_keep_attention_weights(keep);
+}
+
 std::vector<Tensor> GPT::attention_weights() const {
   std::vector<Tensor> out;
   for (const auto& block : *transformer->h) out.push_back(block->attn->attention_weights());

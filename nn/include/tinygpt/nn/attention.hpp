@@ -53,8 +53,12 @@ class MultiHeadSelfAttention : public Module {
   Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths = {},
                  KVCache* cache = nullptr);
 
-  // (B,H,T,Tk) attention weights of the last forward (undefined before one).
+  // (B,H,T,Tk) attention weights of the last forward, kept when keep_attention_weights is on
+  // (undefined otherwise). Off, plain causal attention takes the fused path, which never
+  // materialises the weights (see fused_attention.hpp); masks, a cache or attention dropout use
+  // the general path either way.
   const Tensor& attention_weights() const { return last_weights_; }
+  void set_keep_attention_weights(bool keep) { keep_weights_ = keep; }
   const AttentionOptions& options() const { return options_; }
 
   std::shared_ptr<Linear> c_attn;  // (C, 3C): q, k, v side by side
@@ -64,6 +68,7 @@ class MultiHeadSelfAttention : public Module {
  private:
   AttentionOptions options_;
   std::shared_ptr<Generator> noise_;
+  bool keep_weights_ = false;
   Tensor last_weights_;
 };
 

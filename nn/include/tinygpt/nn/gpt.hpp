@@ -79,8 +79,10 @@ class GPT : public Module {
   const GPTConfig& config() const { return config_; }
   // The generator every dropout layer draws from (its state belongs in a checkpoint).
   Generator& dropout_generator() { return *noise_; }
-  // Attention weights (B,H,T,Tk) of the last forward, one per layer.
+  // Attention weights (B,H,T,Tk) of the last forward, one per layer; needs
+  // set_keep_attention_weights(true) before that forward (training leaves it off: memory).
   std::vector<Tensor> attention_weights() const;
+  void set_keep_attention_weights(bool keep);
   std::vector<KVCache> make_cache() const { return std::vector<KVCache>(config_.n_layer); }
 
   std::shared_ptr<Transformer> transformer;

@@ -1,0 +1,45 @@
+#pragma once
+// The tinygpt subcommands. Each add_*_command registers one subcommand with its flags and the
+// callback that runs it; errors are thrown as tinygpt::Error and reported by main().
+#include <CLI/CLI.hpp>
+
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/head_analysis.hpp"
+
+namespace tinygpt::cli {
+
+void add_train_command(CLI::App& app);
+void add_sample_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
+void add_heads_command(CLI::App& app);
+
+// Model shape flags shared by train and bench.
+struct ModelFlags {
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t d_model = 64;
+  int64_t block = 64;
+  double dropout = 0.0;
+
+  void add_to(CLI::App& cmd);
+  nn::GPTConfig config(int64_t vocab_size) const;
+};
+
+// The one text source with no file: the built-in corpus (data/toy_corpus.hpp).
+constexpr const char* kToyCorpus = "builtin:toy";
+// The text of a data source: kToyCorpus or a file path.
+std::string load_text(const std::string& source);
+
+// Probes for the head analysis: `text` if given, else windows of the run's data source.
+struct HeadProbeSet {
+  train::HeadProbes probes;
+  std::vector<int64_t> picture;  // the ids drawn in the heatmaps
+};
+HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
+                         const std::string& text, const std::string& data_source);
+// Prints the head table (or JSON) and writes the heatmaps into out_dir; returns the report.
+train::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+                             const HeadProbeSet& set, const std::string& out_dir, bool json);
+
+}  // namespace tinygpt::cli

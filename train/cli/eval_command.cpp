@@ -1,0 +1,75 @@
+// tinygpt eval: deterministic loss and perplexity of a model over a whole split of a text.
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinygpt/autograd/tape.hpp"
+#include "tinygpt/autograd/threads.hpp"
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+
+namespace tinygpt::cli {
+namespace {
+
+struct EvalFlags {
+  std::string model;
+  std::string data;
+  std::string split = "val";
+  double val_fraction = 0.1;
+  int64_t batch = 32;
+  int threads = 0;
+  bool json = false;
+};
+
+void run_eval(const EvalFlags& f) {
+  set_num_threads(f.threads);
+  train::LoadedModel loaded = train::load_model(f.model);
+  const std::string text = load_text(f.data);
+  const data::Split split = f.split == "train" ? data::Split::train
+                            : f.split == "all" ? data::Split::all
+                                               : data::Split::val;
+  const data::TextDataset dataset(loaded.tokenizer.encode(text), loaded.config.block_size,
+                                  f.val_fraction);
+  const int64_t windows = dataset.num_windows(split);
+  if (windows == 0) {
+    throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",
+                                 f.data, f.split, loaded.config.block_size + 1));
+  }
+  // Every window has the same length, so the mean of window-batch means weighted by their size
+  // is the mean over every predicted token.
+  NoGradGuard no_grad;
+  loaded.model->eval();
+  double total = 0.0;
+  for (int64_t first = 0; first < windows; first += f.batch) {
+    const int64_t count = std::min(f.batch, windows - first);
+    const data::Batch batch = dataset.window_batch(split, first, count);
+    total += loaded.model->loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
+  }
+  const double loss = total / static_cast<double>(windows);
+  const int64_t tokens = windows * loaded.config.block_size;
+  if (f.json) {
+    fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}}.dump());
+  } else {
+    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted characters\n",
+               f.split, f.data, loss, std::exp(loss), tokens);
+  }
+}
+
+}  // namespace
+
+void add_eval_command(CLI::App& app) {
+  auto flags = std::make_shared<EvalFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Loss and perplexity over a whole split, in non-overlapping context windows");
+  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
+  cmd->add_option("--data", flags->data, "UTF-8 text file (builtin:toy for the toy corpus)")->required();
+  cmd->add_option("--split", flags->split, "val, train or all")->check(CLI::IsMember({"val", "train", "all"}))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_flag("--json", flags->json, "print {\"loss\", \"perplexity\", \"tokens\"} as JSON");
+  cmd->callback([flags] { run_eval(*flags); });
+}
+
+}  // namespace tinygpt::cli

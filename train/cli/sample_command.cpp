@@ -1,0 +1,50 @@
+// tinygpt sample: generate text from a trained model with a key/value cache.
+#include "commands.hpp"
+#include "tinygpt/autograd/threads.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/sampler.hpp"
+
+namespace tinygpt::cli {
+namespace {
+
+struct SampleFlags {
+  std::string model;
+  std::string prompt;
+  int threads = 1;
+  train::SampleOptions options;
+};
+
+void run_sample(const SampleFlags& f) {
+  set_num_threads(f.threads);
+  train::LoadedModel loaded = train::load_model(f.model);
+  // With no prompt, start where documents start: after a newline (if the vocabulary has one).
+  std::vector<int64_t> prompt;
+  if (!f.prompt.empty()) {
+    prompt = loaded.tokenizer.encode(f.prompt);
+  } else {
+    prompt = {loaded.tokenizer.contains("\n") ? loaded.tokenizer.encode("\n")[0] : 0};
+  }
+  std::fputs(f.prompt.c_str(), stdout);
+  train::generate(*loaded.model, prompt, f.options, [&](int64_t id) {
+    std::fputs(loaded.tokenizer.token(id).c_str(), stdout);
+    std::fflush(stdout);
+  });
+  std::fputs("\n", stdout);
+}
+
+}  // namespace
+
+void add_sample_command(CLI::App& app) {
+  auto flags = std::make_shared<SampleFlags>();
+  CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained model");
+  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
+  cmd->add_option("--prompt", flags->prompt, "text to continue (default: start of a document)");
+  cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 30))->capture_default_str();
+  cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
+  cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--seed", flags->options.seed, "sampling seed")->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->callback([flags] { run_sample(*flags); });
+}
+
+}  // namespace tinygpt::cli

@@ -1,0 +1,216 @@
+// tinygpt train: fit a GPT on the built-in toy corpus or a text file, checkpointing into --out.
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinygpt/autograd/threads.hpp"
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/train/atomic_file.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/progress.hpp"
+
+namespace tinygpt::cli {
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct TrainFlags {
+  std::string data;
+  std::string out = "runs/tinygpt";
+  std::string resume;
+  bool force = false;
+  double val_fraction = 0.1;
+  int threads = 0;
+  ModelFlags model;
+  train::TrainOptions options;
+};
+
+// Flags that define the run; a resumed run takes them from its checkpoint.
+const char* const kFixedWhenResuming[] = {
+    "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch",
+    "--lr", "--min-lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--beta1",
+    "--beta2", "--grad-clip", "--seed", "--optimizer", "--momentum", "--val-fraction", "--force"};
+
+// The loss log (log.jsonl): one JSON object per step and per evaluation.
+struct LossLog {
+  std::vector<std::string> lines;
+
+  void add(const json& entry) { lines.push_back(entry.dump()); }
+  std::string text() const {
+    std::string out;
+    for (const auto& line : lines) out += line + "\n";
+    return out;
+  }
+  // Keeps what a checkpoint at `step` had logged (a resumed run rewrites the rest).
+  static LossLog read(const std::string& path, int64_t step) {
+    LossLog log;
+    std::ifstream in(path);
+    std::string line;
+    while (std::getline(in, line)) {
+      const json entry = json::parse(line, nullptr, false);
+      if (!entry.is_discarded() && entry.value("step", int64_t{0}) <= step) log.lines.push_back(line);
+    }
+    return log;
+  }
+};
+
+void check_output_dir(const TrainFlags& f) {
+  if (train::has_checkpoint(f.out) && !f.force) {
+    throw IOError(fmt::format(
+        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
+        f.out, f.out));
+  }
+  std::error_code ec;
+  fs::create_directories(f.out, ec);
+  if (ec || !fs::is_directory(f.out)) {
+    throw IOError(fmt::format("cannot create output directory {}: {}", f.out,
+                              ec ? ec.message() : "not a directory"));
+  }
+  const std::string probe = (fs::path(f.out) / ".write-test").string();
+  write_file_atomic(probe, "");
+  fs::remove(probe);
+}
+
+void run_train(TrainFlags f, const CLI::App& cmd) {
+  set_num_threads(f.threads);
+  const bool resuming = !f.resume.empty();
+  train::RunState run;
+  std::unique_ptr<nn::GPT> model;
+  std::unique_ptr<data::CharTokenizer> tokenizer;
+
+  if (resuming) {
+    for (const char* flag : kFixedWhenResuming) {
+      if (cmd.count(flag) > 0) {
+        throw ValueError(fmt::format("{} cannot be changed when resuming: the run in {} keeps its own",
+                                     flag, f.resume));
+      }
+    }
+    if (cmd.count("--out") > 0 && fs::path(f.out) != fs::path(f.resume)) {
+      throw ValueError(fmt::format("--resume writes back into {}; do not also pass --out {}",
+                                   f.resume, f.out));
+    }
+    f.out = f.resume;
+    train::LoadedModel loaded = train::load_model(f.resume);
+    run = train::load_run_state(f.resume);
+    if (cmd.count("--steps") > 0) run.options.steps = f.options.steps;
+    if (cmd.count("--eval-every") > 0) run.options.eval_every = f.options.eval_every;
+    if (run.options.steps <= run.step) {
+      throw ValueError(fmt::format("{} is already at step {}; pass --steps above that to continue",
+                                   f.resume, run.step));
+    }
+    model = std::move(loaded.model);
+    tokenizer = std::make_unique<data::CharTokenizer>(std::move(loaded.tokenizer));
+  } else {
+    check_output_dir(f);
+    run.options = f.options;
+    run.data_source = f.data.empty() ? kToyCorpus : f.data;
+    run.val_fraction = f.val_fraction;
+    run.best_val_loss = NAN;
+  }
+
+  const std::string text = load_text(run.data_source);
+  if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(text);
+  const data::TextDataset dataset(tokenizer->encode(text),
+                                  resuming ? model->config().block_size : f.model.block,
+                                  run.val_fraction);
+  if (!resuming) model = std::make_unique<nn::GPT>(f.model.config(tokenizer->vocab_size()), run.options.seed);
+
+  train::Trainer trainer(*model, dataset, run.options);
+  LossLog log;
+  const std::string log_path = (fs::path(f.out) / "log.jsonl").string();
+  if (resuming) {
+    train::load_optimizer_state(f.out, trainer.optimizer(), run.step);
+    trainer.data_generator().set_state(run.data_rng);
+    model->dropout_generator().set_state(run.dropout_rng);
+    trainer.set_steps_done(run.step);
+    log = LossLog::read(log_path, run.step);
+  }
+
+  train::ProgressReporter progress(run.options.steps);
+  progress.message(fmt::format(
+      "{} {}: {} parameters ({} layers, {} heads, d_model {}, context {}), vocabulary {}, "
+      "{} training tokens",
+      resuming ? "resuming" : "training", run.data_source, model->num_parameters(),
+      model->config().n_layer, model->config().n_head, model->config().n_embd,
+      model->config().block_size, tokenizer->vocab_size(), dataset.split_size(data::Split::train)));
+
+  auto checkpoint = [&] {
+    run.step = trainer.steps_done();
+    run.data_rng = trainer.data_generator().state();
+    run.dropout_rng = model->dropout_generator().state();
+    train::save_checkpoint(f.out, *model, *tokenizer, &trainer.optimizer(), &run,
+                           {{"log.jsonl", log.text()}});
+  };
+
+  const int64_t first_step = trainer.steps_done();
+  const auto start = std::chrono::steady_clock::now();
+  while (!trainer.done()) {
+    train::StepStats s;
+    try {
+      s = trainer.step();
+    } catch (const train::DivergedError& e) {
+      throw train::DivergedError(fmt::format(
+          "{}; stopped. The last good checkpoint (step {}) is kept in {}", e.what(), run.step,
+          f.out));
+    }
+    log.add({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
+             {"tokens_per_s", s.seconds > 0 ? s.tokens / s.seconds : 0.0}});
+    progress.on_step(s);
+    if (s.step % run.options.eval_every == 0 || trainer.done()) {
+      const train::EvalStats e = trainer.evaluate();
+      log.add({{"step", e.step}, {"train_loss", e.train_loss},
+               {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}});
+      progress.on_eval(e);
+      if (!std::isnan(e.val_loss) && !(e.val_loss >= run.best_val_loss)) run.best_val_loss = e.val_loss;
+      checkpoint();
+    }
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  progress.message(fmt::format(
+      "done: {} steps in {}, {:.0f} tokens/s; best val loss {:.4f}; checkpoint in {}",
+      trainer.steps_done() - first_step, train::format_duration(seconds),
+      progress.tokens_per_second(), run.best_val_loss, f.out));
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto flags = std::make_shared<TrainFlags>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
+  cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)");
+  cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->capture_default_str();
+  cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps");
+  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out");
+  flags->model.add_to(*cmd);
+  auto& o = flags->options;
+  cmd->add_option("--batch", o.batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--lr-decay-steps", o.lr_decay_steps,
+                  "step where the cosine decay reaches --min-lr (0: --steps); set it to the planned "
+                  "total to extend the run later with --resume exactly")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
+  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(CLI::Range(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
+}
+
+}  // namespace tinygpt::cli

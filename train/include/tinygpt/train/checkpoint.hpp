@@ -1,0 +1,63 @@
+#pragma once
+// A checkpoint directory, in Hugging Face GPT-2's conventions so other tools can read it:
+//   model.safetensors      GPT-2 tensor names and shapes (see nn/gpt.hpp)
+//   config.json            GPT-2 config keys (n_layer, n_head, n_embd, n_positions, vocab_size, ...)
+//   tokenizer.json         {"vocab": [characters in id order]}
+// and, for resuming a run exactly:
+//   optimizer.safetensors  the optimiser's moments ("exp_avg.<param>", ...)
+//   trainer_state.json     step, options, data source, generator states, best validation loss
+//
+// All files of one save are committed together: each is staged as "<name>.partial" and synced,
+// then a commit record is written atomically, then the files are renamed into place. A save
+// killed before the record leaves the previous checkpoint untouched; one killed after it is
+// completed by the next load. So a checkpoint is never half-written.
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/trainer.hpp"
+
+namespace tinygpt::train {
+
+// What `tinygpt train --resume` needs beyond the weights and the optimiser moments.
+struct RunState {
+  TrainOptions options;
+  std::string data_source;  // a file path, or "builtin:toy"
+  double val_fraction = 0.1;
+  int64_t step = 0;
+  Generator::State data_rng{};
+  Generator::State dropout_rng{};
+  double best_val_loss = 0.0;  // NaN before the first evaluation
+};
+
+struct LoadedModel {
+  nn::GPTConfig config;
+  data::CharTokenizer tokenizer;
+  std::unique_ptr<nn::GPT> model;
+};
+
+// Writes the model files, plus the optimiser and run state when given, as one commit.
+// Extra files (e.g. the loss log) can ride along in the same commit.
+void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
+                     const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {});
+
+// Loads and validates config.json, tokenizer.json and model.safetensors. Throws tinygpt::Error
+// with one line naming the file and the fault (missing, corrupt, shapes that disagree with the
+// config, a vocabulary that disagrees with vocab_size).
+LoadedModel load_model(const std::string& dir);
+RunState load_run_state(const std::string& dir);
+void load_optimizer_state(const std::string& dir, Optimizer& optimizer, int64_t steps_taken);
+
+bool has_checkpoint(const std::string& dir);
+// Finishes or discards a save that was interrupted (see above); loads call it.
+void recover_checkpoint(const std::string& dir);
+
+// GPT-2 config.json <-> GPTConfig.
+std::string config_to_json(const nn::GPTConfig& config);
+nn::GPTConfig config_from_json(const std::string& text, const std::string& source);
+
+}  // namespace tinygpt::train

@@ -1,0 +1,85 @@
+#pragma once
+// The training loop, usable from C++ in a few lines (examples/train_tiny_gpt.cpp) and driven by
+// `tinygpt train`. One step: sample a batch, forward, backward, clip, set the scheduled lr,
+// update. Everything random comes from generators whose states are part of TrainerState, so a
+// run saved at step k and resumed ends bit-identical to an uninterrupted one.
+#include <memory>
+#include <string>
+
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/optim.hpp"
+
+namespace tinygpt::train {
+
+struct TrainOptions {
+  int64_t steps = 2000;
+  int64_t batch = 12;
+  double lr = 1e-3;
+  double min_lr = 1e-4;
+  int64_t warmup = 100;
+  int64_t lr_decay_steps = 0;  // the cosine schedule's horizon; 0 = steps
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.99;
+  double grad_clip = 1.0;  // 0 = no clipping
+  std::string optimizer = "adamw";  // or "sgd"
+  double momentum = 0.9;            // sgd only
+  int64_t eval_every = 250;
+  int64_t eval_iters = 20;  // batches per split in each evaluation
+  uint64_t seed = 1337;
+
+  void validate() const;  // ValueError naming the first bad option
+  CosineSchedule schedule() const;
+};
+
+struct StepStats {
+  int64_t step = 0;  // steps completed, this one included
+  double loss = 0.0;
+  double lr = 0.0;
+  double grad_norm = 0.0;
+  double seconds = 0.0;  // wall time of this step
+  int64_t tokens = 0;    // tokens processed by this step
+};
+
+struct EvalStats {
+  int64_t step = 0;
+  double train_loss = 0.0;
+  double val_loss = 0.0;  // NaN when the dataset has no validation split
+};
+
+// Thrown when the loss stops being finite; the parameters are left as before the bad step.
+class DivergedError : public Error {
+ public:
+  using Error::Error;
+};
+
+class Trainer {
+ public:
+  Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options);
+
+  StepStats step();
+  // Mean loss over eval_iters batches of each split, in eval mode, drawn from a generator seeded
+  // by (seed, step) so evaluating never disturbs the training stream.
+  EvalStats evaluate();
+  bool done() const { return step_ >= options_.steps; }
+  int64_t steps_done() const { return step_; }
+  const TrainOptions& options() const { return options_; }
+  void set_total_steps(int64_t steps) { options_.steps = steps; }
+
+  Optimizer& optimizer() { return *optimizer_; }
+  Generator& data_generator() { return data_gen_; }
+  // Continue from a saved step: the optimiser state and generator states must be restored too.
+  void set_steps_done(int64_t step) { step_ = step; }
+
+ private:
+  nn::GPT& model_;
+  const data::TextDataset& dataset_;
+  TrainOptions options_;
+  std::unique_ptr<Optimizer> optimizer_;
+  std::vector<Tensor> params_;
+  Generator data_gen_;
+  int64_t step_ = 0;
+};
+
+}  // namespace tinygpt::train

@@ -1,0 +1,254 @@
+#include "tinygpt/train/checkpoint.hpp"
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/train/atomic_file.hpp"
+#include "tinygpt/train/safetensors.hpp"
+
+namespace tinygpt::train {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kCommitRecord = ".checkpoint-commit";
+constexpr const char* kStaged = ".partial";
+
+std::string path_in(const std::string& dir, const std::string& name) {
+  return (fs::path(dir) / name).string();
+}
+
+void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
+  recover_checkpoint(dir);
+  json names = json::array();
+  for (const auto& [name, bytes] : files) {
+    write_file_synced(path_in(dir, name + kStaged), bytes);
+    names.push_back(name);
+  }
+  write_file_atomic(path_in(dir, kCommitRecord), names.dump());  // the commit point
+  recover_checkpoint(dir);
+}
+
+std::string hex_state(const Generator::State& s) {
+  return fmt::format("{:016x}{:016x}{:016x}{:016x}", s[0], s[1], s[2], s[3]);
+}
+
+Generator::State parse_state(const std::string& hex, const std::string& source) {
+  Generator::State s{};
+  if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    throw FormatError(fmt::format("{}: bad generator state '{}'", source, hex));
+  }
+  for (size_t i = 0; i < 4; ++i) s[i] = std::stoull(hex.substr(16 * i, 16), nullptr, 16);
+  return s;
+}
+
+json options_to_json(const TrainOptions& o) {
+  return {{"steps", o.steps},           {"batch", o.batch},
+          {"lr", o.lr},                 {"min_lr", o.min_lr},
+          {"warmup", o.warmup},         {"lr_decay_steps", o.lr_decay_steps},
+          {"weight_decay", o.weight_decay}, {"beta1", o.beta1},
+          {"beta2", o.beta2},           {"grad_clip", o.grad_clip},
+          {"optimizer", o.optimizer},   {"momentum", o.momentum},
+          {"eval_every", o.eval_every}, {"eval_iters", o.eval_iters},
+          {"seed", o.seed}};
+}
+
+// Reads j[key] as T, or throws FormatError naming the file and the key.
+template <class T>
+T field(const json& j, const char* key, const std::string& source) {
+  if (!j.is_object() || !j.contains(key)) {
+    throw FormatError(fmt::format("{}: missing key '{}'", source, key));
+  }
+  try {
+    return j.at(key).get<T>();
+  } catch (const json::exception&) {
+    throw FormatError(fmt::format("{}: key '{}' has the wrong type ({})", source, key,
+                                  j.at(key).dump()));
+  }
+}
+
+TrainOptions options_from_json(const json& j, const std::string& source) {
+  TrainOptions o;
+  o.steps = field<int64_t>(j, "steps", source);
+  o.batch = field<int64_t>(j, "batch", source);
+  o.lr = field<double>(j, "lr", source);
+  o.min_lr = field<double>(j, "min_lr", source);
+  o.warmup = field<int64_t>(j, "warmup", source);
+  o.lr_decay_steps = field<int64_t>(j, "lr_decay_steps", source);
+  o.weight_decay = field<double>(j, "weight_decay", source);
+  o.beta1 = field<double>(j, "beta1", source);
+  o.beta2 = field<double>(j, "beta2", source);
+  o.grad_clip = field<double>(j, "grad_clip", source);
+  o.optimizer = field<std::string>(j, "optimizer", source);
+  o.momentum = field<double>(j, "momentum", source);
+  o.eval_every = field<int64_t>(j, "eval_every", source);
+  o.eval_iters = field<int64_t>(j, "eval_iters", source);
+  o.seed = field<uint64_t>(j, "seed", source);
+  return o;
+}
+
+json parse_json(const std::string& text, const std::string& source) {
+  try {
+    return json::parse(text);
+  } catch (const json::exception& e) {
+    throw FormatError(fmt::format("{}: not valid JSON ({})", source, e.what()));
+  }
+}
+
+}  // namespace
+
+bool has_checkpoint(const std::string& dir) {
+  return fs::exists(path_in(dir, "model.safetensors")) ||
+         fs::exists(path_in(dir, std::string("model.safetensors") + kStaged));
+}
+
+void recover_checkpoint(const std::string& dir) {
+  const std::string record = path_in(dir, kCommitRecord);
+  if (fs::exists(record)) {  // committed: roll forward
+    const json names = parse_json(read_file(record), record);
+    for (const auto& name : names) {
+      const std::string target = path_in(dir, name.get<std::string>());
+      if (fs::exists(target + kStaged)) fs::rename(target + kStaged, target);
+    }
+    sync_directory(dir);
+    fs::remove(record);
+    sync_directory(dir);
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {  // never committed: discard
+    const std::string name = entry.path().filename().string();
+    if (name.size() > std::strlen(kStaged) &&
+        name.compare(name.size() - std::strlen(kStaged), std::string::npos, kStaged) == 0) {
+      fs::remove(entry.path());
+    }
+  }
+}
+
+std::string config_to_json(const nn::GPTConfig& c) {
+  const json j = {{"architectures", {"GPT2LMHeadModel"}},
+                  {"model_type", "gpt2"},
+                  {"vocab_size", c.vocab_size},
+                  {"n_positions", c.block_size},
+                  {"n_ctx", c.block_size},
+                  {"n_embd", c.n_embd},
+                  {"n_layer", c.n_layer},
+                  {"n_head", c.n_head},
+                  {"n_inner", nullptr},
+                  {"activation_function", "gelu_new"},
+                  {"layer_norm_epsilon", c.layer_norm_epsilon},
+                  {"resid_pdrop", c.dropout},
+                  {"embd_pdrop", c.dropout},
+                  {"attn_pdrop", c.dropout},
+                  {"tie_word_embeddings", c.tie_weights},
+                  {"bias", c.bias},
+                  {"torch_dtype", "float32"}};
+  return j.dump(2) + "\n";
+}
+
+nn::GPTConfig config_from_json(const std::string& text, const std::string& source) {
+  const json j = parse_json(text, source);
+  nn::GPTConfig c;
+  c.vocab_size = field<int64_t>(j, "vocab_size", source);
+  c.block_size = field<int64_t>(j, "n_positions", source);
+  c.n_embd = field<int64_t>(j, "n_embd", source);
+  c.n_layer = field<int64_t>(j, "n_layer", source);
+  c.n_head = field<int64_t>(j, "n_head", source);
+  c.layer_norm_epsilon = field<double>(j, "layer_norm_epsilon", source);
+  c.dropout = j.contains("resid_pdrop") ? field<double>(j, "resid_pdrop", source) : 0.0;
+  c.tie_weights = j.contains("tie_word_embeddings") ? field<bool>(j, "tie_word_embeddings", source) : true;
+  c.bias = j.contains("bias") ? field<bool>(j, "bias", source) : true;
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
+                     const Optimizer* optimizer, const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files) {
+  std::vector<std::pair<std::string, std::string>> files = {
+      {"model.safetensors", encode_safetensors(model.state_dict(), {{"format", "pt"}})},
+      {"config.json", config_to_json(model.config())},
+      {"tokenizer.json", tokenizer.to_json()},
+  };
+  if (optimizer != nullptr) {
+    files.emplace_back("optimizer.safetensors",
+                       encode_safetensors(optimizer->state(),
+                                          {{"steps_taken", std::to_string(optimizer->steps_taken())}}));
+  }
+  if (run != nullptr) {
+    const json state = {{"format_version", 1},
+                        {"step", run->step},
+                        {"options", options_to_json(run->options)},
+                        {"data_source", run->data_source},
+                        {"val_fraction", run->val_fraction},
+                        {"data_rng", hex_state(run->data_rng)},
+                        {"dropout_rng", hex_state(run->dropout_rng)},
+                        {"best_val_loss", std::isfinite(run->best_val_loss) ? json(run->best_val_loss) : json(nullptr)}};
+    files.emplace_back("trainer_state.json", state.dump(2) + "\n");
+  }
+  files.insert(files.end(), extra_files.begin(), extra_files.end());
+  commit_files(dir, files);
+}
+
+LoadedModel load_model(const std::string& dir) {
+  if (!fs::is_directory(dir)) throw IOError(fmt::format("model directory {} does not exist", dir));
+  recover_checkpoint(dir);
+  const std::string config_path = path_in(dir, "config.json");
+  const std::string tokenizer_path = path_in(dir, "tokenizer.json");
+  const std::string weights_path = path_in(dir, "model.safetensors");
+  LoadedModel out{config_from_json(read_file(config_path), config_path),
+                  data::CharTokenizer::from_json(read_file(tokenizer_path)), nullptr};
+  if (out.tokenizer.vocab_size() != out.config.vocab_size) {
+    throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
+                                  tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
+  }
+  out.model = std::make_unique<nn::GPT>(out.config, 0);
+  const SafetensorsFile weights = load_safetensors(weights_path);
+  try {
+    out.model->load_state_dict(weights.tensors);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+  }
+  return out;
+}
+
+RunState load_run_state(const std::string& dir) {
+  const std::string path = path_in(dir, "trainer_state.json");
+  if (!fs::exists(path)) {
+    throw IOError(fmt::format("{} has no trainer_state.json: it is not a resumable run", dir));
+  }
+  const json j = parse_json(read_file(path), path);
+  RunState run;
+  run.step = field<int64_t>(j, "step", path);
+  run.options = options_from_json(field<json>(j, "options", path), path);
+  run.data_source = field<std::string>(j, "data_source", path);
+  run.val_fraction = field<double>(j, "val_fraction", path);
+  run.data_rng = parse_state(field<std::string>(j, "data_rng", path), path);
+  run.dropout_rng = parse_state(field<std::string>(j, "dropout_rng", path), path);
+  run.best_val_loss = j.contains("best_val_loss") && j["best_val_loss"].is_number()
+                          ? j["best_val_loss"].get<double>()
+                          : NAN;
+  return run;
+}
+
+void load_optimizer_state(const std::string& dir, Optimizer& optimizer, int64_t steps_taken) {
+  const std::string path = path_in(dir, "optimizer.safetensors");
+  const SafetensorsFile state = load_safetensors(path);
+  try {
+    optimizer.load_state(state.tensors, steps_taken);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  }
+}
+
+}  // namespace tinygpt::train
