@@ -19,9 +19,14 @@ struct HeatmapFigure {
   HeatmapFigure(int seq_len, const std::vector<std::string>& labels, const std::string& title)
       : panel(labels, cell_size_for(seq_len, kGridTarget, kMaxCell)) {
     const int line = text_line_height(kTextScale);
-    panel_x = style::kMargin + line + style::kGap;
-    const int bar_x = panel_x + panel.width() + 3 * style::kGap;
-    heading = fit_heading(title, bar_x + colorbar_width(kTextScale) + style::kMargin, kTextScale);
+    const int panel_offset = line + style::kGap;
+    const int bar_offset = panel_offset + panel.width() + 3 * style::kGap;
+    const int content_width = bar_offset + colorbar_width(kTextScale) + 2 * style::kMargin;
+    heading = fit_heading(title, content_width, kTextScale);
+    // A title wider than the plot widens the figure; the plot stays in the middle.
+    left = style::kMargin + (heading.figure_width - content_width) / 2;
+    panel_x = left + panel_offset;
+    const int bar_x = left + bar_offset;
     key_name_y = style::kMargin + line + 2 * style::kGap;
     panel_y = key_name_y + line + style::kGap;
     height = panel_y + panel.height() + style::kMargin;
@@ -36,6 +41,7 @@ struct HeatmapFigure {
 
   AttentionPanel panel;
   Heading heading;
+  int left = 0;  // where the axis name "query" stands
   int panel_x = 0, panel_y = 0, key_name_y = 0, height = 0;
   PixelRect colorbar;
 };
@@ -65,7 +71,7 @@ void save_attention_heatmap(const std::string& path, const float* weights, int s
   draw_text_centered(canvas, grid_center_x, style::kMargin, figure.heading.fitted.text, style::kInk,
                      figure.heading.fitted.scale);
   draw_text_centered(canvas, grid_center_x, figure.key_name_y, "key", style::kSoftInk, kTextScale);
-  draw_vertical_text_centered(canvas, style::kMargin, grid.y + grid.height / 2, "query",
+  draw_vertical_text_centered(canvas, figure.left, grid.y + grid.height / 2, "query",
                               style::kSoftInk, kTextScale);
   figure.panel.draw(canvas, figure.panel_x, figure.panel_y, weights);
   draw_colorbar(canvas, figure.colorbar, kTextScale);

@@ -105,10 +105,17 @@ void draw_colorbar(Canvas& canvas, const PixelRect& bar, int scale) {
     canvas.fill_rect(bar.x, bar.y + row, bar.width, 1, viridis(t));
   }
   canvas.stroke_rect(bar.x - 1, bar.y - 1, bar.width + 2, bar.height + 2, style::kInk);
+  // Ticks every 0.2, or every 0.5 or only at the ends when the bar is too short for their labels.
   const int cap = text_cap_height(scale);
-  constexpr int kTicks = 6;  // 0.0, 0.2, ..., 1.0
-  for (int i = 0; i < kTicks; ++i) {
-    const double value = static_cast<double>(i) / (kTicks - 1);
+  int ticks = 2;
+  for (const int candidate : {6, 3}) {
+    if ((bar.height - 1) / (candidate - 1) >= cap + kLabelGap) {
+      ticks = candidate;
+      break;
+    }
+  }
+  for (int i = 0; i < ticks; ++i) {
+    const double value = static_cast<double>(i) / (ticks - 1);
     const int tick_y = bar.y + static_cast<int>(std::lround((1.0 - value) * (bar.height - 1)));
     canvas.fill_rect(bar.x + bar.width, tick_y, kTickLength, 1, style::kInk);
     canvas.draw_text(bar.x + bar.width + kTickLength + kLabelGap, tick_y - cap / 2,

@@ -41,8 +41,8 @@ class AttentionPanel {
   int key_label_height_ = 0;   // including the gap to the grid
 };
 
-// A vertical viridis bar from 1 at the top to 0 at the bottom, ticks every 0.2 labelled on its
-// right. colorbar_width is the bar's width plus its tick labels.
+// A vertical viridis bar from 1 at the top to 0 at the bottom, ticks (every 0.2 on a bar tall
+// enough) labelled on its right. colorbar_width is the bar's width plus its tick labels.
 constexpr int kColorbarBarWidth = 18;
 int colorbar_width(int scale);
 void draw_colorbar(Canvas& canvas, const PixelRect& bar, int scale);

@@ -41,17 +41,21 @@ struct HeadGridFigure {
     slot_width = panel.width() + kPanelSpacing;
     slot_height = head_title_height + panel.height() + kPanelSpacing;
     title_line = text_line_height(kTitleScale);
-    const int note_line = text_line_height(1);
-    panels_y = style::kMargin + title_line + style::kGap + note_line + 2 * style::kGap;
-    const int bar_x = style::kMargin + columns * slot_width;
-    heading = fit_heading(title, bar_x + colorbar_width(kBarScale) + style::kMargin, kTitleScale);
+    note = fit_text(kAxesNote, columns * slot_width - kPanelSpacing, 2);
+    panels_y =
+        style::kMargin + title_line + style::kGap + text_line_height(note.scale) + 2 * style::kGap;
+    const int content_width = columns * slot_width + colorbar_width(kBarScale) + 2 * style::kMargin;
+    heading = fit_heading(title, content_width, kTitleScale);
+    // A title wider than the panels widens the figure; the panels stay in the middle.
+    left = style::kMargin + (heading.figure_width - content_width) / 2;
+    const int bar_x = left + columns * slot_width;
     height = panels_y + rows * slot_height - kPanelSpacing + style::kMargin;
     const int bar_top = grid(0).y;
     colorbar = {bar_x, bar_top, kColorbarBarWidth, grid(count - 1).y + panel.grid_size() - bar_top};
   }
 
   // The top-left corner of head h's panel, its title included.
-  int slot_x(int h) const { return style::kMargin + (h % columns) * slot_width; }
+  int slot_x(int h) const { return left + (h % columns) * slot_width; }
   int slot_y(int h) const { return panels_y + (h / columns) * slot_height; }
   PixelRect grid(int h) const {
     return {slot_x(h) + panel.grid_x(), slot_y(h) + head_title_height + panel.grid_y(),
@@ -62,7 +66,9 @@ struct HeadGridFigure {
   AttentionPanel panel;
   int head_title_scale;
   int head_title_height = 0, slot_width = 0, slot_height = 0, title_line = 0, panels_y = 0;
+  FittedText note;  // kAxesNote
   Heading heading;
+  int left = 0;  // where the first column of panels starts
   int height = 0;
   PixelRect colorbar;
 };
@@ -110,11 +116,11 @@ void save_head_grid(const std::string& path, const std::vector<std::vector<float
 
   Canvas canvas(figure.heading.figure_width, figure.height, style::kBackground);
   const int panels_center_x =
-      style::kMargin + (figure.columns * figure.slot_width - kPanelSpacing) / 2;
+      figure.left + (figure.columns * figure.slot_width - kPanelSpacing) / 2;
   draw_text_centered(canvas, panels_center_x, style::kMargin, figure.heading.fitted.text,
                      style::kInk, figure.heading.fitted.scale);
   draw_text_centered(canvas, panels_center_x, style::kMargin + figure.title_line + style::kGap,
-                     kAxesNote, style::kSoftInk, 1);
+                     figure.note.text, style::kSoftInk, figure.note.scale);
   for (int h = 0; h < figure.count; ++h) {
     const auto index = static_cast<std::size_t>(h);
     const FittedText head_title =
