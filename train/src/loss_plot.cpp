@@ -116,9 +116,11 @@ void draw_marker(Canvas& canvas, int x, int y, Rgb color) {
   canvas.fill_rect(x - kMarkerSize / 2, y - kMarkerSize / 2, kMarkerSize, kMarkerSize, color);
 }
 
+bool has_markers(const std::vector<LossPoint>& series) { return series.size() <= kMaxMarkedPoints; }
+
 void draw_series(Canvas& canvas, const PlotArea& area, const std::vector<LossPoint>& series,
                  Rgb color) {
-  const bool marked = series.size() <= kMaxMarkedPoints;
+  const bool marked = has_markers(series);
   const LossPoint* previous = nullptr;
   for (const LossPoint& p : series) {
     if (!std::isfinite(p.loss)) {
@@ -138,6 +140,7 @@ void draw_series(Canvas& canvas, const PlotArea& area, const std::vector<LossPoi
 struct LegendEntry {
   const char* name;
   Rgb color;
+  bool marked;  // whether the series' points carry markers, as the sample then does
 };
 
 // A boxed key in the top-right corner of the plot, where a falling loss curve leaves room.
@@ -160,7 +163,7 @@ void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<LegendE
     const int mid_y = top + cap / 2;
     canvas.draw_line(box_x + kPad, mid_y, box_x + kPad + kSample, mid_y, entries[i].color,
                      kLineThickness);
-    draw_marker(canvas, box_x + kPad + kSample / 2, mid_y, entries[i].color);
+    if (entries[i].marked) draw_marker(canvas, box_x + kPad + kSample / 2, mid_y, entries[i].color);
     canvas.draw_text(box_x + kPad + kSample + style::kGap, top, entries[i].name, style::kInk,
                      kTextScale);
   }
@@ -206,8 +209,10 @@ void save_loss_curve(const std::string& path, const std::vector<LossPoint>& trai
                               style::kSoftInk, kTextScale);
 
   std::vector<LegendEntry> legend;
-  if (!train_points.empty()) legend.push_back({"train", kTrainLossColor});
-  if (!val_points.empty()) legend.push_back({"val", kValLossColor});
+  if (!train_points.empty()) {
+    legend.push_back({"train", kTrainLossColor, has_markers(train_points)});
+  }
+  if (!val_points.empty()) legend.push_back({"val", kValLossColor, has_markers(val_points)});
   if (legend.empty()) {
     draw_text_centered(canvas, plot_center_x, area.y + area.height / 2, "no data", style::kSoftInk,
                        kTextScale);
