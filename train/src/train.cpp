@@ -1,1 +1,0 @@
-// train library: sources are added beside this file.
