@@ -427,10 +427,13 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& so
   for (size_t i = 0; i < entries.size(); ++i) {
     const Entry& entry = entries[i];
     Tensor tensor = Tensor::empty(Shape(entry.shape), dtypes[i]);
-    with_element_type(dtypes[i], [&](auto element) {
-      using T = decltype(element);
-      std::memcpy(tensor.data<T>(), data.data() + entry.begin, entry.end - entry.begin);
-    });
+    // An empty tensor has no buffer (its data() is null), which memcpy must not be given.
+    if (entry.end > entry.begin) {
+      with_element_type(dtypes[i], [&](auto element) {
+        using T = decltype(element);
+        std::memcpy(tensor.data<T>(), data.data() + entry.begin, entry.end - entry.begin);
+      });
+    }
     file.tensors.emplace_back(entry.name, std::move(tensor));
   }
   return file;
