@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12 packages), builds into build/, then runs one job:
 #   ./setup.sh demo   train the toy GPT on the built-in corpus and show its attention heads
-#   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest
+#   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest,
+#                     with a bounded libFuzzer run of the checkpoint reader (clang) in between
 #   ./setup.sh build  just install and build
 # Re-running on a set-up machine only rebuilds what changed.
 set -euo pipefail
@@ -13,7 +14,7 @@ shift || true
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev)
-[ "$job" = test ] && packages+=(clang libclang-rt-14-dev)
+[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -28,11 +29,14 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 jobs=$(nproc 2>/dev/null || echo 2)
-build() {  # build DIR [cmake options...]
+configure() {  # configure DIR [cmake options...]
   local dir="$1"; shift
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$dir.configure.log" 2>&1 ||
     { cat "$dir.configure.log"; exit 1; }
-  cmake --build "$dir" -j "$jobs"
+}
+build() {  # build DIR [cmake options...]
+  configure "$@"
+  cmake --build "$1" -j "$jobs"
 }
 
 mkdir -p build
@@ -48,7 +52,13 @@ case "$job" in
     build build/asan -DTINYGPT_SANITIZE=ON
     echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (fast cases) =="
     (cd build/asan && ctest --output-on-failure -j "$jobs" -LE slow)
-    build build -DTINYGPT_FUZZ=ON
+    echo "== fuzzing the safetensors reader (clang, libFuzzer + ASan/UBSan, bounded) =="
+    CC=clang CXX=clang++ configure build/fuzz -DTINYGPT_FUZZ=ON -DTINYGPT_BUILD_TESTS=OFF
+    cmake --build build/fuzz -j "$jobs" --target fuzz
+    (cd build/fuzz && ctest --output-on-failure)
+    # g++ here; the OFF also overrides a TINYGPT_FUZZ=ON an older setup.sh left in the cache.
+    build build -DTINYGPT_FUZZ=OFF
+    # CI reads the last ctest summary: keep the full suite last.
     echo "== full test suite (optimised build) =="
     (cd build && ctest --output-on-failure -j "$jobs")
     ;;
