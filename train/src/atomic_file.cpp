@@ -75,16 +75,26 @@ std::pair<std::string, int> create_temporary(const std::filesystem::path& target
   }
 }
 
-void write_all(int fd, std::string_view bytes, const std::string& path,
-               const std::string& temporary_path) {
+void write_all(int fd, std::string_view bytes, const std::string& what) {
   while (!bytes.empty()) {
     const ssize_t n = ::write(fd, bytes.data(), bytes.size());
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("write_file_atomic: cannot write '{}' (temporary '{}')", path, temporary_path);
+      fail("cannot write {}", what);
     }
     bytes.remove_prefix(static_cast<size_t>(n));
   }
+}
+
+// Writes, fsyncs and closes `file`; `what` names it in errors.
+void write_sync_close(FileDescriptor& file, std::string_view bytes, const std::string& what) {
+  write_all(file.get(), bytes, what);
+  if (::fsync(file.get()) != 0) fail("cannot fsync {}", what);
+  if (!file.close()) fail("cannot close {}", what);
+}
+
+std::string parent_of(const std::filesystem::path& target) {
+  return target.has_parent_path() ? target.parent_path().string() : ".";
 }
 
 }  // namespace
@@ -97,25 +107,25 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   auto [temporary_path, fd] = create_temporary(target);
   TemporaryFile temporary(temporary_path);
   FileDescriptor file(fd);
-  write_all(file.get(), bytes, path, temporary.path());
-  if (::fsync(file.get()) != 0) {
-    fail("write_file_atomic: cannot fsync '{}' (temporary '{}')", path, temporary.path());
-  }
-  if (!file.close()) {
-    fail("write_file_atomic: cannot close '{}' (temporary '{}')", path, temporary.path());
-  }
+  write_sync_close(file, bytes,
+                   fmt::format("'{}' (write_file_atomic, temporary '{}')", path, temporary.path()));
   if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
     fail("write_file_atomic: cannot rename '{}' over '{}'", temporary.path(), path);
   }
   temporary.release();
+  sync_directory(parent_of(target));  // the rename is durable only once the entry is on disk
+}
 
-  // The rename is durable only once the directory entry is on disk too.
-  const std::string dir = target.has_parent_path() ? target.parent_path().string() : ".";
+void write_file_synced(const std::string& path, std::string_view bytes) {
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (file.get() < 0) fail("write_file_synced: cannot create '{}'", path);
+  write_sync_close(file, bytes, fmt::format("'{}' (write_file_synced)", path));
+}
+
+void sync_directory(const std::string& dir) {
   FileDescriptor directory(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directory.get() < 0 || ::fsync(directory.get()) != 0) {
-    fail("write_file_atomic: replaced '{}', but cannot fsync its directory '{}', so the new "
-         "content may not survive a crash",
-         path, dir);
+    fail("cannot fsync directory '{}', so its latest changes may not survive a crash", dir);
   }
 }
 

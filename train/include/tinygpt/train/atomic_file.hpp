@@ -23,6 +23,13 @@ class IOError : public Error {
 // temporary file is removed, `path` is left as it was, and IOError is thrown.
 void write_file_atomic(const std::string& path, std::string_view bytes);
 
+// Writes `bytes` to `path` (created or truncated) and fsyncs it. Not atomic: for staging files
+// that a later step renames into place (see checkpoint.hpp's commit protocol).
+void write_file_synced(const std::string& path, std::string_view bytes);
+
+// Makes the entries of `dir` (files created or renamed in it) durable.
+void sync_directory(const std::string& dir);
+
 // The whole content of `path`; IOError if it cannot be opened or read (missing, a directory, ...).
 std::string read_file(const std::string& path);
 
