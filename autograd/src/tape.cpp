@@ -12,6 +12,24 @@ namespace {
 thread_local bool g_grad_enabled = true;
 }
 
+// Left to itself, a chain of nodes would be destroyed by recursion, one stack frame per op, and
+// a graph thousands of ops deep (a long unrolled loop) would overflow the stack. Instead each
+// node hands the parents that only it keeps alive to a local worklist and frees them one by one.
+detail::Node::~Node() {
+  std::vector<std::shared_ptr<Node>> doomed;
+  auto adopt_sole_parents = [&](Node& node) {
+    for (Edge& edge : node.edges) {
+      if (edge.node && edge.node.use_count() == 1) doomed.push_back(std::move(edge.node));
+    }
+  };
+  adopt_sole_parents(*this);
+  while (!doomed.empty()) {
+    std::shared_ptr<Node> node = std::move(doomed.back());
+    doomed.pop_back();
+    adopt_sole_parents(*node);
+  }  // `node` dies here with no sole-owned parents left, so its own destructor does not recurse
+}
+
 bool grad_enabled() { return g_grad_enabled; }
 
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
