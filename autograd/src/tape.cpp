@@ -157,7 +157,7 @@ void Tensor::backward(bool retain_graph) const {
 }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  const auto& impl = *this->impl();
+  auto& impl = checked();  // throws on an undefined tensor rather than dereferencing null
   if (!impl.requires_grad) {
     throw GraphError(fmt::format("backward: tensor of shape {} does not require grad",
                                  impl.shape.str()));
@@ -168,7 +168,7 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
                                  dtype_name(impl.dtype)));
   }
   if (!impl.grad_fn) {  // a leaf is its own gradient
-    auto& slot = this->impl()->grad;
+    auto& slot = impl.grad;
     slot = slot.defined() ? add(slot, grad) : grad.clone();
     return;
   }

@@ -134,6 +134,12 @@ TEST_CASE("backward on a tensor that does not require grad throws GraphError",
                         Contains("backward") && Contains("does not require grad"));
 }
 
+TEST_CASE("backward on an undefined tensor throws ValueError", "[tape][errors]") {
+  const Tensor undefined;
+  REQUIRE_THROWS_AS(undefined.backward(), ValueError);
+  REQUIRE_THROWS_AS(undefined.backward(Tensor::ones({1}, DType::f64)), ValueError);
+}
+
 TEST_CASE("backward with an explicit gradient scales by it", "[tape]") {
   const Tensor x = f64({1, 2, 3, 4}, {2, 2}).set_requires_grad();
   const Tensor y = x * x;
