@@ -205,3 +205,19 @@ TEST_CASE("dropout is the identity when not training or p == 0", "[ops]") {
   REQUIRE(dropout(x, 0.0, true, gen).impl() == x.impl());
   REQUIRE(gen.state() == before);  // no draws
 }
+
+TEST_CASE("ops on tensors with a zero-size axis give empty results and gradients", "[ops]") {
+  const Tensor x = Tensor::zeros({0, 3}, DType::f64).set_requires_grad();
+  const Tensor w = Tensor::ones({3, 2}, DType::f64).set_requires_grad();
+  const Tensor ids = Tensor::zeros({0}, DType::i64);
+  const Tensor y = softmax(x, 0) + log_softmax(x) + layer_norm(x, Tensor{}, Tensor{}) +
+                   masked_fill(gelu(x), Tensor::ones({3}, DType::i64), 1.0);
+  REQUIRE(y.shape() == Shape{0, 3});
+  const Tensor loss = sum(matmul(y, w)) + sum(max(x, {1})) + sum(sum(x, {0})) +
+                      cross_entropy(x, ids) + sum(embedding(w, ids)) +
+                      sum(concat({x, slice(x, 0, 0, 0)}, 0));
+  REQUIRE(loss.item() == 0.0);
+  loss.backward();
+  REQUIRE(x.grad().shape() == Shape{0, 3});
+  REQUIRE(w.grad().to_vector() == Values(6, 0.0));
+}
