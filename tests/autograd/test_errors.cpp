@@ -86,7 +86,8 @@ TEST_CASE("an axis out of range throws ShapeError naming the op, axis and shape"
                         Contains("softmax") && Contains("()"));
   REQUIRE_THROWS_NAMING(transpose(x, 0, 5), ShapeError, Contains("transpose") && Contains("5"));
   REQUIRE_THROWS_NAMING(permute(x, {0}), ShapeError, Contains("permute") && Contains("(2, 3)"));
-  REQUIRE_THROWS_NAMING(permute(x, {1, 1}), ShapeError, Contains("permute") && Contains("repeated"));
+  REQUIRE_THROWS_NAMING(permute(x, {1, 1}), ShapeError,
+                        Contains("permute") && Contains("repeated"));
   REQUIRE_THROWS_NAMING(narrow(x, 2, 0, 1), ShapeError, Contains("narrow"));
   REQUIRE_THROWS_NAMING(concat({x, x}, 2), ShapeError, Contains("concat"));
   REQUIRE_THROWS_NAMING(split(x, {1, 1}, -3), ShapeError, Contains("split"));

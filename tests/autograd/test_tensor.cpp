@@ -76,7 +76,9 @@ TEST_CASE("randn and uniform repeat with the same seed and differ with another",
   Generator f1(3), f2(3);
   const Values single = Tensor::randn({4}, f1, DType::f32).to_vector();
   const Values dbl = Tensor::randn({4}, f2, DType::f64).to_vector();
-  for (size_t i = 0; i < 4; ++i) REQUIRE(single[i] == static_cast<double>(static_cast<float>(dbl[i])));
+  for (size_t i = 0; i < 4; ++i) {
+    REQUIRE(single[i] == static_cast<double>(static_cast<float>(dbl[i])));
+  }
 }
 
 TEST_CASE("randn has roughly the requested mean and std", "[tensor]") {

@@ -1,5 +1,6 @@
-// The training loss: log-softmax and negative log-likelihood fused, so the (..., V) log-probabilities
-// are never materialised; the backward needs only the logits and one log-sum-exp per row.
+// The training loss: log-softmax and negative log-likelihood fused, so the (..., V)
+// log-probabilities are never materialised; the backward needs only the logits and one
+// log-sum-exp per row.
 #include <algorithm>
 #include <cmath>
 
@@ -67,10 +68,10 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
     dispatch_float(x.dtype(), "cross_entropy", [&](auto tag) {
       using T = decltype(tag);
-      const T* px = x.data<T>();
+      const T* px = x.data<T>();  // (..., V)
       const int64_t* pt = targets.data<int64_t>();
       const double* pl = lse.data<double>();
-      T* pd = dx.data<T>();
+      T* pd = dx.data<T>();  // (..., V)
       for_each_lane(x.shape(), x.ndim() - 1, [&](int64_t row, int64_t offset, int64_t n, auto) {
         const T* xr = px + offset;
         T* dr = pd + offset;
