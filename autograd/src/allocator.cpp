@@ -7,8 +7,45 @@
 
 #include "tinygpt/autograd/memory.hpp"
 
+#if defined(__SANITIZE_ADDRESS__)
+#define TINYGPT_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TINYGPT_ASAN 1
+#endif
+#endif
+#ifdef TINYGPT_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
 namespace tinygpt::detail {
 namespace {
+
+// Under AddressSanitizer a cached block stays poisoned until it is handed out again, and the
+// padding past each request is poisoned too, so reads through a stale tensor or past a
+// tensor's end are reported as they would be without the cache.
+void poison(void* p, std::size_t bytes) {
+#ifdef TINYGPT_ASAN
+  ASAN_POISON_MEMORY_REGION(p, bytes);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+void unpoison(void* p, std::size_t bytes) {
+#ifdef TINYGPT_ASAN
+  ASAN_UNPOISON_MEMORY_REGION(p, bytes);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+// Opens the first `bytes` of a block of `size` for use and keeps the padding after them closed.
+void* hand_out(void* p, std::size_t bytes, std::size_t size) {
+  unpoison(p, bytes);
+  poison(static_cast<char*>(p) + bytes, size - bytes);
+  return p;
+}
 
 constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads like
 // Past this many cached bytes, freed buffers go back to the system instead.
@@ -44,13 +81,13 @@ void* cached_allocate(std::size_t bytes) {
       it->second.pop_back();
       c.stats.bytes_cached -= static_cast<int64_t>(size);
       ++c.stats.cache_hits;
-      return p;
+      return hand_out(p, bytes, size);
     }
     ++c.stats.system_allocations;
   }
   void* p = std::aligned_alloc(kAlignment, size);
   if (p == nullptr) throw std::bad_alloc();
-  return p;
+  return hand_out(p, bytes, size);
 }
 
 void cached_deallocate(void* p, std::size_t bytes) noexcept {
@@ -59,6 +96,7 @@ void cached_deallocate(void* p, std::size_t bytes) noexcept {
   Cache& c = cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.stats.bytes_in_use -= static_cast<int64_t>(size);
+  unpoison(p, size);  // the system allocator may touch any of it
   if (c.stats.bytes_cached + static_cast<int64_t>(size) > kMaxCachedBytes) {
     std::free(p);
     return;
@@ -66,6 +104,7 @@ void cached_deallocate(void* p, std::size_t bytes) noexcept {
   try {
     c.free_blocks[size].push_back(p);
     c.stats.bytes_cached += static_cast<int64_t>(size);
+    poison(p, size);
   } catch (...) {
     std::free(p);
   }
@@ -91,7 +130,10 @@ void empty_cache() {
   auto& c = detail::cache();
   std::lock_guard<std::mutex> lock(c.mutex);
   for (auto& [size, blocks] : c.free_blocks) {
-    for (void* p : blocks) std::free(p);
+    for (void* p : blocks) {
+      detail::unpoison(p, size);
+      std::free(p);
+    }
   }
   c.free_blocks.clear();
   c.stats.bytes_cached = 0;

@@ -12,6 +12,24 @@ namespace {
 thread_local bool g_grad_enabled = true;
 }
 
+// Left to itself, a chain of nodes would be destroyed by recursion, one stack frame per op, and
+// a graph thousands of ops deep (a long unrolled loop) would overflow the stack. Instead each
+// node hands the parents that only it keeps alive to a local worklist and frees them one by one.
+detail::Node::~Node() {
+  std::vector<std::shared_ptr<Node>> doomed;
+  auto adopt_sole_parents = [&](Node& node) {
+    for (Edge& edge : node.edges) {
+      if (edge.node && edge.node.use_count() == 1) doomed.push_back(std::move(edge.node));
+    }
+  };
+  adopt_sole_parents(*this);
+  while (!doomed.empty()) {
+    std::shared_ptr<Node> node = std::move(doomed.back());
+    doomed.pop_back();
+    adopt_sole_parents(*node);
+  }  // `node` dies here with no sole-owned parents left, so its own destructor does not recurse
+}
+
 bool grad_enabled() { return g_grad_enabled; }
 
 NoGradGuard::NoGradGuard() : previous_(g_grad_enabled) { g_grad_enabled = false; }
@@ -139,7 +157,7 @@ void Tensor::backward(bool retain_graph) const {
 }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {
-  const auto& impl = *this->impl();
+  auto& impl = checked();  // throws on an undefined tensor rather than dereferencing null
   if (!impl.requires_grad) {
     throw GraphError(fmt::format("backward: tensor of shape {} does not require grad",
                                  impl.shape.str()));
@@ -150,7 +168,7 @@ void Tensor::backward(const Tensor& grad, bool retain_graph) const {
                                  dtype_name(impl.dtype)));
   }
   if (!impl.grad_fn) {  // a leaf is its own gradient
-    auto& slot = this->impl()->grad;
+    auto& slot = impl.grad;
     slot = slot.defined() ? add(slot, grad) : grad.clone();
     return;
   }

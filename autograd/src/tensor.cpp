@@ -275,6 +275,9 @@ void Tensor::copy_(const Tensor& src) {
     throw ShapeError(fmt::format("copy_: source shape {} differs from destination shape {}",
                                  src.shape().str(), shape().str()));
   }
+  // An empty tensor may have no buffer at all (null data), and a tensor sharing src's storage
+  // already holds its values: memcpy must see neither.
+  if (numel() == 0 || src.impl_->storage == checked().storage) return;
   if (src.dtype() == dtype()) {
     std::memcpy(checked().storage->data, src.impl_->storage->data,
                 static_cast<size_t>(numel() * dtype_size(dtype())));

@@ -47,6 +47,11 @@ struct Node {
   std::vector<Edge> edges;
   BackwardFn backward;
   bool released = false;
+
+  Node() = default;
+  Node(const Node&) = delete;
+  Node& operator=(const Node&) = delete;
+  ~Node();  // iterative: see tape.cpp
 };
 
 std::shared_ptr<TensorImpl> make_impl(const Shape& shape, DType dtype);

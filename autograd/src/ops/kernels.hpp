@@ -4,6 +4,12 @@
 // std::function or virtual call per element).
 #include <omp.h>
 
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <string>
+#include <type_traits>
+
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 
@@ -72,7 +78,57 @@ Tensor map2(const Tensor& a, const Tensor& b, F f) {
   return out;
 }
 
+// Walks the lanes of `shape` along `axis` (the runs of elements that differ only in their index
+// on `axis`), in row-major order of the other axes, calling f(lane, offset, n, step): the lane's
+// n elements sit at offset + k * step. When the lane is contiguous, step is the compile-time
+// constant 1 so that f's inner loops vectorise. Lanes run in parallel when the tensor is large,
+// so f must not throw.
+template <class F>
+void for_each_lane(const Shape& shape, int64_t axis, F&& f) {
+  const int64_t n = shape[axis];
+  int64_t inner = 1, lanes = 1;
+  for (int64_t d = 0; d < shape.ndim(); ++d) {
+    if (d > axis) inner *= shape[d];
+    if (d != axis) lanes *= shape[d];
+  }
+  const bool parallel = lanes * n > kParallelGrain;
+  if (inner == 1) {
+#pragma omp parallel for if (parallel) schedule(static)
+    for (int64_t l = 0; l < lanes; ++l) f(l, l * n, n, std::integral_constant<int64_t, 1>{});
+  } else {
+#pragma omp parallel for if (parallel) schedule(static)
+    for (int64_t l = 0; l < lanes; ++l) f(l, l / inner * n * inner + l % inner, n, inner);
+  }
+}
+
+// Largest of x[k * step] for k < n; -inf for an empty lane.
+template <class T, class Step>
+T lane_max(const T* x, int64_t n, Step step) {
+  T m = -std::numeric_limits<T>::infinity();
+  for (int64_t k = 0; k < n; ++k) m = x[k * step] > m ? x[k * step] : m;
+  return m;
+}
+
+// log(sum(exp(x))) over a lane, shifted by the lane maximum so that no exp overflows, and summed
+// in double. -inf when every element is -inf (probability zero everywhere), not NaN.
+template <class T, class Step>
+double lane_logsumexp(const T* x, int64_t n, Step step) {
+  const T m = lane_max(x, n, step);
+  if (m == -std::numeric_limits<T>::infinity()) return -std::numeric_limits<double>::infinity();
+  double total = 0.0;
+  for (int64_t k = 0; k < n; ++k) total += std::exp(x[k * step] - m);
+  return static_cast<double>(m) + std::log(total);
+}
+
 // Throws ValueError unless a and b have the same dtype.
 void check_same_dtype(const Tensor& a, const Tensor& b, const char* op);
+
+// Flat position of the first id outside [0, limit), ids equal to `skip` aside; -1 when all are
+// valid. Throws ValueError naming `op` unless ids is i64.
+int64_t first_bad_id(const Tensor& ids, int64_t limit, const char* op,
+                     std::optional<int64_t> skip = std::nullopt);
+
+// The multi-index of flat position `flat` inside `shape`, as "(1, 2)".
+std::string index_str(const Shape& shape, int64_t flat);
 
 }  // namespace tinygpt::detail

@@ -1,1 +1,118 @@
+// Layer normalisation over the last axis, fused: one pass per row forward (saving its mean and
+// 1/std), one pass per row backward giving dx, dweight and dbias together.
+#include <cmath>
+
+#include "kernels.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt {
+namespace {
+
+using namespace detail;
+
+// weight and bias are optional, but when given must be (C) of x's dtype.
+void check_param(const Tensor& x, const Tensor& p, const char* name) {
+  if (!p.defined()) return;
+  const int64_t c = x.shape()[x.ndim() - 1];
+  if (p.shape() != Shape{c}) {
+    throw ShapeError(fmt::format("layer_norm: {} of shape {} does not match input {} (want ({},))",
+                                 name, p.shape().str(), x.shape().str(), c));
+  }
+  check_same_dtype(x, p, "layer_norm");
+}
+
+template <class T>
+const T* data_or_null(const Tensor& t) {
+  return t.defined() ? t.data<T>() : nullptr;
+}
+
+// y = (x - mean) * rstd * w + b over one row of n; statistics in double, stats = {mean, rstd}.
+template <class T>
+void norm_row(const T* x, const T* w, const T* b, T* y, int64_t n, double eps, double* stats) {
+  double mean = 0.0, var = 0.0;
+  for (int64_t k = 0; k < n; ++k) mean += x[k];
+  mean /= static_cast<double>(n);
+  for (int64_t k = 0; k < n; ++k) var += (x[k] - mean) * (x[k] - mean);
+  const double rstd = 1.0 / std::sqrt(var / static_cast<double>(n) + eps);
+  stats[0] = mean;
+  stats[1] = rstd;
+  const T m = static_cast<T>(mean), r = static_cast<T>(rstd);
+  for (int64_t k = 0; k < n; ++k) {
+    const T v = (x[k] - m) * r;
+    y[k] = (w ? v * w[k] : v) + (b ? b[k] : T(0));
+  }
+}
+
+// With xhat = (x - mean) * rstd and gh = g * w:
+//   dx = rstd * (gh - mean(gh) - xhat * mean(gh * xhat)),  dw += g * xhat,  db += g.
+// params (2, C) accumulates dw and db; it is this thread's own, so no locking.
+template <class T>
+void norm_row_backward(const T* x, const T* w, const T* g, const double* stats, T* dx,
+                       double* params, int64_t n) {
+  const T m = static_cast<T>(stats[0]), r = static_cast<T>(stats[1]);
+  double sum_gh = 0.0, sum_gh_xhat = 0.0;
+  for (int64_t k = 0; k < n; ++k) {
+    const T xhat = (x[k] - m) * r, gh = w ? g[k] * w[k] : g[k];
+    sum_gh += gh;
+    sum_gh_xhat += gh * xhat;
+    params[k] += g[k] * xhat;
+    params[n + k] += g[k];
+  }
+  const T a = static_cast<T>(sum_gh / static_cast<double>(n));
+  const T c = static_cast<T>(sum_gh_xhat / static_cast<double>(n));
+  for (int64_t k = 0; k < n; ++k) {
+    const T xhat = (x[k] - m) * r, gh = w ? g[k] * w[k] : g[k];
+    dx[k] = r * (gh - a - xhat * c);
+  }
+}
+
+}  // namespace
+
+Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  if (x.ndim() == 0) throw ShapeError("layer_norm: needs at least one axis, got shape ()");
+  check_param(x, weight, "weight");
+  check_param(x, bias, "bias");
+  const int64_t axis = x.ndim() - 1;
+  Shape stats_shape = x.shape();
+  stats_shape[axis] = 2;
+  Tensor stats = Tensor::empty(stats_shape, DType::f64);  // (..., 2): mean, rstd of each row
+  Tensor y = Tensor::empty(x.shape(), x.dtype());
+  dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+    using T = decltype(tag);
+    const T* px = x.data<T>();
+    const T *pw = data_or_null<T>(weight), *pb = data_or_null<T>(bias);
+    T* py = y.data<T>();
+    double* ps = stats.data<double>();
+    for_each_lane(x.shape(), axis, [&](int64_t row, int64_t offset, int64_t n, auto) {
+      norm_row(px + offset, pw, pb, py + offset, n, eps, ps + 2 * row);
+    });
+  });
+  const Tensor w = weight.defined() ? weight.detach() : Tensor{};
+  const bool has_bias = bias.defined();
+  return record("layer_norm", y, {x, weight, bias},
+                [x = x.detach(), w, has_bias, stats](const Tensor& g) {
+    const int64_t axis = x.ndim() - 1, c = x.shape()[axis];
+    Tensor dx = Tensor::empty(x.shape(), x.dtype());
+    // (threads, 2, C): each thread's running dweight and dbias.
+    Tensor partials = Tensor::zeros({omp_get_max_threads(), 2, c}, DType::f64);
+    dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+      using T = decltype(tag);
+      const T *px = x.data<T>(), *pg = g.data<T>(), *pw = data_or_null<T>(w);
+      const double* ps = stats.data<double>();
+      T* pd = dx.data<T>();
+      double* pp = partials.data<double>();
+      for_each_lane(x.shape(), axis, [&](int64_t row, int64_t offset, int64_t n, auto) {
+        norm_row_backward(px + offset, pw, pg + offset, ps + 2 * row, pd + offset,
+                          pp + omp_get_thread_num() * 2 * n, n);
+      });
+    });
+    // Summed in thread order, so the result does not depend on timing.
+    const Tensor params = sum(partials, {0});  // (2, C)
+    auto part = [&](int64_t i) { return reshape(narrow(params, 0, i, 1), {c}).to(x.dtype()); };
+    return std::vector<Tensor>{dx, w.defined() ? part(0) : Tensor{},
+                               has_bias ? part(1) : Tensor{}};
+  });
+}
+
+}  // namespace tinygpt
