@@ -43,10 +43,10 @@ std::vector<int64_t> CharTokenizer::encode(std::string_view text) const {
   for (size_t pos = 0; pos < code_points.size(); ++pos) {
     const auto it = ids_.find(code_points[pos]);
     if (it == ids_.end()) {
-      throw ValueError(fmt::format(
-          "CharTokenizer::encode: character {} at position {} is not in the vocabulary "
-          "({} characters)",
-          describe_code_point(code_points[pos]), pos, vocab_size()));
+      throw ValueError(
+          fmt::format("CharTokenizer::encode: character {} at position {} is not in the vocabulary "
+                      "({} characters)",
+                      describe_code_point(code_points[pos]), pos, vocab_size()));
     }
     ids.push_back(it->second);
   }
@@ -59,9 +59,9 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
   for (size_t pos = 0; pos < ids.size(); ++pos) {
     const int64_t id = ids[pos];
     if (id < 0 || id >= vocab_size()) {
-      throw IndexError(fmt::format("CharTokenizer::decode: id {} at position {} is out of range "
-                                   "[0, {})",
-                                   id, pos, vocab_size()));
+      throw IndexError(
+          fmt::format("CharTokenizer::decode: id {} at position {} is out of range [0, {})", id,
+                      pos, vocab_size()));
     }
     text += tokens_[static_cast<size_t>(id)];
   }
@@ -96,8 +96,8 @@ CharTokenizer CharTokenizer::from_json(std::string_view json_text) {
     throw fail(fmt::format("not valid JSON ({})", e.what()));
   }
   if (!root.is_object()) {
-    throw fail(fmt::format("expected an object {{\"vocab\": [...]}}, got a JSON {}",
-                           root.type_name()));
+    throw fail(
+        fmt::format("expected an object {{\"vocab\": [...]}}, got a JSON {}", root.type_name()));
   }
   for (const auto& item : root.items()) {
     if (item.key() != "vocab") {

@@ -51,8 +51,7 @@ std::string noun_phrase(Generator& gen) {
 }
 
 std::string random_name(Generator& gen) {
-  const int64_t length =
-      kToyNameMinChars + gen.randint(kToyNameMaxChars - kToyNameMinChars + 1);
+  const int64_t length = kToyNameMinChars + gen.randint(kToyNameMaxChars - kToyNameMinChars + 1);
   std::string name;
   for (int64_t i = 0; i < length; ++i) name.push_back(static_cast<char>('a' + gen.randint(26)));
   return name;
@@ -191,8 +190,8 @@ std::string describe_toy_corpus() {
       "twice, so the second occurrence can only be predicted by looking back at the first and "
       "copying it (the job of induction heads); and phrases are often wrapped in properly "
       "nested brackets and quotes whose closing symbol must match the open one.",
-      kToyMaxDocumentChars, kToyAlphabet.size(),
-      100 - kToyNameCountPercent[0], kToyNameMinChars, kToyNameMaxChars);
+      kToyMaxDocumentChars, kToyAlphabet.size(), 100 - kToyNameCountPercent[0], kToyNameMinChars,
+      kToyNameMaxChars);
 }
 
 }  // namespace tinygpt::data

@@ -66,7 +66,8 @@ Decoded decode_one(std::string_view bytes, size_t offset) {
     throw_invalid(offset, fmt::format("encoded UTF-16 surrogate U+{:04X}", as_u32(cp)));
   }
   if (cp > kMaxCodePoint) {
-    throw_invalid(offset, fmt::format("U+{:04X} is above U+10FFFF, the last code point", as_u32(cp)));
+    throw_invalid(offset,
+                  fmt::format("U+{:04X} is above U+10FFFF, the last code point", as_u32(cp)));
   }
   return {cp, length};
 }
@@ -90,9 +91,10 @@ void check_utf8(std::string_view bytes) {
 
 void append_utf8(std::string& out, char32_t cp) {
   if (is_surrogate(cp) || cp > kMaxCodePoint) {
-    throw ValueError(fmt::format("encode_utf8: U+{:04X} is not a Unicode scalar value "
-                                 "(surrogates and values above U+10FFFF have no UTF-8 form)",
-                                 as_u32(cp)));
+    throw ValueError(
+        fmt::format("encode_utf8: U+{:04X} is not a Unicode scalar value "
+                    "(surrogates and values above U+10FFFF have no UTF-8 form)",
+                    as_u32(cp)));
   }
   auto put = [&out](uint32_t byte) { out.push_back(static_cast<char>(byte)); };
   const uint32_t v = as_u32(cp);

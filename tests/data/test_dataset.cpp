@@ -90,8 +90,7 @@ TEST_CASE("dataset sample_batch reaches every valid start and nothing beyond", "
   CHECK(starts == std::set<int64_t>{0, 1, 2});
 }
 
-TEST_CASE("dataset windows are non-overlapping and drop the last partial one",
-          "[data][dataset]") {
+TEST_CASE("dataset windows are non-overlapping and drop the last partial one", "[data][dataset]") {
   const TextDataset ds(counting_tokens(11, 10), 3, 0.0);  // tokens 10..20
   REQUIRE(ds.num_windows(Split::train) == 3);             // floor((11 - 1) / 3)
   const Batch all = ds.window_batch(Split::train, 0, 3);
@@ -115,8 +114,9 @@ TEST_CASE("dataset windows of the val split and of the whole stream", "[data][da
 
 TEST_CASE("dataset window_batch rejects ranges outside the windows", "[data][dataset]") {
   const TextDataset ds(counting_tokens(11), 3, 0.0);  // 3 windows
-  CHECK_THROWS_MATCHES(ds.window_batch(Split::train, 2, 2), IndexError,
-                       MessageContains("windows [2, 4)") && MessageContains("3 windows of the train split"));
+  CHECK_THROWS_MATCHES(
+      ds.window_batch(Split::train, 2, 2), IndexError,
+      MessageContains("windows [2, 4)") && MessageContains("3 windows of the train split"));
   CHECK_THROWS_AS(ds.window_batch(Split::train, -1, 1), IndexError);
   CHECK_THROWS_AS(ds.window_batch(Split::train, 0, 0), IndexError);
   CHECK_THROWS_AS(ds.window_batch(Split::val, 0, 1), IndexError);
@@ -139,10 +139,10 @@ TEST_CASE("dataset says which split is too short for the block size", "[data][da
   CHECK_NOTHROW(TextDataset(counting_tokens(10), 9, 0.0));
   CHECK_THROWS_MATCHES(TextDataset(counting_tokens(10), 10, 0.0), ValueError,
                        MessageContains("the train split has 10 tokens but block_size 10 needs at "
-                                "least 11"));
+                                       "least 11"));
   CHECK_THROWS_MATCHES(TextDataset(counting_tokens(100), 16, 0.1), ValueError,
                        MessageContains("the val split has 10 tokens but block_size 16 needs at "
-                                "least 17"));
+                                       "least 17"));
 }
 
 TEST_CASE("dataset without a val split cannot sample from it", "[data][dataset]") {

@@ -36,7 +36,8 @@ TEST_CASE("read_text_file names the path of a directory", "[data][text_file]") {
 TEST_CASE("read_text_file names the path of an empty file", "[data][text_file]") {
   const testing::TempDir dir;
   const std::string path = dir.write("empty.txt", "");
-  CHECK_THROWS_MATCHES(read_text_file(path), ValueError, MessageContains("'" + path + "' is empty"));
+  CHECK_THROWS_MATCHES(read_text_file(path), ValueError,
+                       MessageContains("'" + path + "' is empty"));
 }
 
 TEST_CASE("read_text_file names the path and offset for random bytes", "[data][text_file]") {
@@ -45,9 +46,9 @@ TEST_CASE("read_text_file names the path and offset for random bytes", "[data][t
   std::string bytes;
   for (int i = 0; i < 256; ++i) bytes.push_back(static_cast<char>(gen.randint(256)));
   const std::string path = dir.write("random.bin", bytes);
-  CHECK_THROWS_MATCHES(read_text_file(path), ValueError,
-                       MessageContains("'" + path + "' is not UTF-8 text") &&
-                           MessageContains("at byte offset"));
+  CHECK_THROWS_MATCHES(
+      read_text_file(path), ValueError,
+      MessageContains("'" + path + "' is not UTF-8 text") && MessageContains("at byte offset"));
 }
 
 TEST_CASE("read_text_file names the path of an unreadable file", "[data][text_file]") {

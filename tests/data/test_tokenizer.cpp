@@ -12,14 +12,18 @@ using tinygpt::testing::MessageContains;
 TEST_CASE("tokenizer vocabulary is the distinct characters sorted by code point",
           "[data][tokenizer]") {
   const CharTokenizer tok = CharTokenizer::fit("hello world\n");
-  CHECK(tok.vocab() == std::vector<char32_t>{U'\n', U' ', U'd', U'e', U'h', U'l', U'o', U'r', U'w'});
+  CHECK(tok.vocab() ==
+        std::vector<char32_t>{U'\n', U' ', U'd', U'e', U'h', U'l', U'o', U'r', U'w'});
   CHECK(tok.vocab_size() == 9);
   // The order of first appearance does not matter.
   CHECK(CharTokenizer::fit("dlrow olleh\n").vocab() == tok.vocab());
 }
 
 TEST_CASE("tokenizer gives one token per multi-byte character", "[data][tokenizer]") {
-  const std::string text = "\xF0\x9F\x98\x80\xE6\x97\xA5" "a" "\xC3\xA9\xE6\x9C\xAC";  // 😀日aé本
+  const std::string text =
+      "\xF0\x9F\x98\x80\xE6\x97\xA5"
+      "a"
+      "\xC3\xA9\xE6\x9C\xAC";  // 😀日aé本
   const CharTokenizer tok = CharTokenizer::fit(text);
   CHECK(tok.vocab() == std::vector<char32_t>{U'a', 0xE9, 0x65E5, 0x672C, 0x1F600});
   CHECK(tok.encode(text) == std::vector<int64_t>{4, 2, 0, 1, 3});
@@ -79,7 +83,8 @@ TEST_CASE("tokenizer from_json explains what is wrong with the JSON", "[data][to
       {R"(["a"])", "expected an object {\"vocab\": [...]}, got a JSON array"},
       {R"({})", "the key \"vocab\" is missing"},
       {R"({"vocab": ["a"], "merges": []})", "unexpected key \"merges\""},
-      {R"({"vocab": "abc"})", "\"vocab\" must be a list of one-character strings, got a JSON string"},
+      {R"({"vocab": "abc"})",
+       "\"vocab\" must be a list of one-character strings, got a JSON string"},
       {R"({"vocab": []})", "the vocabulary is empty"},
       {R"({"vocab": ["a", 5]})", "vocab[1] is a JSON number, expected a one-character string"},
       {R"({"vocab": ["a", "bc"]})", "vocab[1] = \"bc\" has 2 characters, expected exactly 1"},

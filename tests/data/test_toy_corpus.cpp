@@ -82,8 +82,7 @@ TEST_CASE("toy corpus is the same for the same seed and differs between seeds", 
   CHECK(a != generate_toy_corpus(124, 5000));
 }
 
-TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header",
-          "[data][corpus]") {
+TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header", "[data][corpus]") {
   const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 200));
   REQUIRE(docs.size() >= 3);
   CHECK(docs[0] == "[a fox [an owl]] likes \"a bird (chlgwvdk)\". a big cat hears chlgwvdk.");
@@ -132,10 +131,9 @@ TEST_CASE("toy corpus brackets and quotes match in every document, at most 2 dee
 }
 
 TEST_CASE("toy corpus short words all come from the documented grammar", "[data][corpus]") {
-  const std::set<std::string> grammar = {"the",   "a",     "an",    "red",  "big",   "old",
-                                         "small", "brown", "cat",   "dog",  "fox",   "bird",
-                                         "cow",   "owl",   "sees",  "likes", "finds", "hears",
-                                         "meets"};
+  const std::set<std::string> grammar = {"the",   "a",     "an",    "red",   "big",  "old", "small",
+                                         "brown", "cat",   "dog",   "fox",   "bird", "cow", "owl",
+                                         "sees",  "likes", "finds", "hears", "meets"};
   for (const std::string& doc : corpus_documents()) {
     for (const std::string& w : words_of(doc)) {
       if (static_cast<int64_t>(w.size()) <= kToyMaxWordChars) REQUIRE(grammar.count(w) == 1);
@@ -143,8 +141,7 @@ TEST_CASE("toy corpus short words all come from the documented grammar", "[data]
   }
 }
 
-TEST_CASE("toy corpus names appear twice in different sentences, in the designed share of "
-          "documents",
+TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share of documents",
           "[data][corpus]") {
   std::array<int64_t, 3> docs_with = {0, 0, 0};
   for (const std::string& doc : corpus_documents()) {

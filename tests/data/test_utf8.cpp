@@ -15,17 +15,15 @@ TEST_CASE("utf8 decodes ASCII and multi-byte characters to one code point each",
   CHECK(encode_utf8(expected) == text);
 }
 
-TEST_CASE("utf8 round-trips the boundary code points of every sequence length",
-          "[data][utf8]") {
-  const std::u32string boundaries = {0x0,    0x7F,   0x80,    0x7FF,   0x800,
-                                     0xD7FF, 0xE000, 0xFFFF,  0x10000, 0x10FFFF};
+TEST_CASE("utf8 round-trips the boundary code points of every sequence length", "[data][utf8]") {
+  const std::u32string boundaries = {0x0,    0x7F,   0x80,   0x7FF,   0x800,
+                                     0xD7FF, 0xE000, 0xFFFF, 0x10000, 0x10FFFF};
   const std::string bytes = encode_utf8(boundaries);
   CHECK(bytes.size() == 1 + 1 + 2 + 2 + 3 + 3 + 3 + 3 + 4 + 4);
   CHECK(decode_utf8(bytes) == boundaries);
 }
 
-TEST_CASE("utf8 rejects invalid sequences with the byte offset where they start",
-          "[data][utf8]") {
+TEST_CASE("utf8 rejects invalid sequences with the byte offset where they start", "[data][utf8]") {
   struct Case {
     std::string bytes;
     size_t offset;
@@ -54,7 +52,8 @@ TEST_CASE("utf8 rejects invalid sequences with the byte offset where they start"
 
 TEST_CASE("utf8 encoding rejects surrogates and values above U+10FFFF", "[data][utf8]") {
   CHECK_THROWS_MATCHES(encode_utf8(std::u32string{0xDC00}), ValueError, MessageContains("U+DC00"));
-  CHECK_THROWS_MATCHES(encode_utf8(std::u32string{0x110000}), ValueError, MessageContains("U+110000"));
+  CHECK_THROWS_MATCHES(encode_utf8(std::u32string{0x110000}), ValueError,
+                       MessageContains("U+110000"));
 }
 
 TEST_CASE("utf8 describes code points in a readable form", "[data][utf8]") {
