@@ -1,1 +1,0 @@
-// data library: sources are added beside this file.

@@ -1,0 +1,121 @@
+#include <catch2/catch.hpp>
+
+#include "data/message_contains.hpp"
+#include "data/temp_dir.hpp"
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/tokenizer.hpp"
+
+using namespace tinygpt;
+using namespace tinygpt::data;
+using tinygpt::testing::MessageContains;
+
+TEST_CASE("tokenizer vocabulary is the distinct characters sorted by code point",
+          "[data][tokenizer]") {
+  const CharTokenizer tok = CharTokenizer::fit("hello world\n");
+  CHECK(tok.vocab() ==
+        std::vector<char32_t>{U'\n', U' ', U'd', U'e', U'h', U'l', U'o', U'r', U'w'});
+  CHECK(tok.vocab_size() == 9);
+  // The order of first appearance does not matter.
+  CHECK(CharTokenizer::fit("dlrow olleh\n").vocab() == tok.vocab());
+}
+
+TEST_CASE("tokenizer gives one token per multi-byte character", "[data][tokenizer]") {
+  const std::string text =
+      "\xF0\x9F\x98\x80\xE6\x97\xA5"
+      "a"
+      "\xC3\xA9\xE6\x9C\xAC";  // 😀日aé本
+  const CharTokenizer tok = CharTokenizer::fit(text);
+  CHECK(tok.vocab() == std::vector<char32_t>{U'a', 0xE9, 0x65E5, 0x672C, 0x1F600});
+  CHECK(tok.encode(text) == std::vector<int64_t>{4, 2, 0, 1, 3});
+  CHECK(tok.token(1) == "\xC3\xA9");
+  CHECK(tok.token(4) == "\xF0\x9F\x98\x80");
+}
+
+TEST_CASE("tokenizer encode then decode gives the text back", "[data][tokenizer]") {
+  const std::string text = "The caf\xC3\xA9 (\xE6\x97\xA5\xE6\x9C\xAC) said \"hi\".\n";
+  const CharTokenizer tok = CharTokenizer::fit(text);
+  CHECK(tok.decode(tok.encode(text)) == text);
+  CHECK(tok.decode(tok.encode("hi.")) == "hi.");
+}
+
+TEST_CASE("tokenizer encode names an unknown character and its position", "[data][tokenizer]") {
+  const CharTokenizer tok = CharTokenizer::fit("abc");
+  CHECK_THROWS_MATCHES(tok.encode("ab\xC3\xA9"), ValueError,
+                       MessageContains("character U+00E9 '\xC3\xA9' at position 2") &&
+                           MessageContains("not in the vocabulary"));
+  CHECK_THROWS_MATCHES(tok.encode("a\xFF"), ValueError, MessageContains("invalid UTF-8"));
+}
+
+TEST_CASE("tokenizer decode and token reject ids out of range", "[data][tokenizer]") {
+  const CharTokenizer tok = CharTokenizer::fit("abc");
+  CHECK_THROWS_MATCHES(tok.decode({0, 3}), IndexError,
+                       MessageContains("id 3 at position 1 is out of range [0, 3)"));
+  CHECK_THROWS_MATCHES(tok.decode({-1}), IndexError, MessageContains("id -1"));
+  CHECK_THROWS_AS(tok.token(3), IndexError);
+  CHECK_THROWS_AS(tok.token(-1), IndexError);
+}
+
+TEST_CASE("tokenizer cannot be built from nothing or from duplicates", "[data][tokenizer]") {
+  CHECK_THROWS_AS(CharTokenizer::fit(""), ValueError);
+  CHECK_THROWS_AS(CharTokenizer(std::vector<char32_t>{}), ValueError);
+  CHECK_THROWS_MATCHES(CharTokenizer(std::vector<char32_t>{U'a', U'b', U'a'}), ValueError,
+                       MessageContains("vocab[2] U+0061 'a' duplicates vocab[0]"));
+  CHECK_THROWS_AS(CharTokenizer(std::vector<char32_t>{0xD800}), ValueError);
+}
+
+TEST_CASE("tokenizer to_json writes the documented form", "[data][tokenizer]") {
+  CHECK(CharTokenizer::fit("ba \n").to_json() == R"({"vocab": ["\n", " ", "a", "b"]})");
+}
+
+TEST_CASE("tokenizer JSON round trip keeps ids, escapes and multi-byte characters",
+          "[data][tokenizer]") {
+  const CharTokenizer tok = CharTokenizer::fit("a\"\\\t\n\x01\xC3\xA9\xF0\x9F\x98\x80");
+  const CharTokenizer back = CharTokenizer::from_json(tok.to_json());
+  CHECK(back.vocab() == tok.vocab());
+  // The ids are the list order, whatever that order is.
+  CHECK(CharTokenizer::from_json(R"({"vocab": ["b", "a"]})").encode("ab") ==
+        std::vector<int64_t>{1, 0});
+}
+
+TEST_CASE("tokenizer from_json explains what is wrong with the JSON", "[data][tokenizer]") {
+  const std::pair<std::string, std::string> cases[] = {
+      {"{\"vocab\": [", "not valid JSON"},
+      {R"(["a"])", "expected an object {\"vocab\": [...]}, got a JSON array"},
+      {R"({})", "the key \"vocab\" is missing"},
+      {R"({"vocab": ["a"], "merges": []})", "unexpected key \"merges\""},
+      {R"({"vocab": "abc"})",
+       "\"vocab\" must be a list of one-character strings, got a JSON string"},
+      {R"({"vocab": []})", "the vocabulary is empty"},
+      {R"({"vocab": ["a", 5]})", "vocab[1] is a JSON number, expected a one-character string"},
+      {R"({"vocab": ["a", "bc"]})", "vocab[1] = \"bc\" has 2 characters, expected exactly 1"},
+      {R"({"vocab": [""]})", "vocab[0] = \"\" has 0 characters"},
+      {R"({"vocab": ["a", "b", "a"]})", "vocab[2] U+0061 'a' duplicates vocab[0]"},
+  };
+  for (const auto& [json, message] : cases) {
+    INFO("json: " << json);
+    CHECK_THROWS_MATCHES(CharTokenizer::from_json(json), ValueError, MessageContains(message));
+  }
+}
+
+TEST_CASE("tokenizer save then load gives the same tokenizer", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const CharTokenizer tok = CharTokenizer::fit("hello \xE6\x97\xA5\n");
+  const std::string path = dir.file("tokenizer.json");
+  tok.save(path);
+  CHECK(CharTokenizer::load(path).vocab() == tok.vocab());
+}
+
+TEST_CASE("tokenizer load errors name the path", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const std::string missing = dir.file("missing.json");
+  CHECK_THROWS_MATCHES(CharTokenizer::load(missing), ValueError, MessageContains(missing));
+  const std::string bad = dir.write("bad.json", R"({"vocab": ["ab"]})");
+  CHECK_THROWS_MATCHES(CharTokenizer::load(bad), ValueError,
+                       MessageContains(bad) && MessageContains("vocab[0]"));
+}
+
+TEST_CASE("tokenizer save into a missing directory names the path", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const std::string path = dir.file("no/such/dir/tokenizer.json");
+  CHECK_THROWS_MATCHES(CharTokenizer::fit("a").save(path), ValueError, MessageContains(path));
+}

@@ -1,0 +1,187 @@
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include <catch2/catch.hpp>
+
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
+
+using namespace tinygpt;
+using namespace tinygpt::data;
+
+namespace {
+
+std::vector<std::string> split_lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// The maximal runs of letters, in order.
+std::vector<std::string> words_of(const std::string& text) {
+  std::vector<std::string> words(1);
+  for (char c : text) {
+    if (c >= 'a' && c <= 'z') {
+      words.back().push_back(c);
+    } else if (!words.back().empty()) {
+      words.emplace_back();
+    }
+  }
+  if (words.back().empty()) words.pop_back();
+  return words;
+}
+
+// A name is any word longer than the longest grammar word; returns name -> occurrences.
+std::map<std::string, int> names_in(const std::string& text) {
+  std::map<std::string, int> names;
+  for (const std::string& w : words_of(text)) {
+    if (static_cast<int64_t>(w.size()) > kToyMaxWordChars) ++names[w];
+  }
+  return names;
+}
+
+// The deepest nesting of brackets and quotes, or -1 if they do not match. A quote closes the
+// innermost group when that group is a quote and opens one otherwise.
+int bracket_depth(const std::string& text) {
+  std::string open;
+  int deepest = 0;
+  for (char c : text) {
+    if (c == '(' || c == '[' || (c == '"' && (open.empty() || open.back() != '"'))) {
+      open.push_back(c);
+      deepest = std::max(deepest, static_cast<int>(open.size()));
+    } else if (c == ')' || c == ']' || c == '"') {
+      const char expected = c == ')' ? '(' : c == ']' ? '[' : '"';
+      if (open.empty() || open.back() != expected) return -1;
+      open.pop_back();
+    }
+  }
+  return open.empty() ? deepest : -1;
+}
+
+// About 16,000 documents: shares measured on them are within 0.4 percentage points (one
+// standard deviation) of the designed ones.
+const std::string& corpus_text() {
+  static const std::string text = generate_toy_corpus(5, 1000000);
+  return text;
+}
+
+const std::vector<std::string>& corpus_documents() {
+  static const std::vector<std::string> docs = split_lines(corpus_text());
+  return docs;
+}
+
+}  // namespace
+
+TEST_CASE("toy corpus is the same for the same seed and differs between seeds", "[data][corpus]") {
+  const std::string a = generate_toy_corpus(123, 5000);
+  CHECK(a == generate_toy_corpus(123, 5000));
+  CHECK(a != generate_toy_corpus(124, 5000));
+}
+
+TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header", "[data][corpus]") {
+  const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 200));
+  REQUIRE(docs.size() >= 3);
+  CHECK(docs[0] == "[a fox [an owl]] likes \"a bird (chlgwvdk)\". a big cat hears chlgwvdk.");
+  CHECK(docs[1] == "zdmyrsf meets sdllwfovh. zdmyrsf hears the cow. sdllwfovh likes a small owl.");
+  CHECK(docs[2] == "a brown bird meets uxpgfwspuv. the red cow finds [a fox [uxpgfwspuv]].");
+}
+
+TEST_CASE("toy corpus is whole documents of at least the requested length", "[data][corpus]") {
+  for (int64_t num_chars : {1, 100, 9999}) {
+    const std::string text = generate_toy_corpus(2, num_chars);
+    CHECK(static_cast<int64_t>(text.size()) >= num_chars);
+    CHECK(static_cast<int64_t>(text.size()) <= num_chars + kToyMaxDocumentChars);
+    CHECK(text.back() == '\n');
+  }
+  CHECK_THROWS_AS(generate_toy_corpus(2, 0), ValueError);
+}
+
+TEST_CASE("toy corpus uses exactly the documented alphabet", "[data][corpus]") {
+  const CharTokenizer tok = CharTokenizer::fit(corpus_text());
+  const std::vector<char32_t> alphabet(kToyAlphabet.begin(), kToyAlphabet.end());
+  CHECK(tok.vocab() == alphabet);
+}
+
+TEST_CASE("toy corpus documents fit the documented length", "[data][corpus]") {
+  int64_t short_docs = 0;
+  for (const std::string& doc : corpus_documents()) {
+    REQUIRE(!doc.empty());
+    REQUIRE(static_cast<int64_t>(doc.size()) <= kToyMaxDocumentChars);
+    short_docs += static_cast<int64_t>(doc.size()) <= kToyProbeMaxChars;
+  }
+  // "most fit in a context of 64"
+  CHECK(short_docs * 2 > static_cast<int64_t>(corpus_documents().size()));
+}
+
+TEST_CASE("toy corpus brackets and quotes match in every document, at most 2 deep",
+          "[data][corpus]") {
+  int64_t with_brackets = 0;
+  for (const std::string& doc : corpus_documents()) {
+    INFO(doc);
+    const int depth = bracket_depth(doc);
+    REQUIRE(depth >= 0);
+    REQUIRE(depth <= 2);
+    with_brackets += depth > 0;
+  }
+  CHECK(with_brackets * 2 > static_cast<int64_t>(corpus_documents().size()));
+}
+
+TEST_CASE("toy corpus short words all come from the documented grammar", "[data][corpus]") {
+  const std::set<std::string> grammar = {"the",   "a",     "an",    "red",   "big",  "old", "small",
+                                         "brown", "cat",   "dog",   "fox",   "bird", "cow", "owl",
+                                         "sees",  "likes", "finds", "hears", "meets"};
+  for (const std::string& doc : corpus_documents()) {
+    for (const std::string& w : words_of(doc)) {
+      if (static_cast<int64_t>(w.size()) <= kToyMaxWordChars) REQUIRE(grammar.count(w) == 1);
+    }
+  }
+}
+
+TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share of documents",
+          "[data][corpus]") {
+  std::array<int64_t, 3> docs_with = {0, 0, 0};
+  for (const std::string& doc : corpus_documents()) {
+    INFO(doc);
+    const auto names = names_in(doc);
+    REQUIRE(names.size() < docs_with.size());
+    ++docs_with[names.size()];
+    for (const auto& [name, count] : names) {
+      CHECK(static_cast<int64_t>(name.size()) >= kToyNameMinChars);
+      CHECK(static_cast<int64_t>(name.size()) <= kToyNameMaxChars);
+      CHECK(count == 2);
+      const size_t first = doc.find(name);
+      const size_t second = doc.find(name, first + name.size());
+      CHECK(doc.find('.', first) < second);  // a sentence ends between the two
+    }
+  }
+  const auto total = static_cast<double>(corpus_documents().size());
+  for (size_t k = 0; k < docs_with.size(); ++k) {
+    INFO("documents with " << k << " names");
+    CHECK(100.0 * docs_with[k] / total ==
+          Approx(static_cast<double>(kToyNameCountPercent[k])).margin(1.5));
+  }
+}
+
+TEST_CASE("toy probe text is one short document with a repeated name and brackets",
+          "[data][corpus]") {
+  for (uint64_t seed : {0, 1, 2, 3}) {
+    const std::string probe = toy_probe_text(seed);
+    INFO(probe);
+    CHECK(probe == toy_probe_text(seed));
+    CHECK(static_cast<int64_t>(probe.size()) <= kToyProbeMaxChars);
+    CHECK(probe.find('\n') == std::string::npos);
+    CHECK(!names_in(probe).empty());
+    CHECK(bracket_depth(probe) > 0);
+  }
+}
+
+TEST_CASE("toy corpus description names its ingredients", "[data][corpus]") {
+  const std::string text = describe_toy_corpus();
+  CHECK(text.find("induction") != std::string::npos);
+  CHECK(text.find("brackets") != std::string::npos);
+  CHECK(text.find('\n') == std::string::npos);
+}
