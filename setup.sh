@@ -31,8 +31,8 @@ fi
 jobs=$(nproc 2>/dev/null || echo 2)
 configure() {  # configure DIR [cmake options...]
   local dir="$1"; shift
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$dir.configure.log" 2>&1 ||
-    { cat "$dir.configure.log"; exit 1; }
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release "$@" > "$dir/configure.log" 2>&1 ||
+    { cat "$dir/configure.log"; exit 1; }
 }
 build() {  # build DIR [cmake options...]
   configure "$@"

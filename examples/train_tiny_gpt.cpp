@@ -10,7 +10,7 @@ using namespace tinygpt;
 
 int main() {
   const std::string text = data::generate_toy_corpus(/*seed=*/0, /*num_chars=*/200'000);
-  const data::CharTokenizer tokenizer(text);
+  const data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
   const data::TextDataset dataset(tokenizer.encode(text), /*block_size=*/64);
 
   nn::GPTConfig config;

@@ -1,49 +1,19 @@
 #pragma once
-// Shared by the plot tests: a scratch directory, and PNGs read back with stb_image.
+// Shared by the plot tests: PNGs read back with stb_image.
 #include <stb_image.h>
 #include <unistd.h>
 
-#include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "scratch_dir.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/train/canvas.hpp"
 
 namespace tinygpt::testing {
-
-// A fresh directory under the system's temp directory, removed with its contents at scope exit.
-class ScratchDir {
- public:
-  ScratchDir() {
-    static std::atomic<int> counter{0};
-    path_ = std::filesystem::temp_directory_path() /
-            ("tinygpt-plot-test-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
-    std::filesystem::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // The names of everything in the directory.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      names.push_back(entry.path().filename().string());
-    }
-    return names;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 struct Png {
   int width = 0, height = 0;

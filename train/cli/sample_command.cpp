@@ -1,4 +1,6 @@
 // tinygpt sample: generate text from a trained model with a key/value cache.
+#include <algorithm>
+
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -22,7 +24,9 @@ void run_sample(const SampleFlags& f) {
   if (!f.prompt.empty()) {
     prompt = loaded.tokenizer.encode(f.prompt);
   } else {
-    prompt = {loaded.tokenizer.contains("\n") ? loaded.tokenizer.encode("\n")[0] : 0};
+    const auto& vocab = loaded.tokenizer.vocab();
+    const auto newline = std::find(vocab.begin(), vocab.end(), U'\n');
+    prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
   }
   std::fputs(f.prompt.c_str(), stdout);
   train::generate(*loaded.model, prompt, f.options, [&](int64_t id) {

@@ -62,18 +62,18 @@ struct LossLog {
 
 void check_output_dir(const TrainFlags& f) {
   if (train::has_checkpoint(f.out) && !f.force) {
-    throw IOError(fmt::format(
+    throw train::IOError(fmt::format(
         "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
         f.out, f.out));
   }
   std::error_code ec;
   fs::create_directories(f.out, ec);
   if (ec || !fs::is_directory(f.out)) {
-    throw IOError(fmt::format("cannot create output directory {}: {}", f.out,
+    throw train::IOError(fmt::format("cannot create output directory {}: {}", f.out,
                               ec ? ec.message() : "not a directory"));
   }
   const std::string probe = (fs::path(f.out) / ".write-test").string();
-  write_file_atomic(probe, "");
+  train::write_file_atomic(probe, "");
   fs::remove(probe);
 }
 
@@ -115,7 +115,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   }
 
   const std::string text = load_text(run.data_source);
-  if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(text);
+  if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(data::CharTokenizer::fit(text));
   const data::TextDataset dataset(tokenizer->encode(text),
                                   resuming ? model->config().block_size : f.model.block,
                                   run.val_fraction);
@@ -138,7 +138,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       "{} training tokens",
       resuming ? "resuming" : "training", run.data_source, model->num_parameters(),
       model->config().n_layer, model->config().n_head, model->config().n_embd,
-      model->config().block_size, tokenizer->vocab_size(), dataset.split_size(data::Split::train)));
+      model->config().block_size, tokenizer->vocab_size(), dataset.size(data::Split::train)));
 
   auto checkpoint = [&] {
     run.step = trainer.steps_done();

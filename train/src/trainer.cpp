@@ -90,7 +90,7 @@ EvalStats Trainer::evaluate() {
   EvalStats stats;
   stats.step = step_;
   stats.train_loss = mean_loss(data::Split::train);
-  stats.val_loss = dataset_.has_split(data::Split::val) ? mean_loss(data::Split::val) : NAN;
+  stats.val_loss = dataset_.size(data::Split::val) > dataset_.block_size() ? mean_loss(data::Split::val) : NAN;
   model_.train();
   return stats;
 }
