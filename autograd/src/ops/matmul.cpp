@@ -61,18 +61,43 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return p;
 }
 
+// C = op(A) op(B) for every batch, on the OpenMP team: whole batches per thread when there are
+// enough of them, otherwise each product is cut into row (or column) panels, one per thread.
+// Each piece is one single-threaded BLAS call (see threads.hpp).
 template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c) {
-  using cxxblas::StorageOrder;
   const auto op_a = ta ? cxxblas::Trans : cxxblas::NoTrans;
   const auto op_b = tb ? cxxblas::Trans : cxxblas::NoTrans;
-  const int lda = static_cast<int>(ta ? p.m : p.k);
-  const int ldb = static_cast<int>(tb ? p.k : p.n);
+  const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
+  const int64_t threads = omp_get_max_threads();
+  // Too little work to share: a thread costs more to wake than this product takes.
+  const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 18);
+  const int64_t panels = (small || p.batch >= threads) ? 1 : threads;
+  const bool split_rows = p.m >= p.n;
+  const int64_t extent = split_rows ? p.m : p.n;
+#pragma omp parallel for collapse(2) schedule(static) if (!small && p.batch * panels > 1)
   for (int64_t i = 0; i < p.batch; ++i) {
-    cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b, static_cast<int>(p.m),
-                       static_cast<int>(p.n), static_cast<int>(p.k), T(1), a + i * p.a_stride,
-                       lda, b + i * p.b_stride, ldb, T(0), c + i * p.m * p.n,
-                       static_cast<int>(p.n));
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t lo = extent * panel / panels, hi = extent * (panel + 1) / panels;
+      if (hi == lo) continue;
+      const T* ai = a + i * p.a_stride;
+      const T* bi = b + i * p.b_stride;
+      T* ci = c + i * p.m * p.n;
+      // Rows lo..hi of op(A) start at row lo of A, or column lo of A when it is transposed;
+      // columns lo..hi of op(B) likewise.
+      if (split_rows) {
+        ai += ta ? lo : lo * lda;
+        ci += lo * ldc;
+      } else {
+        bi += tb ? lo * ldb : lo;
+        ci += lo;
+      }
+      cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b,
+                         static_cast<int>(split_rows ? hi - lo : p.m),
+                         static_cast<int>(split_rows ? p.n : hi - lo), static_cast<int>(p.k), T(1),
+                         ai, static_cast<int>(lda), bi, static_cast<int>(ldb), T(0), ci,
+                         static_cast<int>(ldc));
+    }
   }
 }
 
