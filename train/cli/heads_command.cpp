@@ -5,6 +5,7 @@
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 namespace tinygpt::cli {
@@ -52,8 +53,10 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
     if (set.probes.texts.empty()) {
       throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
     }
-    set.picture = set.probes.texts[0];
-    if (set.picture.size() > 48) set.picture.resize(48);  // legible pictures
+    // A document of the toy corpus shows its structure best; other texts show their first window.
+    set.picture = data_source == kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
+                                            : set.probes.texts[0];
+    if (set.picture.size() > 64) set.picture.resize(64);  // legible pictures
   }
   // Random sequences for induction are drawn from the letters and digits of the vocabulary
   // (the characters random spans are made of in ordinary text), or all of it if it has few.

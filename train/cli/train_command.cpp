@@ -12,6 +12,7 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/train/atomic_file.hpp"
 #include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/loss_plot.hpp"
 #include "tinygpt/train/progress.hpp"
 
 namespace tinygpt::cli {
@@ -42,6 +43,17 @@ struct LossLog {
   std::vector<std::string> lines;
 
   void add(const json& entry) { lines.push_back(entry.dump()); }
+  // The training curve: every step's loss, and the evaluations' train and val losses.
+  void save_curve(const std::string& path, const std::string& title) const {
+    std::vector<train::LossPoint> steps, val;
+    for (const auto& line : lines) {
+      const json e = json::parse(line);
+      const double step = e.value("step", 0.0);
+      if (e.contains("loss")) steps.push_back({step, e["loss"].get<double>()});
+      if (e.contains("val_loss") && e["val_loss"].is_number()) val.push_back({step, e["val_loss"].get<double>()});
+    }
+    train::save_loss_curve(path, steps, val, title);
+  }
   std::string text() const {
     std::string out;
     for (const auto& line : lines) out += line + "\n";
@@ -177,6 +189,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       "done: {} steps in {}, {:.0f} tokens/s; best val loss {:.4f}; checkpoint in {}",
       trainer.steps_done() - first_step, train::format_duration(seconds),
       progress.tokens_per_second(), run.best_val_loss, f.out));
+
+  const std::string curve = (fs::path(f.out) / "loss.png").string();
+  log.save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source,
+                                    model->config().n_layer, model->config().n_embd));
+  fmt::print("loss curve: {}\n\n", curve);
+  const HeadProbeSet probes =
+      make_probes(*tokenizer, model->config().block_size, "", run.data_source);
+  show_heads(*model, *tokenizer, probes, (fs::path(f.out) / "heads").string(), false);
 }
 
 }  // namespace
