@@ -91,26 +91,27 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
   return t;
 }
 
-Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double mean, double std) {
-  Tensor t = empty(shape, dtype);
-  dispatch_float(dtype, "Tensor::randn", [&](auto tag) {
+namespace {
+// A new tensor whose elements are draw() in row-major order.
+template <class Draw>
+Tensor random_tensor(const Shape& shape, DType dtype, const char* op, Draw draw) {
+  Tensor t = Tensor::empty(shape, dtype);
+  dispatch_float(dtype, op, [&](auto tag) {
     using T = decltype(tag);
     T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(mean + std * gen.normal());
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(draw());
   });
   return t;
 }
+}  // namespace
+
+Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double mean, double std) {
+  return random_tensor(shape, dtype, "Tensor::randn", [&] { return mean + std * gen.normal(); });
+}
 
 Tensor Tensor::uniform(const Shape& shape, Generator& gen, double low, double high, DType dtype) {
-  Tensor t = empty(shape, dtype);
-  dispatch_float(dtype, "Tensor::uniform", [&](auto tag) {
-    using T = decltype(tag);
-    T* p = t.data<T>();
-    for (int64_t i = 0; i < t.numel(); ++i) {
-      p[i] = static_cast<T>(low + (high - low) * gen.uniform());
-    }
-  });
-  return t;
+  return random_tensor(shape, dtype, "Tensor::uniform",
+                       [&] { return low + (high - low) * gen.uniform(); });
 }
 
 // ---- Queries ----

@@ -56,7 +56,8 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
     // A document of the toy corpus shows its structure best; other texts show their first window.
     set.picture = data_source == kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
                                             : set.probes.texts[0];
-    if (set.picture.size() > 64) set.picture.resize(64);  // legible pictures
+    const auto longest = static_cast<size_t>(std::min<int64_t>(64, block));  // legible pictures
+    if (set.picture.size() > longest) set.picture.resize(longest);
   }
   // Random sequences for induction are drawn from the letters and digits of the vocabulary
   // (the characters random spans are made of in ordinary text), or all of it if it has few.

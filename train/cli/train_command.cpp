@@ -194,6 +194,10 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   log.save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source,
                                     model->config().n_layer, model->config().n_embd));
   fmt::print("loss curve: {}\n\n", curve);
+  if (model->config().block_size < 4) {
+    progress.message("context shorter than 4: no head analysis (it probes with repeated sequences)");
+    return;
+  }
   const HeadProbeSet probes =
       make_probes(*tokenizer, model->config().block_size, "", run.data_source);
   show_heads(*model, *tokenizer, probes, (fs::path(f.out) / "heads").string(), false);

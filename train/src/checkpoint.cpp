@@ -13,6 +13,11 @@ namespace tinygpt::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
+// TrainOptions <-> JSON, field by field (used by trainer_state.json).
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, lr, min_lr, warmup, lr_decay_steps,
+                                   weight_decay, beta1, beta2, grad_clip, optimizer, momentum,
+                                   eval_every, eval_iters, seed)
+
 namespace {
 
 constexpr const char* kCommitRecord = ".checkpoint-commit";
@@ -49,17 +54,6 @@ Generator::State parse_state(const std::string& hex, const std::string& source) 
   return s;
 }
 
-json options_to_json(const TrainOptions& o) {
-  return {{"steps", o.steps},           {"batch", o.batch},
-          {"lr", o.lr},                 {"min_lr", o.min_lr},
-          {"warmup", o.warmup},         {"lr_decay_steps", o.lr_decay_steps},
-          {"weight_decay", o.weight_decay}, {"beta1", o.beta1},
-          {"beta2", o.beta2},           {"grad_clip", o.grad_clip},
-          {"optimizer", o.optimizer},   {"momentum", o.momentum},
-          {"eval_every", o.eval_every}, {"eval_iters", o.eval_iters},
-          {"seed", o.seed}};
-}
-
 // Reads j[key] as T, or throws FormatError naming the file and the key.
 template <class T>
 T field(const json& j, const char* key, const std::string& source) {
@@ -75,23 +69,11 @@ T field(const json& j, const char* key, const std::string& source) {
 }
 
 TrainOptions options_from_json(const json& j, const std::string& source) {
-  TrainOptions o;
-  o.steps = field<int64_t>(j, "steps", source);
-  o.batch = field<int64_t>(j, "batch", source);
-  o.lr = field<double>(j, "lr", source);
-  o.min_lr = field<double>(j, "min_lr", source);
-  o.warmup = field<int64_t>(j, "warmup", source);
-  o.lr_decay_steps = field<int64_t>(j, "lr_decay_steps", source);
-  o.weight_decay = field<double>(j, "weight_decay", source);
-  o.beta1 = field<double>(j, "beta1", source);
-  o.beta2 = field<double>(j, "beta2", source);
-  o.grad_clip = field<double>(j, "grad_clip", source);
-  o.optimizer = field<std::string>(j, "optimizer", source);
-  o.momentum = field<double>(j, "momentum", source);
-  o.eval_every = field<int64_t>(j, "eval_every", source);
-  o.eval_iters = field<int64_t>(j, "eval_iters", source);
-  o.seed = field<uint64_t>(j, "seed", source);
-  return o;
+  try {
+    return j.get<TrainOptions>();
+  } catch (const json::exception& e) {
+    throw FormatError(fmt::format("{}: bad \"options\" ({})", source, e.what()));
+  }
 }
 
 json parse_json(const std::string& text, const std::string& source) {
@@ -188,7 +170,7 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
   if (run != nullptr) {
     const json state = {{"format_version", 1},
                         {"step", run->step},
-                        {"options", options_to_json(run->options)},
+                        {"options", run->options},
                         {"data_source", run->data_source},
                         {"val_fraction", run->val_fraction},
                         {"data_rng", hex_state(run->data_rng)},
