@@ -50,8 +50,8 @@ std::string noun_phrase(Generator& gen) {
   return std::string(det) + ' ' + rest;
 }
 
-std::string random_name(Generator& gen) {
-  const int64_t length = kToyNameMinChars + gen.randint(kToyNameMaxChars - kToyNameMinChars + 1);
+std::string random_letters(Generator& gen, int64_t min_length, int64_t max_length) {
+  const int64_t length = min_length + gen.randint(max_length - min_length + 1);
   std::string name;
   for (int64_t i = 0; i < length; ++i) name.push_back(static_cast<char>('a' + gen.randint(26)));
   return name;
@@ -126,7 +126,7 @@ ToyDocument generate_document(Generator& gen) {
   const int64_t name_count = draw_name_count(gen);
   std::vector<std::string> names;
   while (static_cast<int64_t>(names.size()) < name_count) {
-    std::string name = random_name(gen);
+    std::string name = random_letters(gen, kToyNameMinChars, kToyNameMaxChars);
     if (std::find(names.begin(), names.end(), name) == names.end()) names.push_back(name);
   }
   const int64_t sentences = name_count == 0 ? 1 + gen.randint(2) : 2 + (chance(gen, 1, 4) ? 1 : 0);
@@ -152,6 +152,19 @@ ToyDocument generate_document(Generator& gen) {
   }
 }
 
+// "NP says SPAN. NP says SPAN.": a long random span said twice, so most of the second half of
+// the document can only be predicted by copying (the main signal for induction heads).
+ToyDocument generate_echo_document(Generator& gen) {
+  const std::string span = random_letters(gen, kToyEchoMinChars, kToyEchoMaxChars);
+  const std::string first = noun_phrase(gen);
+  const std::string second = noun_phrase(gen);
+  return {fmt::format("{} says {}. {} says {}.", first, span, second, span), 0, 0};
+}
+
+ToyDocument generate_any_document(Generator& gen) {
+  return chance(gen, kToyEchoPercent, 100) ? generate_echo_document(gen) : generate_document(gen);
+}
+
 }  // namespace
 
 std::string generate_toy_corpus(uint64_t seed, int64_t num_chars) {
@@ -162,7 +175,7 @@ std::string generate_toy_corpus(uint64_t seed, int64_t num_chars) {
   std::string text;
   text.reserve(static_cast<size_t>(num_chars + kToyMaxDocumentChars + 1));
   while (static_cast<int64_t>(text.size()) < num_chars) {
-    text += generate_document(gen).text;
+    text += generate_any_document(gen).text;
     text += '\n';
   }
   return text;
@@ -184,14 +197,16 @@ std::string describe_toy_corpus() {
       "The built-in toy corpus is generated from a seed: one short document per line (at most "
       "{} characters, so a context of 128 holds a whole one, and two thirds of them fit in 64), "
       "written with {} symbols (lowercase letters, space, "
-      "newline and . ( ) [ ] \"). Each document is one to three sentences of a tiny grammar "
+      "newline and . ( ) [ ] \"). Half of the documents are one to three sentences of a tiny grammar "
       "(\"the big cat sees an owl.\") that teaches spelling and word order; {}% of documents "
       "contain one or two names, random strings of {}-{} letters that each appear exactly "
       "twice, so the second occurrence can only be predicted by looking back at the first and "
       "copying it (the job of induction heads); and phrases are often wrapped in properly "
-      "nested brackets and quotes whose closing symbol must match the open one.",
+      "nested brackets and quotes whose closing symbol must match the open one. The other {}% "
+      "are echo documents (\"the cat says SPAN. an owl says SPAN.\") whose span of {}-{} random "
+      "letters is said twice: the strongest call for copying.",
       kToyMaxDocumentChars, kToyAlphabet.size(), 100 - kToyNameCountPercent[0], kToyNameMinChars,
-      kToyNameMaxChars);
+      kToyNameMaxChars, kToyEchoPercent, kToyEchoMinChars, kToyEchoMaxChars);
 }
 
 }  // namespace tinygpt::data

@@ -85,9 +85,10 @@ TEST_CASE("toy corpus is the same for the same seed and differs between seeds", 
 TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header", "[data][corpus]") {
   const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 200));
   REQUIRE(docs.size() >= 3);
-  CHECK(docs[0] == "[a fox [an owl]] likes \"a bird (chlgwvdk)\". a big cat hears chlgwvdk.");
-  CHECK(docs[1] == "zdmyrsf meets sdllwfovh. zdmyrsf hears the cow. sdllwfovh likes a small owl.");
-  CHECK(docs[2] == "a brown bird meets uxpgfwspuv. the red cow finds [a fox [uxpgfwspuv]].");
+  CHECK(docs[0] ==
+        "an owl sees [a fox [hlgwvd]]. a red owl hears [the old cow \"hlgwvd\"]. the fox hears a cat.");
+  CHECK(docs[1] == "zdmyrsf likes bzxszaczaw. bzxszaczaw sees zdmyrsf. (an old dog) hears the cat.");
+  CHECK(docs[2] == "the bird says lhzuiftiniguusua. the owl says lhzuiftiniguusua.");
 }
 
 TEST_CASE("toy corpus is whole documents of at least the requested length", "[data][corpus]") {
@@ -127,13 +128,14 @@ TEST_CASE("toy corpus brackets and quotes match in every document, at most 2 dee
     REQUIRE(depth <= 2);
     with_brackets += depth > 0;
   }
-  CHECK(with_brackets * 2 > static_cast<int64_t>(corpus_documents().size()));
+  // Most grammar documents (half of all) have a group; echo documents have none.
+  CHECK(with_brackets * 4 > static_cast<int64_t>(corpus_documents().size()));
 }
 
 TEST_CASE("toy corpus short words all come from the documented grammar", "[data][corpus]") {
   const std::set<std::string> grammar = {"the",   "a",     "an",    "red",   "big",  "old", "small",
                                          "brown", "cat",   "dog",   "fox",   "bird", "cow", "owl",
-                                         "sees",  "likes", "finds", "hears", "meets"};
+                                         "sees",  "likes", "finds", "hears", "meets", "says"};
   for (const std::string& doc : corpus_documents()) {
     for (const std::string& w : words_of(doc)) {
       if (static_cast<int64_t>(w.size()) <= kToyMaxWordChars) REQUIRE(grammar.count(w) == 1);
@@ -141,10 +143,34 @@ TEST_CASE("toy corpus short words all come from the documented grammar", "[data]
   }
 }
 
+TEST_CASE("toy corpus echo documents say one random span twice, in the designed share",
+          "[data][corpus]") {
+  int64_t echoes = 0;
+  for (const std::string& doc : corpus_documents()) {
+    if (doc.find(" says ") == std::string::npos) continue;
+    INFO(doc);
+    ++echoes;
+    const auto spans = names_in(doc);
+    REQUIRE(spans.size() == 1);
+    const auto& [span, count] = *spans.begin();
+    CHECK(count == 2);
+    CHECK(static_cast<int64_t>(span.size()) >= kToyEchoMinChars);
+    CHECK(static_cast<int64_t>(span.size()) <= kToyEchoMaxChars);
+    const size_t middle = doc.find(". ");
+    CHECK(doc.substr(0, middle).find(" says " + span) != std::string::npos);
+    CHECK(doc.substr(middle).find(" says " + span + ".") != std::string::npos);
+  }
+  const auto total = static_cast<double>(corpus_documents().size());
+  CHECK(100.0 * echoes / total == Approx(static_cast<double>(kToyEchoPercent)).margin(1.5));
+}
+
 TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share of documents",
           "[data][corpus]") {
   std::array<int64_t, 3> docs_with = {0, 0, 0};
+  int64_t grammar_docs = 0;
   for (const std::string& doc : corpus_documents()) {
+    if (doc.find(" says ") != std::string::npos) continue;  // echo documents: see above
+    ++grammar_docs;
     INFO(doc);
     const auto names = names_in(doc);
     REQUIRE(names.size() < docs_with.size());
@@ -158,7 +184,7 @@ TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share
       CHECK(doc.find('.', first) < second);  // a sentence ends between the two
     }
   }
-  const auto total = static_cast<double>(corpus_documents().size());
+  const auto total = static_cast<double>(grammar_docs);
   for (size_t k = 0; k < docs_with.size(); ++k) {
     INFO("documents with " << k << " names");
     CHECK(100.0 * docs_with[k] / total ==

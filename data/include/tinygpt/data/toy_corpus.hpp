@@ -10,10 +10,15 @@
 //     time it cannot be predicted, the second time every letter after the first can, but only by
 //     finding the earlier occurrence and copying the letter that followed it (induction heads);
 //   - brackets ( ), [ ] and quotes " " around phrases, properly nested: the closing symbol is
-//     the one that matches the innermost open bracket (matching heads).
+//     the one that matches the innermost open bracket (matching heads);
+//   - ECHO documents, "NP says SPAN. NP says SPAN.", whose SPAN of 10-24 random letters is said
+//     twice: most of the document is predictable only by copying, the strongest call for
+//     induction heads (with names alone, a 2-layer model had formed none after 3,000 steps).
 //
 // Grammar (one document per line; every choice is uniform unless a probability is given):
-//   document := sentence (" " sentence)* "\n"   at most 100 characters before the "\n"
+//   document := echo | grammar                  echo with probability 1/2
+//   echo     := np " says " SPAN ". " np " says " SPAN ".\n"    one SPAN, 10-24 letters
+//   grammar  := sentence (" " sentence)* "\n"   at most 100 characters before the "\n"
 //   sentence := mention " " verb " " mention "."
 //   mention  := core | group                    a group with probability 1/4
 //   group    := "(" inner ")" | "[" inner "]" | '"' inner '"'
@@ -27,7 +32,7 @@
 //   noun     := "cat" | "dog" | "fox" | "bird" | "cow" | "owl"
 //   verb     := "sees" | "likes" | "finds" | "hears" | "meets"
 //
-// Names: 10% of documents have no name, 60% one and 30% two (distinct). A name is 6-10 random
+// Names: 10% of grammar documents have no name, 60% one and 30% two (distinct). A name is 6-10 random
 // lowercase letters; grammar words have at most 5 letters, so a word of 6 or more letters is
 // always a name. Each name is the core of exactly two mentions, in two different sentences of
 // its document. A document with names has 2 sentences (3 with probability 1/4); one without has
@@ -36,9 +41,9 @@
 //
 // Alphabet (34 symbols): newline, space, " ( ) . [ ] and a-z.
 // The first documents of seed 1 (a test keeps these lines true):
-//   [a fox [an owl]] likes "a bird (chlgwvdk)". a big cat hears chlgwvdk.
-//   zdmyrsf meets sdllwfovh. zdmyrsf hears the cow. sdllwfovh likes a small owl.
-//   a brown bird meets uxpgfwspuv. the red cow finds [a fox [uxpgfwspuv]].
+//   an owl sees [a fox [hlgwvd]]. a red owl hears [the old cow "hlgwvd"]. the fox hears a cat.
+//   zdmyrsf likes bzxszaczaw. bzxszaczaw sees zdmyrsf. (an old dog) hears the cat.
+//   the bird says lhzuiftiniguusua. the owl says lhzuiftiniguusua.
 // About two thirds of the documents have at most 64 characters; the mean is about 60.
 #include <array>
 #include <cstdint>
@@ -54,8 +59,12 @@ inline constexpr int64_t kToyProbeMaxChars = 64;
 inline constexpr int64_t kToyNameMinChars = 6;
 inline constexpr int64_t kToyNameMaxChars = 10;
 inline constexpr int64_t kToyMaxWordChars = 5;  // longest grammar word, shorter than any name
-// Percent of documents with 0, 1 and 2 names.
+// Percent of grammar documents with 0, 1 and 2 names.
 inline constexpr std::array<int64_t, 3> kToyNameCountPercent = {10, 60, 30};
+// Percent of all documents that are echo documents, and the length of their span.
+inline constexpr int64_t kToyEchoPercent = 50;
+inline constexpr int64_t kToyEchoMinChars = 10;
+inline constexpr int64_t kToyEchoMaxChars = 24;
 
 // Whole documents, each ending in "\n", until the text has at least num_chars characters (so it
 // is at most num_chars + kToyMaxDocumentChars long). The same seed gives byte-identical text on
