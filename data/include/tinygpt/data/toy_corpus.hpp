@@ -13,7 +13,7 @@
 //     the one that matches the innermost open bracket (matching heads);
 //   - ECHO documents, "NP says SPAN. NP says SPAN.", whose SPAN of 10-24 random letters is said
 //     twice: most of the document is predictable only by copying, the strongest call for
-//     induction heads (with names alone, a 2-layer model had formed none after 3,000 steps).
+//     induction heads.
 //
 // Grammar (one document per line; every choice is uniform unless a probability is given):
 //   document := echo | grammar                  echo with probability 1/2
