@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -107,7 +108,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     model = std::move(loaded.model);
     tokenizer = std::make_unique<data::CharTokenizer>(std::move(loaded.tokenizer));
   } else {
-    check_output_dir(f);
+    if (f.options.min_lr > f.options.lr) {
+      throw ValueError(fmt::format(
+          "--min-lr {} is above --lr {}: the learning rate decays from --lr down to --min-lr",
+          f.options.min_lr, f.options.lr));
+    }
     run.options = f.options;
     run.data_source = f.data.empty() ? kToyCorpus : f.data;
     run.val_fraction = f.val_fraction;
@@ -116,12 +121,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   const std::string text = load_text(run.data_source);
   if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(data::CharTokenizer::fit(text));
-  const data::TextDataset dataset(tokenizer->encode(text),
-                                  resuming ? model->config().block_size : f.model.block,
-                                  run.val_fraction);
+  const data::TextDataset dataset =
+      make_dataset(text, run.data_source, *tokenizer,
+                   resuming ? model->config().block_size : f.model.block, run.val_fraction);
   if (!resuming) model = std::make_unique<nn::GPT>(f.model.config(tokenizer->vocab_size()), run.options.seed);
 
   train::Trainer trainer(*model, dataset, run.options);
+  // Every check has passed: only now is --out created, so a refused run leaves nothing behind.
+  if (!resuming) check_output_dir(f);
   LossLog log;
   const std::string log_path = (fs::path(f.out) / "log.jsonl").string();
   if (resuming) {
@@ -190,26 +197,28 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
-  cmd->add_option("--batch", o.batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
-  cmd->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());
+  const CLI::Validator count = integer_in(0, std::numeric_limits<int64_t>::max());
+  cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(positive_number())->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(non_negative)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
   cmd->add_option("--lr-decay-steps", o.lr_decay_steps,
                   "step where the cosine decay reaches --min-lr (0: --steps); set it to the planned "
                   "total to extend the run later with --resume exactly")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
-  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(count)->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->check(non_negative)->capture_default_str();
+  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(non_negative)->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
-  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->capture_default_str();
-  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
 }
 

@@ -102,6 +102,14 @@ json parse_json(const std::string& text, const std::string& source) {
   }
 }
 
+data::CharTokenizer tokenizer_from_json(const std::string& text, const std::string& source) {
+  try {
+    return data::CharTokenizer::from_json(text);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", source, e.what()));
+  }
+}
+
 }  // namespace
 
 bool has_checkpoint(const std::string& dir) {
@@ -207,7 +215,7 @@ LoadedModel load_model(const std::string& dir) {
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
   const std::string weights_path = path_in(dir, "model.safetensors");
   LoadedModel out{config_from_json(read_file(config_path), config_path),
-                  data::CharTokenizer::from_json(read_file(tokenizer_path)), nullptr};
+                  tokenizer_from_json(read_file(tokenizer_path), tokenizer_path), nullptr};
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
