@@ -3,6 +3,7 @@
 // changed: neither a new --out directory nor a byte of an existing checkpoint.
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <random>
 
@@ -238,6 +239,16 @@ TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming
         },
         {"model.safetensors", "header"});
   }
+  SECTION("model.safetensors holding a NaN weight") {
+    check_model_commands_refuse(
+        [](const std::string& model) {
+          const std::string path = model + "/model.safetensors";
+          std::string bytes = read_bytes(path);
+          bytes.replace(bytes.size() - 4, 4, std::string("\x00\x00\xc0\x7f", 4));  // f32 NaN
+          write_bytes(path, bytes);
+        },
+        {"model.safetensors", "non-finite", "nan"});
+  }
   SECTION("config.json not JSON") {
     check_model_commands_refuse(
         [](const std::string& model) {
@@ -330,4 +341,30 @@ TEST_CASE("heads refuses an --out it cannot write", "[cli][errors]") {
   check_one_line_error(
       run_cli({"heads", "--model", model, "--out", out, "--threads", "1"}), {out});
   CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("eval refuses to report a loss that is not finite", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  // Every weight 1e30: finite, but the forward pass overflows float.
+  const std::string path = model + "/model.safetensors";
+  std::string bytes = read_bytes(path);
+  const uint64_t header = *reinterpret_cast<const uint64_t*>(bytes.data());
+  const float huge = 1e30f;
+  for (size_t at = 8 + header; at + 4 <= bytes.size(); at += 4) std::memcpy(&bytes[at], &huge, 4);
+  write_bytes(path, bytes);
+  check_one_line_error(
+      run_cli({"eval", "--model", model, "--data", "builtin:toy", "--json", "--threads", "1"}),
+      {model, "loss", "not finite"});
+}
+
+TEST_CASE("a line break inside a bad value or a path stays on the one error line", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string data = dir.file("two\nlines.txt");
+  check_one_line_error(run_cli(tiny_train_args(dir.file("out"), {"--data", data})),
+                       {"two\\nlines.txt"});
+  check_one_line_error(run_cli(tiny_train_args(dir.file("out"), {"--lr", "1\n2"})),
+                       {"--lr", "1\\n2"});
+  CHECK(dir.entries().empty());
 }

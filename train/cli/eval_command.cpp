@@ -47,6 +47,10 @@ void run_eval(const EvalFlags& f) {
     total += loaded.model->loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
   }
   const double loss = total / static_cast<double>(windows);
+  if (!std::isfinite(loss)) {
+    throw ValueError(fmt::format("{}: the loss over the {} split of {} is not finite ({})",
+                                 f.model, f.split, f.data, loss));
+  }
   const int64_t tokens = windows * loaded.config.block_size;
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}}.dump());

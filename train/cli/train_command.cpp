@@ -157,20 +157,26 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   const int64_t first_step = trainer.steps_done();
   const auto start = std::chrono::steady_clock::now();
-  while (!trainer.done()) {
-    train::StepStats s;
+  // Runs a step or an evaluation. If it diverged, nothing more is written and the error says
+  // which checkpoint is left.
+  auto unless_diverged = [&](auto&& call) {
     try {
-      s = trainer.step();
+      return call();
     } catch (const train::DivergedError& e) {
-      throw train::DivergedError(fmt::format(
-          "{}; stopped. The last good checkpoint (step {}) is kept in {}", e.what(), run.step,
-          f.out));
+      throw train::DivergedError(
+          run.step > 0 ? fmt::format("{}; stopped. The last good checkpoint (step {}) is kept in {}",
+                                     e.what(), run.step, f.out)
+                       : fmt::format("{}; stopped before the first checkpoint, so {} holds none",
+                                     e.what(), f.out));
     }
+  };
+  while (!trainer.done()) {
+    const train::StepStats s = unless_diverged([&] { return trainer.step(); });
     log.add({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
              {"tokens_per_s", s.seconds > 0 ? s.tokens / s.seconds : 0.0}});
     progress.on_step(s);
     if (s.step % run.options.eval_every == 0 || trainer.done()) {
-      const train::EvalStats e = trainer.evaluate();
+      const train::EvalStats e = unless_diverged([&] { return trainer.evaluate(); });
       log.add({{"step", e.step}, {"train_loss", e.train_loss},
                {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}});
       progress.on_eval(e);

@@ -227,6 +227,20 @@ LoadedModel load_model(const std::string& dir) {
   } catch (const Error& e) {
     throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
   }
+  // A NaN or an infinity in the weights (a diverged run's, or damage) gives nonsense silently.
+  for (const auto& [name, tensor] : weights.tensors) {
+    const auto bad = [&](auto value) {
+      throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})",
+                                    weights_path, name, value));
+    };
+    if (tensor.dtype() == DType::f32) {
+      const float* v = tensor.data<float>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    } else if (tensor.dtype() == DType::f64) {
+      const double* v = tensor.data<double>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    }
+  }
   return out;
 }
 
