@@ -28,11 +28,32 @@ inline std::vector<std::string> concat(std::vector<std::string> first,
   return first;
 }
 
-// train --out <out> with the tiny model, 20 steps, a checkpoint every 10; plus `extra` flags.
+// `args` with the value after `flag` replaced by `value` (appended if the flag is absent).
+inline std::vector<std::string> with_flag(std::vector<std::string> args, const std::string& flag,
+                                          const std::string& value) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) {
+      args[i + 1] = value;
+      return args;
+    }
+  }
+  args.push_back(flag);
+  args.push_back(value);
+  return args;
+}
+
+// train --out <out> with the tiny model, 20 steps, a checkpoint every 10. `changes` are flags
+// with their values, each replacing the same flag's value or added, then flags with no value.
 inline std::vector<std::string> tiny_train_args(const std::string& out,
-                                                const std::vector<std::string>& extra = {}) {
-  return concat(concat({"train", "--out", out}, tiny_model_flags()),
-                concat({"--steps", "20", "--eval-every", "10"}, extra));
+                                                const std::vector<std::string>& changes = {}) {
+  std::vector<std::string> args = concat(concat({"train", "--out", out}, tiny_model_flags()),
+                                         {"--steps", "20", "--eval-every", "10"});
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
+    args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
+    i += has_value ? 1 : 0;
+  }
+  return args;
 }
 
 inline std::string read_bytes(const std::string& path) {
@@ -47,9 +68,10 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
-// Trains the tiny model into `out` and requires that it worked.
-inline void train_tiny_model(const std::string& out, const std::vector<std::string>& extra = {}) {
-  const CliResult r = run_cli(tiny_train_args(out, extra));
+// Trains the tiny model into `out`, with `changes` as tiny_train_args takes them, and requires
+// that it worked.
+inline void train_tiny_model(const std::string& out, const std::vector<std::string>& changes = {}) {
+  const CliResult r = run_cli(tiny_train_args(out, changes));
   INFO(r.describe());
   REQUIRE(r.exited_with(0));
 }

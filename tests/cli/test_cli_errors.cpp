@@ -17,20 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// `args` with the value after `flag` replaced by `value` (appended if the flag is absent).
-std::vector<std::string> with_flag(std::vector<std::string> args, const std::string& flag,
-                                   const std::string& value) {
-  for (size_t i = 0; i + 1 < args.size(); ++i) {
-    if (args[i] == flag) {
-      args[i + 1] = value;
-      return args;
-    }
-  }
-  args.push_back(flag);
-  args.push_back(value);
-  return args;
-}
-
 // Runs `train` with the tiny model's flags changed by `changes` (flag, value pairs) and checks
 // the one-line error holding `fragments`, twice: into an --out that does not exist yet (it must
 // still not exist), and with --force into a directory holding a checkpoint (it must be intact:
@@ -90,9 +76,7 @@ auto replacing(const std::string& file, const std::string& from, const std::stri
 auto file_of_wider_model(const std::string& file) {
   return [file](const std::string& model) {
     const std::string wider = model + "-wider";
-    const CliResult r = run_cli(with_flag(tiny_train_args(wider), "--d-model", "32"));
-    INFO(r.describe());
-    REQUIRE(r.exited_with(0));
+    train_tiny_model(wider, {"--d-model", "32"});
     fs::copy_file(wider + "/" + file, model + "/" + file, fs::copy_options::overwrite_existing);
     fs::remove_all(wider);
   };
