@@ -6,10 +6,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "run_cli.hpp"
 
@@ -68,12 +70,35 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+// Runs tinygpt and requires that it exited with 0.
+inline CliResult run_ok(const std::vector<std::string>& args) {
+  CliResult r = run_cli(args);
+  INFO(r.describe());
+  REQUIRE(r.exited_with(0));
+  return r;
+}
+
+// The step of the checkpoint in `dir` (from its trainer_state.json).
+inline int64_t saved_step(const std::string& dir) {
+  return nlohmann::json::parse(read_bytes(dir + "/trainer_state.json")).at("step").get<int64_t>();
+}
+
+// log.jsonl of the run in `dir`, one JSON object per step and per evaluation, without the
+// timing field (tokens_per_s), which differs between runs.
+inline std::vector<nlohmann::json> log_without_timing(const std::string& dir) {
+  std::vector<nlohmann::json> entries;
+  std::istringstream lines(read_bytes(dir + "/log.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    entries.push_back(nlohmann::json::parse(line));
+    entries.back().erase("tokens_per_s");
+  }
+  return entries;
+}
+
 // Trains the tiny model into `out`, with `changes` as tiny_train_args takes them, and requires
 // that it worked.
 inline void train_tiny_model(const std::string& out, const std::vector<std::string>& changes = {}) {
-  const CliResult r = run_cli(tiny_train_args(out, changes));
-  INFO(r.describe());
-  REQUIRE(r.exited_with(0));
+  run_ok(tiny_train_args(out, changes));
 }
 
 // Every file below a directory (relative path -> bytes); empty if it does not exist.

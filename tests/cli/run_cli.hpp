@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -126,14 +127,16 @@ class CliProcess {
   bool wait_for(std::chrono::milliseconds limit) {
     const auto until = std::min(deadline_, Clock::now() + limit);
     while (out_fd_ >= 0 || err_fd_ >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
-      if (left.count() <= 0) return false;
+      // Rounded up, and polled at least once: an end already there counts even at the limit.
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now());
       pollfd fds[2] = {{out_fd_, POLLIN, 0}, {err_fd_, POLLIN, 0}};  // fd -1 is ignored
-      const int ready = ::poll(fds, 2, static_cast<int>(left.count()));
+      const int ready = ::poll(fds, 2, static_cast<int>(std::max<int64_t>(0, left.count())));
       if (ready < 0 && errno != EINTR) fail("poll");
       if (ready > 0) {
         drain(fds[0], out_fd_, result_.out);
         drain(fds[1], err_fd_, result_.err);
+      } else if (Clock::now() >= until) {
+        return false;
       }
     }
     return true;

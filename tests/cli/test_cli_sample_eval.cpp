@@ -14,13 +14,6 @@ using nlohmann::json;
 
 namespace {
 
-CliResult run_ok(const std::vector<std::string>& args) {
-  CliResult r = run_cli(args);
-  INFO(r.describe());
-  REQUIRE(r.exited_with(0));
-  return r;
-}
-
 // A text of exactly `chars` characters, all in the toy corpus's vocabulary.
 std::string toy_text(size_t chars) {
   const std::string sentence = "the big cat sees [an owl] (a fox).\n";

@@ -16,22 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-// log.jsonl without its timing field: one JSON object per step and per evaluation.
-std::vector<json> log_without_timing(const std::string& dir) {
-  std::vector<json> entries;
-  std::istringstream lines(read_bytes(dir + "/log.jsonl"));
-  for (std::string line; std::getline(lines, line);) {
-    json entry = json::parse(line);
-    entry.erase("tokens_per_s");
-    entries.push_back(entry);
-  }
-  return entries;
-}
-
-int64_t saved_step(const std::string& dir) {
-  return json::parse(read_bytes(dir + "/trainer_state.json")).at("step").get<int64_t>();
-}
-
 // The files that make a run resumable, byte for byte, and its log without timings.
 void check_same_run(const std::string& a, const std::string& b) {
   for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json",
@@ -40,13 +24,6 @@ void check_same_run(const std::string& a, const std::string& b) {
     CHECK(read_bytes(a + "/" + file) == read_bytes(b + "/" + file));
   }
   CHECK(log_without_timing(a) == log_without_timing(b));
-}
-
-CliResult run_ok(const std::vector<std::string>& args) {
-  CliResult r = run_cli(args);
-  INFO(r.describe());
-  REQUIRE(r.exited_with(0));
-  return r;
 }
 
 }  // namespace
