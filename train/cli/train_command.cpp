@@ -73,8 +73,10 @@ void check_output_dir(const TrainFlags& f) {
     throw train::IOError(fmt::format("cannot create output directory {}: {}", f.out,
                               ec ? ec.message() : "not a directory"));
   }
-  const std::string probe = (fs::path(f.out) / ".write-test").string();
-  train::write_file_atomic(probe, "");
+  // Named like a staged checkpoint file, so that if the run dies right here the next load of
+  // the directory removes it.
+  const std::string probe = (fs::path(f.out) / ".write-test").string() + train::kCheckpointStagedSuffix;
+  train::write_file_synced(probe, "");
   fs::remove(probe);
 }
 

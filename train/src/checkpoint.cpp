@@ -1,8 +1,15 @@
 #include "tinygpt/train/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -15,25 +22,11 @@ using nlohmann::json;
 
 namespace {
 
-constexpr const char* kCommitRecord = ".checkpoint-commit";
-constexpr const char* kStaged = ".partial";
+constexpr const char* kCommitRecord = kCheckpointCommitRecord;
+constexpr const char* kStaged = kCheckpointStagedSuffix;
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
-}
-
-void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
-  recover_checkpoint(dir);
-  json names = json::array();
-  for (const auto& [name, bytes] : files) {
-    write_file_synced(path_in(dir, name + kStaged), bytes);
-    names.push_back(name);
-  }
-  write_file_atomic(path_in(dir, kCommitRecord), names.dump());  // the commit point
-  recover_checkpoint(dir);
 }
 
 std::string hex_state(const Generator::State& s) {
@@ -110,14 +103,39 @@ data::CharTokenizer tokenizer_from_json(const std::string& text, const std::stri
   }
 }
 
-}  // namespace
+// An exclusive flock on the directory itself, held while a save stages and commits its files
+// and while a load recovers and reads them. Without it a `tinygpt sample` run during training
+// discarded the files the trainer had staged (to it they were a crashed save's), and the trainer
+// then failed to rename them. The kernel drops the lock when its holder dies.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& dir)
+      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const int error = errno;
+        ::close(fd_);
+        errno = error;
+        fail(fmt::format("cannot lock checkpoint directory {}", dir));
+      }
+    }
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  ~DirectoryLock() { ::close(fd_); }  // closing the last descriptor releases the lock
 
-bool has_checkpoint(const std::string& dir) {
-  return fs::exists(path_in(dir, "model.safetensors")) ||
-         fs::exists(path_in(dir, std::string("model.safetensors") + kStaged));
-}
+ private:
+  // Throws "<what>: <the reason errno gives>".
+  [[noreturn]] static void fail(const std::string& what) {
+    const int error = errno;
+    throw IOError(fmt::format("{}: {}", what, std::error_code(error, std::generic_category()).message()));
+  }
+  int fd_;
+};
 
-void recover_checkpoint(const std::string& dir) {
+// recover_checkpoint for a caller that holds the directory's lock.
+void recover_locked(const std::string& dir) {
   const std::string record = path_in(dir, kCommitRecord);
   if (fs::exists(record)) {  // committed: roll forward
     const json names = parse_json(read_file(record), record);
@@ -137,6 +155,39 @@ void recover_checkpoint(const std::string& dir) {
       fs::remove(entry.path());
     }
   }
+}
+
+void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
+  const DirectoryLock lock(dir);
+  recover_locked(dir);
+  json names = json::array();
+  for (const auto& [name, bytes] : files) {
+    write_file_synced(path_in(dir, name + kStaged), bytes);
+    names.push_back(name);
+  }
+  // The record is staged like the files, so a save killed while writing it leaves only
+  // *.partial files, which the next recovery discards; renaming it into place commits the save.
+  const std::string record = path_in(dir, kCommitRecord);
+  write_file_synced(record + kStaged, names.dump());
+  fs::rename(record + kStaged, record);
+  sync_directory(dir);
+  recover_locked(dir);
+}
+
+}  // namespace
+
+bool has_checkpoint(const std::string& dir) {
+  // A commit record is a save that the next load completes; staged files alone are a save that
+  // never committed, which the next load discards.
+  return fs::exists(path_in(dir, "model.safetensors")) || fs::exists(path_in(dir, kCommitRecord));
+}
+
+void recover_checkpoint(const std::string& dir) {
+  const DirectoryLock lock(dir);
+  recover_locked(dir);
 }
 
 std::string config_to_json(const nn::GPTConfig& c) {
@@ -210,7 +261,8 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
 
 LoadedModel load_model(const std::string& dir) {
   if (!fs::is_directory(dir)) throw IOError(fmt::format("model directory {} does not exist", dir));
-  recover_checkpoint(dir);
+  const DirectoryLock lock(dir);  // the files read are those of one save
+  recover_locked(dir);
   const std::string config_path = path_in(dir, "config.json");
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
   const std::string weights_path = path_in(dir, "model.safetensors");
