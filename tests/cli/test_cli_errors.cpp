@@ -99,7 +99,8 @@ TEST_CASE("help on the top level and every subcommand exits 0 and prints usage",
   }
 }
 
-TEST_CASE("no subcommand, or an unknown one, is one error line naming it", "[cli][errors]") {
+TEST_CASE("no subcommand, an unknown one or an unknown flag before it is one error line naming it",
+          "[cli][errors]") {
   ScratchDir dir;
   const CliOptions in_dir{dir.file(""), false};
   SECTION("unknown subcommand") {
@@ -109,6 +110,9 @@ TEST_CASE("no subcommand, or an unknown one, is one error line naming it", "[cli
     check_one_line_error(run_cli({"trian"}, in_dir), {"trian"});
   }
   SECTION("no arguments at all") { check_one_line_error(run_cli({}, in_dir), {"subcommand"}); }
+  SECTION("a flag before the subcommand") {
+    check_one_line_error(run_cli({"--bogus", "train"}, in_dir), {"--bogus"});
+  }
   CHECK(dir.entries().empty());
 }
 
@@ -312,6 +316,16 @@ TEST_CASE("eval refuses text the model cannot read, naming the file", "[cli][err
     check_one_line_error(run_cli({"eval", "--model", model, "--data", data}),
                          {data, "does not exist"});
   }
+  CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("heads refuses a model whose context is too short to probe", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model, {"--block", "3"});
+  const DirSnapshot before = snapshot(model);
+  check_one_line_error(run_cli({"heads", "--model", model, "--threads", "1"}),
+                       {model, "context of 3"});
   CHECK(snapshot(model) == before);
 }
 

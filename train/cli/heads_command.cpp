@@ -81,6 +81,12 @@ void add_heads_command(CLI::App& app) {
   cmd->callback([flags] {
     set_num_threads(flags->threads);
     train::LoadedModel loaded = train::load_model(flags->model);
+    // The induction probe is a random sequence of at least 2 characters, repeated.
+    if (loaded.config.block_size < 4) {
+      throw ValueError(fmt::format(
+          "{} has a context of {}; the head probes need at least 4 characters", flags->model,
+          loaded.config.block_size));
+    }
     std::string source;
     if (flags->text.empty()) {
       if (!fs::exists(fs::path(flags->model) / "trainer_state.json")) {

@@ -16,12 +16,22 @@ std::string one_line(std::string text) {
   return text;
 }
 
-std::string subcommand_names(CLI::App& app) {
+// CLI11 reports a missing or unknown subcommand, or an unknown flag before it, as "A subcommand
+// is required", which names neither the word it did not know nor the ones it would have. This
+// says what is wrong with the first argument, or returns "" if it is a subcommand or --help.
+std::string first_argument_problem(CLI::App& app, const std::string& first) {
+  if (first == "-h" || first == "--help") return "";
+  if (first.size() > 1 && first[0] == '-') {
+    return fmt::format("unknown flag '{}' before the subcommand", first);
+  }
   std::string names;
   for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    if (sub->check_name(first)) return "";
     names += (names.empty() ? "" : ", ") + sub->get_name();
   }
-  return names;
+  return fmt::format("{} (expected one of: {})",
+                     first.empty() ? "no subcommand given" : fmt::format("unknown subcommand '{}'", first),
+                     names);
 }
 
 }  // namespace
@@ -37,20 +47,10 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_sample_command(app);
   tinygpt::cli::add_eval_command(app);
   tinygpt::cli::add_heads_command(app);
-  // CLI11 reports a missing or unknown subcommand as "A subcommand is required", which names
-  // neither the word it did not know nor the ones it would have.
-  if (argc < 2 || argv[1][0] != '-') {
-    const std::string word = argc < 2 ? "" : argv[1];
-    bool known = false;
-    for (const CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-      known = known || sub->check_name(word);
-    }
-    if (!known) {
-      fmt::print(stderr, "tinygpt: error: {} (expected one of: {}; see --help)\n",
-                 word.empty() ? "no subcommand given" : one_line(fmt::format("unknown subcommand '{}'", word)),
-                 subcommand_names(app));
-      return 2;
-    }
+  const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
+  if (!problem.empty()) {
+    fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));
+    return 2;
   }
   try {
     app.parse(argc, argv);

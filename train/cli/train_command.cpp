@@ -168,8 +168,8 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       throw train::DivergedError(
           run.step > 0 ? fmt::format("{}; stopped. The last good checkpoint (step {}) is kept in {}",
                                      e.what(), run.step, f.out)
-                       : fmt::format("{}; stopped before the first checkpoint, so {} holds none",
-                                     e.what(), f.out));
+                       : fmt::format("{}; stopped before the run's first checkpoint: it saved "
+                                     "nothing in {}", e.what(), f.out));
     }
   };
   while (!trainer.done()) {
