@@ -256,6 +256,14 @@ TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming
     check_model_commands_refuse(file_of_wider_model("model.safetensors"),
                                 {"model.safetensors", "transformer.wte.weight"});
   }
+  SECTION("config.json of a far wider model, refused before it is built") {
+    check_model_commands_refuse(replacing("config.json", "\"n_embd\": 16", "\"n_embd\": 4096"),
+                                {"model.safetensors", "config.json", "(34, 4096)"});
+  }
+  SECTION("config.json with more layers than the weights") {
+    check_model_commands_refuse(replacing("config.json", "\"n_layer\": 1", "\"n_layer\": 3"),
+                                {"model.safetensors", "n_layer 3"});
+  }
   SECTION("tokenizer.json with one character fewer than vocab_size") {
     check_model_commands_refuse(replacing("tokenizer.json", ", \"z\"", ""),
                                 {"tokenizer.json", "vocab_size"});

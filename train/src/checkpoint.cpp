@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
@@ -177,6 +178,33 @@ void commit_files(const std::string& dir, const std::vector<std::pair<std::strin
   recover_locked(dir);
 }
 
+// The dimensions that set a GPT's size (vocab_size, n_positions, n_embd, n_layer) against the
+// weights file, before the model is built: otherwise a damaged config.json (n_embd 20000) made
+// the load allocate tens of gigabytes, and meet the OOM killer, before comparing any shape.
+void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& weights,
+                           const std::string& source) {
+  const auto expect = [&](const char* name, const Shape& shape) {
+    const Shape& found = weights.at(name).shape();
+    if (found != shape) {
+      throw FormatError(fmt::format("{}: tensor '{}' has shape {}, but config.json says {}",
+                                    source, name, found.str(), shape.str()));
+    }
+  };
+  expect("transformer.wte.weight", Shape({config.vocab_size, config.n_embd}));
+  expect("transformer.wpe.weight", Shape({config.block_size, config.n_embd}));
+  std::set<std::string> layers;  // the "<i>" of every "transformer.h.<i>.<rest>"
+  const std::string prefix = "transformer.h.";
+  for (const auto& [name, tensor] : weights.tensors) {
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      layers.insert(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
+    }
+  }
+  if (static_cast<int64_t>(layers.size()) != config.n_layer) {
+    throw FormatError(fmt::format("{}: {} transformer layers, but config.json says n_layer {}",
+                                  source, layers.size(), config.n_layer));
+  }
+}
+
 }  // namespace
 
 bool has_checkpoint(const std::string& dir) {
@@ -272,8 +300,9 @@ LoadedModel load_model(const std::string& dir) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
   }
-  out.model = std::make_unique<nn::GPT>(out.config, 0);
   const SafetensorsFile weights = load_safetensors(weights_path);
+  check_size_dimensions(out.config, weights, weights_path);
+  out.model = std::make_unique<nn::GPT>(out.config, 0);
   try {
     out.model->load_state_dict(weights.tensors);
   } catch (const Error& e) {
