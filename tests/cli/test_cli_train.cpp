@@ -2,6 +2,7 @@
 // refuses what would break that, and a run whose numbers blow up stops and keeps its last good
 // checkpoint.
 #include <filesystem>
+#include <functional>
 #include <regex>
 
 #include <catch2/catch.hpp>
@@ -80,6 +81,54 @@ TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already rea
                          {dir.file("none")});
     CHECK_FALSE(fs::exists(dir.file("none")));
   }
+  CHECK(snapshot(a) == before);
+}
+
+TEST_CASE("resume refuses a damaged run, naming the file", "[cli][resume][errors][checkpoint]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  train_tiny_model(a);
+  // Edits trainer_state.json as JSON.
+  const auto edit_state = [&](const std::function<void(json&)>& edit) {
+    json state = json::parse(read_bytes(a + "/trainer_state.json"));
+    edit(state);
+    write_bytes(a + "/trainer_state.json", state.dump(2));
+  };
+  std::vector<std::string> fragments = {a + "/trainer_state.json"};
+  SECTION("trainer_state.json missing") {
+    fs::remove(a + "/trainer_state.json");
+    fragments = {a, "trainer_state.json"};
+  }
+  SECTION("trainer_state.json not JSON") { write_bytes(a + "/trainer_state.json", "{\"step\": 2"); }
+  SECTION("an option missing") {
+    edit_state([](json& s) { s["options"].erase("lr"); });
+    fragments.push_back("'lr'");
+  }
+  SECTION("a negative step") {
+    edit_state([](json& s) { s["step"] = -5; });
+    fragments.push_back("step");
+  }
+  SECTION("a negative learning rate") {
+    edit_state([](json& s) { s["options"]["lr"] = -1; });
+    fragments.push_back("lr");
+  }
+  SECTION("a validation fraction of 5") {
+    edit_state([](json& s) { s["val_fraction"] = 5; });
+    fragments.push_back("val_fraction");
+  }
+  SECTION("a generator state that is not one") {
+    edit_state([](json& s) { s["data_rng"] = "xyz"; });
+    fragments.push_back("xyz");
+  }
+  SECTION("optimizer.safetensors of a wider model") {
+    const std::string wider = dir.file("wider");
+    train_tiny_model(wider, {"--d-model", "32"});
+    fs::copy_file(wider + "/optimizer.safetensors", a + "/optimizer.safetensors",
+                  fs::copy_options::overwrite_existing);
+    fragments = {a + "/optimizer.safetensors", "transformer.wte.weight"};
+  }
+  const DirSnapshot before = snapshot(a);
+  check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40"}), fragments);
   CHECK(snapshot(a) == before);
 }
 

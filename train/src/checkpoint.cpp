@@ -341,6 +341,17 @@ RunState load_run_state(const std::string& dir) {
   run.best_val_loss = j.contains("best_val_loss") && j["best_val_loss"].is_number()
                           ? j["best_val_loss"].get<double>()
                           : NAN;
+  // A saved run has taken a step; a negative one reached the optimiser's bias correction as
+  // NaN and was reported as a diverged run.
+  if (run.step < 1) throw FormatError(fmt::format("{}: step must be at least 1, got {}", path, run.step));
+  if (!(run.val_fraction >= 0.0 && run.val_fraction < 1.0)) {
+    throw FormatError(fmt::format("{}: val_fraction must be in [0, 1), got {}", path, run.val_fraction));
+  }
+  try {
+    run.options.validate();
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  }
   return run;
 }
 
