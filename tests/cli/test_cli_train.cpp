@@ -84,6 +84,19 @@ TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already rea
   CHECK(snapshot(a) == before);
 }
 
+TEST_CASE("resume takes a new --steps, --eval-every and --eval-iters", "[cli][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  train_tiny_model(a);
+  run_ok({"train", "--resume", a, "--steps", "30", "--eval-every", "5", "--eval-iters", "3",
+          "--threads", "1"});
+  const json options = json::parse(read_bytes(a + "/trainer_state.json")).at("options");
+  CHECK(options.at("steps") == 30);
+  CHECK(options.at("eval_every") == 5);
+  CHECK(options.at("eval_iters") == 3);
+  CHECK(saved_step(a) == 30);
+}
+
 TEST_CASE("resume refuses a damaged run, naming the file", "[cli][resume][errors][checkpoint]") {
   ScratchDir dir;
   const std::string a = dir.file("a");

@@ -32,7 +32,8 @@ struct TrainFlags {
   train::TrainOptions options;
 };
 
-// Flags that define the run; a resumed run takes them from its checkpoint.
+// Flags that define the run; a resumed run takes them from its checkpoint. The others (--steps,
+// --eval-every, --eval-iters, --threads) may change when resuming.
 const char* const kFixedWhenResuming[] = {
     "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch",
     "--lr", "--min-lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--beta1",
@@ -103,6 +104,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     run = train::load_run_state(f.resume);
     if (cmd.count("--steps") > 0) run.options.steps = f.options.steps;
     if (cmd.count("--eval-every") > 0) run.options.eval_every = f.options.eval_every;
+    if (cmd.count("--eval-iters") > 0) run.options.eval_iters = f.options.eval_iters;
     if (run.options.steps <= run.step) {
       throw ValueError(fmt::format("{} is already at step {}; pass --steps above that to continue",
                                    f.resume, run.step));
