@@ -275,7 +275,8 @@ TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming
   }
 }
 
-TEST_CASE("sample refuses a prompt with a character outside the vocabulary", "[cli][errors][sample]") {
+TEST_CASE("sample --prompt and heads --text refuse a character outside the vocabulary",
+          "[cli][errors][sample]") {
   ScratchDir dir;
   const std::string model = dir.file("model");
   train_tiny_model(model);
@@ -285,6 +286,8 @@ TEST_CASE("sample refuses a prompt with a character outside the vocabulary", "[c
                        {"--prompt", "U+0043 'C'"});
   check_one_line_error(run_cli({"sample", "--model", model, "--prompt", "a\tb"}),
                        {"--prompt", "U+0009"});
+  check_one_line_error(run_cli({"heads", "--model", model, "--text", "the cat sees 2 dogs"}),
+                       {"--text", "U+0032 '2'"});
   CHECK(snapshot(model) == before);
 }
 
