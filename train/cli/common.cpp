@@ -1,3 +1,9 @@
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+
 #include "commands.hpp"
 #include "tinygpt/data/text_file.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
@@ -9,13 +15,76 @@ namespace tinygpt::cli {
 constexpr uint64_t kToySeed = 0;
 constexpr int64_t kToyChars = 1'000'000;
 
+namespace {
+
+// The whole of `text` as a base-10 integer or a number; nullopt for anything else (trailing
+// characters, empty text, out of range).
+std::optional<int64_t> parse_integer(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const long long value = std::strtoll(text.c_str(), &end, 10);
+  if (end != text.c_str() + text.size() || errno == ERANGE) return std::nullopt;
+  return value;
+}
+
+std::optional<double> parse_number(const std::string& text) {
+  if (text.empty()) return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(text.c_str(), &end);
+  if (end != text.c_str() + text.size()) return std::nullopt;
+  return value;
+}
+
+std::string number_bounds(double min, double max, bool min_open, bool max_open) {
+  if (std::isinf(max)) return fmt::format("{} {}", min_open ? ">" : ">=", min);
+  return fmt::format("in {}{}, {}{}", min_open ? "(" : "[", min, max, max_open ? ")" : "]");
+}
+
+CLI::Validator finite_number(double min, double max, bool min_open, bool max_open) {
+  const std::string bounds = number_bounds(min, max, min_open, max_open);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<double> value = parse_number(text);
+        const bool ok = value && std::isfinite(*value) && (min_open ? *value > min : *value >= min) &&
+                        (max_open ? *value < max : *value <= max);
+        return ok ? "" : fmt::format("must be a finite number {}, got '{}'", bounds, text);
+      },
+      "FLOAT " + bounds);
+}
+
+}  // namespace
+
+CLI::Validator integer_in(int64_t min, int64_t max) {
+  const std::string bounds = max == std::numeric_limits<int64_t>::max()
+                                 ? fmt::format(">= {}", min)
+                                 : fmt::format("in [{}, {}]", min, max);
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        const std::optional<int64_t> value = parse_integer(text);
+        return value && *value >= min && *value <= max
+                   ? ""
+                   : fmt::format("must be an integer {}, got '{}'", bounds, text);
+      },
+      "INT " + bounds);
+}
+
+CLI::Validator number_in(double min, double max, bool max_open) {
+  return finite_number(min, max, false, max_open);
+}
+
+CLI::Validator positive_number() {
+  return finite_number(0.0, std::numeric_limits<double>::infinity(), true, false);
+}
+
 void ModelFlags::add_to(CLI::App& cmd) {
-  cmd.add_option("--layers", layers, "transformer blocks")->check(CLI::Range(1, 64))->capture_default_str();
-  cmd.add_option("--heads", heads, "attention heads per block")->check(CLI::Range(1, 64))->capture_default_str();
+  cmd.add_option("--layers", layers, "transformer blocks")->check(integer_in(1, 64))->capture_default_str();
+  cmd.add_option("--heads", heads, "attention heads per block")->check(integer_in(1, 64))->capture_default_str();
   cmd.add_option("--d-model", d_model, "embedding width (a multiple of --heads)")
-      ->check(CLI::Range(1, 8192))->capture_default_str();
-  cmd.add_option("--block", block, "context length in characters")->check(CLI::Range(1, 65536))->capture_default_str();
-  cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")->capture_default_str();
+      ->check(integer_in(1, 8192))->capture_default_str();
+  cmd.add_option("--block", block, "context length in characters")->check(integer_in(1, 65536))->capture_default_str();
+  cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")
+      ->check(number_in(0.0, 1.0, true))->capture_default_str();
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -39,6 +108,17 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
 std::string load_text(const std::string& source) {
   if (source == kToyCorpus) return data::generate_toy_corpus(kToySeed, kToyChars);
   return data::read_text_file(source);
+}
+
+data::TextDataset make_dataset(const std::string& text, const std::string& source,
+                               const data::CharTokenizer& tokenizer, int64_t block,
+                               double val_fraction) {
+  return with_context(source, [&] { return data::TextDataset(tokenizer.encode(text), block, val_fraction); });
+}
+
+std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
+                                 const data::CharTokenizer& tokenizer) {
+  return with_context(flag, [&] { return tokenizer.encode(text); });
 }
 
 }  // namespace tinygpt::cli

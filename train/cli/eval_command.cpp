@@ -29,8 +29,8 @@ void run_eval(const EvalFlags& f) {
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;
-  const data::TextDataset dataset(loaded.tokenizer.encode(text), loaded.config.block_size,
-                                  f.val_fraction);
+  const data::TextDataset dataset =
+      make_dataset(text, f.data, loaded.tokenizer, loaded.config.block_size, f.val_fraction);
   const int64_t windows = dataset.num_windows(split);
   if (windows == 0) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",
@@ -47,6 +47,10 @@ void run_eval(const EvalFlags& f) {
     total += loaded.model->loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
   }
   const double loss = total / static_cast<double>(windows);
+  if (!std::isfinite(loss)) {
+    throw ValueError(fmt::format("{}: the loss over the {} split of {} is not finite ({})",
+                                 f.model, f.split, f.data, loss));
+  }
   const int64_t tokens = windows * loaded.config.block_size;
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}}.dump());
@@ -65,9 +69,9 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
   cmd->add_option("--data", flags->data, "UTF-8 text file (builtin:toy for the toy corpus)")->required();
   cmd->add_option("--split", flags->split, "val, train or all")->check(CLI::IsMember({"val", "train", "all"}))->capture_default_str();
-  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(CLI::Range(int64_t{1}, int64_t{1} << 16))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split")->check(number_in(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->add_flag("--json", flags->json, "print {\"loss\", \"perplexity\", \"tokens\"} as JSON");
   cmd->callback([flags] { run_eval(*flags); });
 }

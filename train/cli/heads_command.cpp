@@ -22,10 +22,10 @@ struct HeadsFlags {
 };
 
 // Windows of the text a run trained on (its validation split when it has one).
-std::vector<std::vector<int64_t>> probe_windows(const std::string& text,
+std::vector<std::vector<int64_t>> probe_windows(const std::string& source,
                                                 const data::CharTokenizer& tokenizer,
                                                 int64_t block, int64_t count) {
-  const data::TextDataset dataset(tokenizer.encode(text), block, 0.1);
+  const data::TextDataset dataset = make_dataset(load_text(source), source, tokenizer, block, 0.1);
   const data::Split split = dataset.num_windows(data::Split::val) > 0 ? data::Split::val : data::Split::train;
   const int64_t windows = dataset.num_windows(split);
   const int64_t stride = std::max<int64_t>(1, windows / count);
@@ -43,13 +43,13 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
                          const std::string& text, const std::string& data_source) {
   HeadProbeSet set;
   if (!text.empty()) {
-    std::vector<int64_t> ids = tokenizer.encode(text);
+    std::vector<int64_t> ids = encode_flag("--text", text, tokenizer);
     if (static_cast<int64_t>(ids.size()) > block) ids.resize(static_cast<size_t>(block));
     if (ids.size() < 2) throw ValueError("--text needs at least two characters");
     set.probes.texts = {ids};
     set.picture = ids;
   } else {
-    set.probes.texts = probe_windows(load_text(data_source), tokenizer, block, 16);
+    set.probes.texts = probe_windows(data_source, tokenizer, block, 16);
     if (set.probes.texts.empty()) {
       throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
     }
@@ -81,10 +81,16 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)");
   cmd->add_flag("--json", flags->json, "print one JSON object per head instead of the table");
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256));
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
   cmd->callback([flags] {
     set_num_threads(flags->threads);
     train::LoadedModel loaded = train::load_model(flags->model);
+    // The induction probe is a random sequence of at least 2 characters, repeated.
+    if (loaded.config.block_size < 4) {
+      throw ValueError(fmt::format(
+          "{} has a context of {}; the head probes need at least 4 characters", flags->model,
+          loaded.config.block_size));
+    }
     std::string source;
     if (flags->text.empty()) {
       if (!fs::exists(fs::path(flags->model) / "trainer_state.json")) {

@@ -1,5 +1,6 @@
 // tinygpt sample: generate text from a trained model with a key/value cache.
 #include <algorithm>
+#include <limits>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
@@ -22,7 +23,7 @@ void run_sample(const SampleFlags& f) {
   // With no prompt, start where documents start: after a newline (if the vocabulary has one).
   std::vector<int64_t> prompt;
   if (!f.prompt.empty()) {
-    prompt = loaded.tokenizer.encode(f.prompt);
+    prompt = encode_flag("--prompt", f.prompt, loaded.tokenizer);
   } else {
     const auto& vocab = loaded.tokenizer.vocab();
     const auto newline = std::find(vocab.begin(), vocab.end(), U'\n');
@@ -43,11 +44,11 @@ void add_sample_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained model");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
   cmd->add_option("--prompt", flags->prompt, "text to continue (default: start of a document)");
-  cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(CLI::Range(int64_t{0}, int64_t{1} << 30))->capture_default_str();
-  cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy)")->check(CLI::Range(0.0, 100.0))->capture_default_str();
-  cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(CLI::NonNegativeNumber)->capture_default_str();
+  cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(integer_in(0, int64_t{1} << 30))->capture_default_str();
+  cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy)")->check(number_in(0.0, 100.0))->capture_default_str();
+  cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(integer_in(0, 256))->capture_default_str();
   cmd->callback([flags] { run_sample(*flags); });
 }
 

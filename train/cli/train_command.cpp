@@ -3,6 +3,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,8 @@ struct TrainFlags {
   train::TrainOptions options;
 };
 
-// Flags that define the run; a resumed run takes them from its checkpoint.
+// Flags that define the run; a resumed run takes them from its checkpoint. The others (--steps,
+// --eval-every, --eval-iters, --threads) may change when resuming.
 const char* const kFixedWhenResuming[] = {
     "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch",
     "--lr", "--min-lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--beta1",
@@ -84,8 +86,10 @@ void check_output_dir(const TrainFlags& f) {
     throw train::IOError(fmt::format("cannot create output directory {}: {}", f.out,
                               ec ? ec.message() : "not a directory"));
   }
-  const std::string probe = (fs::path(f.out) / ".write-test").string();
-  train::write_file_atomic(probe, "");
+  // Named like a staged checkpoint file, so that if the run dies right here the next load of
+  // the directory removes it.
+  const std::string probe = (fs::path(f.out) / ".write-test").string() + train::kCheckpointStagedSuffix;
+  train::write_file_synced(probe, "");
   fs::remove(probe);
 }
 
@@ -112,6 +116,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     run = train::load_run_state(f.resume);
     if (cmd.count("--steps") > 0) run.options.steps = f.options.steps;
     if (cmd.count("--eval-every") > 0) run.options.eval_every = f.options.eval_every;
+    if (cmd.count("--eval-iters") > 0) run.options.eval_iters = f.options.eval_iters;
     if (run.options.steps <= run.step) {
       throw ValueError(fmt::format("{} is already at step {}; pass --steps above that to continue",
                                    f.resume, run.step));
@@ -119,7 +124,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     model = std::move(loaded.model);
     tokenizer = std::make_unique<data::CharTokenizer>(std::move(loaded.tokenizer));
   } else {
-    check_output_dir(f);
+    if (f.options.min_lr > f.options.lr) {
+      throw ValueError(fmt::format(
+          "--min-lr {} is above --lr {}: the learning rate decays from --lr down to --min-lr",
+          f.options.min_lr, f.options.lr));
+    }
     run.options = f.options;
     run.data_source = f.data.empty() ? kToyCorpus : f.data;
     run.val_fraction = f.val_fraction;
@@ -128,12 +137,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   const std::string text = load_text(run.data_source);
   if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(data::CharTokenizer::fit(text));
-  const data::TextDataset dataset(tokenizer->encode(text),
-                                  resuming ? model->config().block_size : f.model.block,
-                                  run.val_fraction);
+  const data::TextDataset dataset =
+      make_dataset(text, run.data_source, *tokenizer,
+                   resuming ? model->config().block_size : f.model.block, run.val_fraction);
   if (!resuming) model = std::make_unique<nn::GPT>(f.model.config(tokenizer->vocab_size()), run.options.seed);
 
   train::Trainer trainer(*model, dataset, run.options);
+  // Every check has passed: only now is --out created, so a refused run leaves nothing behind.
+  if (!resuming) check_output_dir(f);
   LossLog log;
   const std::string log_path = (fs::path(f.out) / "log.jsonl").string();
   if (resuming) {
@@ -162,20 +173,26 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   const int64_t first_step = trainer.steps_done();
   const auto start = std::chrono::steady_clock::now();
-  while (!trainer.done()) {
-    train::StepStats s;
+  // Runs a step or an evaluation. If it diverged, nothing more is written and the error says
+  // which checkpoint is left.
+  auto unless_diverged = [&](auto&& call) {
     try {
-      s = trainer.step();
+      return call();
     } catch (const train::DivergedError& e) {
-      throw train::DivergedError(fmt::format(
-          "{}; stopped. The last good checkpoint (step {}) is kept in {}", e.what(), run.step,
-          f.out));
+      throw train::DivergedError(
+          run.step > 0 ? fmt::format("{}; stopped. The last good checkpoint (step {}) is kept in {}",
+                                     e.what(), run.step, f.out)
+                       : fmt::format("{}; stopped before the run's first checkpoint: it saved "
+                                     "nothing in {}", e.what(), f.out));
     }
+  };
+  while (!trainer.done()) {
+    const train::StepStats s = unless_diverged([&] { return trainer.step(); });
     log.add({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
              {"tokens_per_s", s.seconds > 0 ? s.tokens / s.seconds : 0.0}});
     progress.on_step(s);
     if (s.step % run.options.eval_every == 0 || trainer.done()) {
-      const train::EvalStats e = trainer.evaluate();
+      const train::EvalStats e = unless_diverged([&] { return trainer.evaluate(); });
       log.add({{"step", e.step}, {"train_loss", e.train_loss},
                {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}});
       progress.on_eval(e);
@@ -214,26 +231,28 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
-  cmd->add_option("--batch", o.batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
-  cmd->add_option("--lr", o.lr, "peak learning rate")->check(CLI::PositiveNumber)->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(CLI::NonNegativeNumber)->capture_default_str();
+  const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());
+  const CLI::Validator count = integer_in(0, std::numeric_limits<int64_t>::max());
+  cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--lr", o.lr, "peak learning rate")->check(positive_number())->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(non_negative)->capture_default_str();
+  cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
   cmd->add_option("--lr-decay-steps", o.lr_decay_steps,
                   "step where the cosine decay reaches --min-lr (0: --steps); set it to the planned "
                   "total to extend the run later with --resume exactly")
-      ->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->check(CLI::NonNegativeNumber)->capture_default_str();
-  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
-  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
-  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(CLI::NonNegativeNumber)->capture_default_str();
+      ->check(count)->capture_default_str();
+  cmd->add_option("--weight-decay", o.weight_decay, "AdamW decoupled weight decay")->check(non_negative)->capture_default_str();
+  cmd->add_option("--beta1", o.beta1, "AdamW beta1")->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd->add_option("--beta2", o.beta2, "AdamW beta2")->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(non_negative)->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
-  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
+  cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->capture_default_str();
-  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 40))->capture_default_str();
-  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(CLI::Range(0.0, 0.9))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
 }
 

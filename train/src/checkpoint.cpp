@@ -1,8 +1,16 @@
 #include "tinygpt/train/checkpoint.hpp"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <set>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -20,25 +28,11 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, lr, min_lr, warmu
 
 namespace {
 
-constexpr const char* kCommitRecord = ".checkpoint-commit";
-constexpr const char* kStaged = ".partial";
+constexpr const char* kCommitRecord = kCheckpointCommitRecord;
+constexpr const char* kStaged = kCheckpointStagedSuffix;
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
-}
-
-void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
-  recover_checkpoint(dir);
-  json names = json::array();
-  for (const auto& [name, bytes] : files) {
-    write_file_synced(path_in(dir, name + kStaged), bytes);
-    names.push_back(name);
-  }
-  write_file_atomic(path_in(dir, kCommitRecord), names.dump());  // the commit point
-  recover_checkpoint(dir);
 }
 
 std::string hex_state(const Generator::State& s) {
@@ -84,14 +78,47 @@ json parse_json(const std::string& text, const std::string& source) {
   }
 }
 
-}  // namespace
-
-bool has_checkpoint(const std::string& dir) {
-  return fs::exists(path_in(dir, "model.safetensors")) ||
-         fs::exists(path_in(dir, std::string("model.safetensors") + kStaged));
+data::CharTokenizer tokenizer_from_json(const std::string& text, const std::string& source) {
+  try {
+    return data::CharTokenizer::from_json(text);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", source, e.what()));
+  }
 }
 
-void recover_checkpoint(const std::string& dir) {
+// An exclusive flock on the directory itself, held while a save stages and commits its files
+// and while a load recovers and reads them. Without it a `tinygpt sample` run during training
+// discarded the files the trainer had staged (to it they were a crashed save's), and the trainer
+// then failed to rename them. The kernel drops the lock when its holder dies.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const std::string& dir)
+      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
+    if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
+    while (::flock(fd_, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        const int error = errno;
+        ::close(fd_);
+        errno = error;
+        fail(fmt::format("cannot lock checkpoint directory {}", dir));
+      }
+    }
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+  ~DirectoryLock() { ::close(fd_); }  // closing the last descriptor releases the lock
+
+ private:
+  // Throws "<what>: <the reason errno gives>".
+  [[noreturn]] static void fail(const std::string& what) {
+    const int error = errno;
+    throw IOError(fmt::format("{}: {}", what, std::error_code(error, std::generic_category()).message()));
+  }
+  int fd_;
+};
+
+// recover_checkpoint for a caller that holds the directory's lock.
+void recover_locked(const std::string& dir) {
   const std::string record = path_in(dir, kCommitRecord);
   if (fs::exists(record)) {  // committed: roll forward
     const json names = parse_json(read_file(record), record);
@@ -111,6 +138,66 @@ void recover_checkpoint(const std::string& dir) {
       fs::remove(entry.path());
     }
   }
+}
+
+void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
+  const DirectoryLock lock(dir);
+  recover_locked(dir);
+  json names = json::array();
+  for (const auto& [name, bytes] : files) {
+    write_file_synced(path_in(dir, name + kStaged), bytes);
+    names.push_back(name);
+  }
+  // The record is staged like the files, so a save killed while writing it leaves only
+  // *.partial files, which the next recovery discards; renaming it into place commits the save.
+  const std::string record = path_in(dir, kCommitRecord);
+  write_file_synced(record + kStaged, names.dump());
+  fs::rename(record + kStaged, record);
+  sync_directory(dir);
+  recover_locked(dir);
+}
+
+// The dimensions that set a GPT's size (vocab_size, n_positions, n_embd, n_layer) against the
+// weights file, before the model is built: otherwise a damaged config.json (n_embd 20000) made
+// the load allocate tens of gigabytes, and meet the OOM killer, before comparing any shape.
+void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& weights,
+                           const std::string& source) {
+  const auto expect = [&](const char* name, const Shape& shape) {
+    const Shape& found = weights.at(name).shape();
+    if (found != shape) {
+      throw FormatError(fmt::format("{}: tensor '{}' has shape {}, but config.json says {}",
+                                    source, name, found.str(), shape.str()));
+    }
+  };
+  expect("transformer.wte.weight", Shape({config.vocab_size, config.n_embd}));
+  expect("transformer.wpe.weight", Shape({config.block_size, config.n_embd}));
+  std::set<std::string> layers;  // the "<i>" of every "transformer.h.<i>.<rest>"
+  const std::string prefix = "transformer.h.";
+  for (const auto& [name, tensor] : weights.tensors) {
+    if (name.compare(0, prefix.size(), prefix) == 0) {
+      layers.insert(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
+    }
+  }
+  if (static_cast<int64_t>(layers.size()) != config.n_layer) {
+    throw FormatError(fmt::format("{}: {} transformer layers, but config.json says n_layer {}",
+                                  source, layers.size(), config.n_layer));
+  }
+}
+
+}  // namespace
+
+bool has_checkpoint(const std::string& dir) {
+  // A commit record is a save that the next load completes; staged files alone are a save that
+  // never committed, which the next load discards.
+  return fs::exists(path_in(dir, "model.safetensors")) || fs::exists(path_in(dir, kCommitRecord));
+}
+
+void recover_checkpoint(const std::string& dir) {
+  const DirectoryLock lock(dir);
+  recover_locked(dir);
 }
 
 std::string config_to_json(const nn::GPTConfig& c) {
@@ -184,22 +271,38 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
 
 LoadedModel load_model(const std::string& dir) {
   if (!fs::is_directory(dir)) throw IOError(fmt::format("model directory {} does not exist", dir));
-  recover_checkpoint(dir);
+  const DirectoryLock lock(dir);  // the files read are those of one save
+  recover_locked(dir);
   const std::string config_path = path_in(dir, "config.json");
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
   const std::string weights_path = path_in(dir, "model.safetensors");
   LoadedModel out{config_from_json(read_file(config_path), config_path),
-                  data::CharTokenizer::from_json(read_file(tokenizer_path)), nullptr};
+                  tokenizer_from_json(read_file(tokenizer_path), tokenizer_path), nullptr};
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
   }
-  out.model = std::make_unique<nn::GPT>(out.config, 0);
   const SafetensorsFile weights = load_safetensors(weights_path);
+  check_size_dimensions(out.config, weights, weights_path);
+  out.model = std::make_unique<nn::GPT>(out.config, 0);
   try {
     out.model->load_state_dict(weights.tensors);
   } catch (const Error& e) {
     throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+  }
+  // A NaN or an infinity in the weights (a diverged run's, or damage) gives nonsense silently.
+  for (const auto& [name, tensor] : weights.tensors) {
+    const auto bad = [&](auto value) {
+      throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})",
+                                    weights_path, name, value));
+    };
+    if (tensor.dtype() == DType::f32) {
+      const float* v = tensor.data<float>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    } else if (tensor.dtype() == DType::f64) {
+      const double* v = tensor.data<double>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    }
   }
   return out;
 }
@@ -220,6 +323,17 @@ RunState load_run_state(const std::string& dir) {
   run.best_val_loss = j.contains("best_val_loss") && j["best_val_loss"].is_number()
                           ? j["best_val_loss"].get<double>()
                           : NAN;
+  // A saved run has taken a step; a negative one reached the optimiser's bias correction as
+  // NaN and was reported as a diverged run.
+  if (run.step < 1) throw FormatError(fmt::format("{}: step must be at least 1, got {}", path, run.step));
+  if (!(run.val_fraction >= 0.0 && run.val_fraction < 1.0)) {
+    throw FormatError(fmt::format("{}: val_fraction must be in [0, 1), got {}", path, run.val_fraction));
+  }
+  try {
+    run.options.validate();
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", path, e.what()));
+  }
   return run;
 }
 

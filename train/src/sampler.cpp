@@ -50,8 +50,9 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
   std::vector<nn::KVCache> cache;
   std::vector<int64_t> out;
   for (int64_t n = 0; n < options.tokens; ++n) {
-    if (static_cast<int64_t>(window.size()) == block) {
-      window.erase(window.begin(), window.end() - block / 2);
+    if (static_cast<int64_t>(window.size()) >= block) {
+      // At least the newest token stays: with a context of 1, block / 2 would empty the window.
+      window.erase(window.begin(), window.end() - std::max<int64_t>(1, block / 2));
       cache.clear();
     }
     // Feed what the model has not seen: everything, or with a warm cache the newest position.

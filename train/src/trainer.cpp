@@ -90,8 +90,17 @@ EvalStats Trainer::evaluate() {
   EvalStats stats;
   stats.step = step_;
   stats.train_loss = mean_loss(data::Split::train);
-  stats.val_loss = dataset_.size(data::Split::val) > dataset_.block_size() ? mean_loss(data::Split::val) : NAN;
+  const bool has_val = dataset_.size(data::Split::val) > dataset_.block_size();
+  stats.val_loss = has_val ? mean_loss(data::Split::val) : NAN;
   model_.train();
+  // A step can leave weights that still give a finite training loss on its own batch but not
+  // on these: such a model must not be checkpointed as good.
+  for (const double loss : {stats.train_loss, has_val ? stats.val_loss : 0.0}) {
+    if (!std::isfinite(loss)) {
+      throw DivergedError(
+          fmt::format("training diverged: evaluation loss is {} after step {}", loss, step_));
+    }
+  }
   return stats;
 }
 

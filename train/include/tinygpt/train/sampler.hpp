@@ -17,8 +17,9 @@ struct SampleOptions {
 
 // Continues `prompt` (non-empty token ids) and returns the new ids. With the key/value cache,
 // each step runs the model on one new position. The window the model sees is the prompt plus
-// what was generated; when it reaches the context length it restarts from its last half
-// (the same rule with or without the cache, so both give the same tokens).
+// what was generated; when it reaches the context length it restarts from its last half, or
+// its last token for a context of 1 (the same rule with or without the cache, so both give the
+// same tokens).
 std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt,
                               const SampleOptions& options,
                               const std::function<void(int64_t)>& on_token = {});

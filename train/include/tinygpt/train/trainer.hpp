@@ -48,7 +48,8 @@ struct EvalStats {
   double val_loss = 0.0;  // NaN when the dataset has no validation split
 };
 
-// Thrown when the loss stops being finite; the parameters are left as before the bad step.
+// Thrown when the loss or the gradient norm of a step, or an evaluation loss, is not finite. A
+// step that throws leaves the parameters as they were before it.
 class DivergedError : public Error {
  public:
   using Error::Error;
@@ -60,7 +61,8 @@ class Trainer {
 
   StepStats step();
   // Mean loss over eval_iters batches of each split, in eval mode, drawn from a generator seeded
-  // by (seed, step) so evaluating never disturbs the training stream.
+  // by (seed, step) so evaluating never disturbs the training stream. Throws DivergedError when
+  // a mean loss is not finite.
   EvalStats evaluate();
   bool done() const { return step_ >= options_.steps; }
   int64_t steps_done() const { return step_; }

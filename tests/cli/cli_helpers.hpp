@@ -1,0 +1,139 @@
+#pragma once
+// What the CLI tests share: the flags of a model small enough to train in a blink, a snapshot of a
+// directory's files to prove a failed command left it as it was, and the check that a command
+// failed the way every tinygpt error must: an exit code (not a signal) and one line on stderr.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "run_cli.hpp"
+
+namespace tinygpt::testing {
+
+// A 1-layer, 2-head, width-16, context-16 model: 20 steps on the toy corpus take ~0.1 s.
+inline std::vector<std::string> tiny_model_flags() {
+  return {"--layers", "1", "--heads", "2", "--d-model", "16", "--block", "16", "--batch", "4",
+          "--eval-iters", "2", "--threads", "1"};
+}
+
+// `first` followed by `more`.
+inline std::vector<std::string> concat(std::vector<std::string> first,
+                                       const std::vector<std::string>& more) {
+  first.insert(first.end(), more.begin(), more.end());
+  return first;
+}
+
+// `args` with the value after `flag` replaced by `value` (appended if the flag is absent).
+inline std::vector<std::string> with_flag(std::vector<std::string> args, const std::string& flag,
+                                          const std::string& value) {
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] == flag) {
+      args[i + 1] = value;
+      return args;
+    }
+  }
+  args.push_back(flag);
+  args.push_back(value);
+  return args;
+}
+
+// train --out <out> with the tiny model, 20 steps, a checkpoint every 10. `changes` are flags
+// with their values, each replacing the same flag's value or added, then flags with no value.
+inline std::vector<std::string> tiny_train_args(const std::string& out,
+                                                const std::vector<std::string>& changes = {}) {
+  std::vector<std::string> args = concat(concat({"train", "--out", out}, tiny_model_flags()),
+                                         {"--steps", "20", "--eval-every", "10"});
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
+    args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
+    i += has_value ? 1 : 0;
+  }
+  return args;
+}
+
+inline std::string read_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+inline void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << bytes;
+  if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+// Runs tinygpt and requires that it exited with 0.
+inline CliResult run_ok(const std::vector<std::string>& args) {
+  CliResult r = run_cli(args);
+  INFO(r.describe());
+  REQUIRE(r.exited_with(0));
+  return r;
+}
+
+// The step of the checkpoint in `dir` (from its trainer_state.json).
+inline int64_t saved_step(const std::string& dir) {
+  return nlohmann::json::parse(read_bytes(dir + "/trainer_state.json")).at("step").get<int64_t>();
+}
+
+// log.jsonl of the run in `dir`, one JSON object per step and per evaluation, without the
+// timing field (tokens_per_s), which differs between runs.
+inline std::vector<nlohmann::json> log_without_timing(const std::string& dir) {
+  std::vector<nlohmann::json> entries;
+  std::istringstream lines(read_bytes(dir + "/log.jsonl"));
+  for (std::string line; std::getline(lines, line);) {
+    entries.push_back(nlohmann::json::parse(line));
+    entries.back().erase("tokens_per_s");
+  }
+  return entries;
+}
+
+// Trains the tiny model into `out`, with `changes` as tiny_train_args takes them, and requires
+// that it worked.
+inline void train_tiny_model(const std::string& out, const std::vector<std::string>& changes = {}) {
+  run_ok(tiny_train_args(out, changes));
+}
+
+// Every file below a directory (relative path -> bytes); empty if it does not exist.
+using DirSnapshot = std::map<std::string, std::string>;
+inline DirSnapshot snapshot(const std::string& dir) {
+  DirSnapshot files;
+  if (!std::filesystem::exists(dir)) return files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    const std::string name = std::filesystem::relative(entry.path(), dir).string();
+    files[name] = entry.is_regular_file() ? read_bytes(entry.path().string()) : "<directory>";
+  }
+  return files;
+}
+
+// The names in a snapshot, for a readable failure message.
+inline std::string names_of(const DirSnapshot& files) {
+  std::string names;
+  for (const auto& [name, bytes] : files) names += name + " ";
+  return names;
+}
+
+// The command failed cleanly: it exited (no signal, no hang) with a non-zero code, printed
+// nothing on stdout, and printed exactly one line on stderr, "tinygpt: error: ...", that holds
+// every one of `fragments` (what identifies the problem: a flag, a path, a tensor name).
+inline void check_one_line_error(const CliResult& r, const std::vector<std::string>& fragments) {
+  INFO(r.describe());
+  REQUIRE_FALSE(r.timed_out);
+  REQUIRE(r.signal == 0);
+  CHECK(r.exit_code != 0);
+  CHECK(r.out.empty());
+  const std::vector<std::string> lines = r.err_lines();
+  REQUIRE(lines.size() == 1);
+  CHECK(r.err.back() == '\n');
+  CHECK(lines[0].rfind("tinygpt: error: ", 0) == 0);
+  for (const auto& fragment : fragments) CHECK_THAT(lines[0], Catch::Matchers::Contains(fragment));
+}
+
+}  // namespace tinygpt::testing

@@ -1,0 +1,135 @@
+// Crash safety of tinygpt train's checkpoints, with the real binary: a run checkpointing every
+// step is killed (SIGKILL) at pseudo-random moments, and every time the directory must load and
+// the run must resume; in the end it must equal a run never interrupted. Readers (sample) running
+// during training must disturb nothing either. Correctness only: no timing is asserted.
+#include <signal.h>
+
+#include <chrono>
+#include <cmath>
+#include <random>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+using nlohmann::json;
+
+namespace {
+
+// The training loss of every step in log.jsonl (evaluation lines have none).
+std::vector<double> step_losses(const std::string& dir) {
+  std::vector<double> losses;
+  for (const json& entry : log_without_timing(dir)) {
+    if (entry.contains("loss")) losses.push_back(entry.at("loss").get<double>());
+  }
+  return losses;
+}
+
+// The flags of both the interrupted run and the reference; the schedule's horizon is fixed so
+// that --steps can differ between them.
+std::vector<std::string> run_flags(int64_t total_steps) {
+  return concat(tiny_model_flags(), {"--lr-decay-steps", std::to_string(total_steps)});
+}
+
+// Trains one step into `dir`, for a first checkpoint, with the flags of a run of `total_steps`.
+void train_first_step(const std::string& dir, int64_t total_steps) {
+  run_ok(concat({"train", "--out", dir, "--steps", "1", "--eval-every", "1"}, run_flags(total_steps)));
+}
+
+// train --resume of the run in `dir`, up to `steps`, checkpointing every `eval_every`.
+std::vector<std::string> resume_args(const std::string& dir, int64_t steps, int64_t eval_every) {
+  return {"train",        "--resume", dir, "--steps", std::to_string(steps), "--eval-every",
+          std::to_string(eval_every), "--threads", "1"};
+}
+
+// The run in `dir` ended exactly as one trained to `steps` without interruption.
+void check_equals_uninterrupted(const ScratchDir& scratch, const std::string& dir, int64_t steps) {
+  const std::string reference = scratch.file("reference");
+  run_ok(concat({"train", "--out", reference, "--steps", std::to_string(steps), "--eval-every",
+                 std::to_string(steps)},
+                run_flags(steps)));
+  REQUIRE(saved_step(dir) == steps);
+  CHECK(read_bytes(dir + "/model.safetensors") == read_bytes(reference + "/model.safetensors"));
+  CHECK(read_bytes(dir + "/optimizer.safetensors") ==
+        read_bytes(reference + "/optimizer.safetensors"));
+  CHECK(step_losses(dir) == step_losses(reference));
+}
+
+const std::set<std::string> kCheckpointFiles = {"config.json",           "log.jsonl",
+                                                "model.safetensors",     "optimizer.safetensors",
+                                                "tokenizer.json",        "trainer_state.json"};
+
+std::set<std::string> entries_of(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    names.insert(entry.path().filename().string());
+  }
+  return names;
+}
+
+}  // namespace
+
+TEST_CASE("train killed at random moments always leaves a checkpoint that loads and resumes",
+          "[cli][checkpoint][resume][slow]") {
+  constexpr int64_t kSteps = 400;
+  ScratchDir scratch;
+  const std::string run = scratch.file("run");
+  train_first_step(run, kSteps);
+
+  std::mt19937 gen(20261121);  // fixed, so a failure names the same delays again
+  std::uniform_int_distribution<int> delay_ms(50, 400);
+  for (int kill = 0; kill < 6 && saved_step(run) < kSteps; ++kill) {
+    const int64_t step_before = saved_step(run);
+    const int delay = delay_ms(gen);
+    CAPTURE(kill, delay, step_before);
+    CliProcess trainer(resume_args(run, kSteps, 1));
+    if (trainer.wait_for(std::chrono::milliseconds(delay))) {  // a fast disk: it finished
+      const CliResult r = trainer.finish();
+      INFO(r.describe());
+      REQUIRE(r.exited_with(0));
+      break;
+    }
+    trainer.send_signal(SIGKILL);
+    const CliResult killed = trainer.finish();
+    INFO(killed.describe());
+    // It may have finished between the last look and the signal.
+    CHECK((killed.signal == SIGKILL || killed.exited_with(0)));
+
+    // What the kill left loads (the load completes or discards a save it interrupted)...
+    const CliResult eval =
+        run_ok({"eval", "--model", run, "--data", "builtin:toy", "--json", "--threads", "1"});
+    CHECK(std::isfinite(json::parse(eval.out).at("loss").get<double>()));
+    CHECK(entries_of(run) == kCheckpointFiles);  // and nothing staged or temporary is left
+    CHECK(saved_step(run) >= step_before);
+    CHECK(static_cast<int64_t>(step_losses(run).size()) == saved_step(run));
+  }
+  if (saved_step(run) < kSteps) {
+    run_ok(resume_args(run, kSteps, kSteps));
+  }
+  check_equals_uninterrupted(scratch, run, kSteps);
+}
+
+TEST_CASE("sampling from a run while it checkpoints every step disturbs neither",
+          "[cli][checkpoint][sample][slow]") {
+  constexpr int64_t kSteps = 40;
+  ScratchDir scratch;
+  const std::string run = scratch.file("run");
+  train_first_step(run, kSteps);
+
+  CliProcess trainer(resume_args(run, kSteps, 1));
+  int samples = 0;
+  while (!trainer.wait_for(std::chrono::milliseconds(1))) {
+    const CliResult r = run_cli({"sample", "--model", run, "--tokens", "8"});
+    INFO(r.describe());
+    REQUIRE(r.exited_with(0));
+    ++samples;
+  }
+  const CliResult trained = trainer.finish();
+  INFO(trained.describe());
+  REQUIRE(trained.exited_with(0));
+  if (samples == 0) WARN("training ended before the first sample: nothing was tested");
+  check_equals_uninterrupted(scratch, run, kSteps);
+}

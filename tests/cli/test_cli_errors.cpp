@@ -1,0 +1,379 @@
+// Bad input to the real tinygpt binary: every case must end with a non-zero exit code (never a
+// signal), one "tinygpt: error: ..." line on stderr naming the culprit, and no file written or
+// changed: neither a new --out directory nor a byte of an existing checkpoint.
+#include <unistd.h>
+
+#include <cstring>
+#include <filesystem>
+#include <random>
+
+#include <catch2/catch.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Runs `train` with the tiny model's flags changed by `changes` (flag, value pairs) and checks
+// the one-line error holding `fragments`, twice: into an --out that does not exist yet (it must
+// still not exist), and with --force into a directory holding a checkpoint (it must be intact:
+// every check runs before anything is written).
+void check_train_refuses(const std::vector<std::pair<std::string, std::string>>& changes,
+                         const std::vector<std::string>& fragments) {
+  ScratchDir dir;
+  const std::string fresh = dir.file("fresh"), existing = dir.file("existing");
+  train_tiny_model(existing);
+  const DirSnapshot before = snapshot(existing);
+  std::vector<std::string> args = tiny_train_args(fresh);
+  for (const auto& [flag, value] : changes) args = with_flag(args, flag, value);
+
+  check_one_line_error(run_cli(args, {dir.file(""), false}), fragments);
+  CHECK_FALSE(fs::exists(fresh));
+
+  args = with_flag(args, "--out", existing);
+  args.push_back("--force");
+  check_one_line_error(run_cli(args), fragments);
+  CHECK(snapshot(existing) == before);
+  CHECK(dir.entries() == std::set<std::string>{"existing"});
+}
+
+// A trained checkpoint in `dir`/model that `damage` then breaks; sample, eval and heads must
+// each refuse it with one line holding `fragments`, and leave the directory as they found it.
+template <class Damage>
+void check_model_commands_refuse(Damage&& damage, const std::vector<std::string>& fragments) {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  damage(model);
+  const DirSnapshot before = snapshot(model);
+  const std::vector<std::vector<std::string>> commands = {
+      {"sample", "--model", model, "--tokens", "5"},
+      {"eval", "--model", model, "--data", "builtin:toy", "--threads", "1"},
+      {"heads", "--model", model, "--threads", "1"},
+  };
+  for (const auto& command : commands) {
+    INFO(command[0]);
+    check_one_line_error(run_cli(command), fragments);
+    CHECK(snapshot(model) == before);
+  }
+}
+
+// A damage for check_model_commands_refuse: `from` replaced by `to` in the text of `file`.
+auto replacing(const std::string& file, const std::string& from, const std::string& to) {
+  return [=](const std::string& model) {
+    std::string text = read_bytes(model + "/" + file);
+    const size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    write_bytes(model + "/" + file, text.replace(at, from.size(), to));
+  };
+}
+
+// A damage for check_model_commands_refuse: replaces `file` of the checkpoint with the one of a
+// wider model (d_model 32 instead of 16), so config.json and model.safetensors disagree.
+auto file_of_wider_model(const std::string& file) {
+  return [file](const std::string& model) {
+    const std::string wider = model + "-wider";
+    train_tiny_model(wider, {"--d-model", "32"});
+    fs::copy_file(wider + "/" + file, model + "/" + file, fs::copy_options::overwrite_existing);
+    fs::remove_all(wider);
+  };
+}
+
+}  // namespace
+
+TEST_CASE("help on the top level and every subcommand exits 0 and prints usage", "[cli]") {
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--help"}, {"train", "--help"}, {"sample", "--help"},
+        {"eval", "--help"}, {"heads", "--help"}, {"-h"}}) {
+    CliOptions closed_stdin;
+    closed_stdin.close_stdin = true;
+    const CliResult r = run_cli(args, closed_stdin);
+    INFO(r.describe());
+    CHECK(r.exited_with(0));
+    CHECK_THAT(r.out, Catch::Matchers::Contains("Usage:"));
+    CHECK(r.err.empty());
+    if (args.size() == 2) CHECK_THAT(r.out, Catch::Matchers::Contains(args[0]));
+  }
+}
+
+TEST_CASE("no subcommand, an unknown one or an unknown flag before it is one error line naming it",
+          "[cli][errors]") {
+  ScratchDir dir;
+  const CliOptions in_dir{dir.file(""), false};
+  SECTION("unknown subcommand") {
+    check_one_line_error(run_cli({"bogus", "--out", "x"}, in_dir), {"bogus", "train"});
+  }
+  SECTION("misspelt subcommand") {
+    check_one_line_error(run_cli({"trian"}, in_dir), {"trian"});
+  }
+  SECTION("no arguments at all") { check_one_line_error(run_cli({}, in_dir), {"subcommand"}); }
+  SECTION("a flag before the subcommand") {
+    check_one_line_error(run_cli({"--bogus", "train"}, in_dir), {"--bogus"});
+  }
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("train refuses bad flags before it writes anything", "[cli][errors]") {
+  SECTION("unknown flag") { check_train_refuses({{"--bogus", "1"}}, {"--bogus"}); }
+  SECTION("non-numeric integer") { check_train_refuses({{"--layers", "x"}}, {"--layers", "x"}); }
+  SECTION("fractional integer") { check_train_refuses({{"--steps", "1.5"}}, {"--steps", "1.5"}); }
+  SECTION("non-numeric number") { check_train_refuses({{"--lr", "fast"}}, {"--lr", "fast"}); }
+  SECTION("zero layers") { check_train_refuses({{"--layers", "0"}}, {"--layers"}); }
+  SECTION("negative batch") { check_train_refuses({{"--batch", "-1"}}, {"--batch", "-1"}); }
+  SECTION("zero block") { check_train_refuses({{"--block", "0"}}, {"--block"}); }
+  SECTION("zero steps") { check_train_refuses({{"--steps", "0"}}, {"--steps"}); }
+  SECTION("heads not dividing d-model") {
+    check_train_refuses({{"--heads", "3"}}, {"--heads", "--d-model"});
+  }
+  SECTION("dropout of 1") { check_train_refuses({{"--dropout", "1"}}, {"--dropout"}); }
+  SECTION("negative dropout") { check_train_refuses({{"--dropout", "-0.1"}}, {"--dropout"}); }
+  SECTION("zero learning rate") { check_train_refuses({{"--lr", "0"}}, {"--lr", "0"}); }
+  SECTION("negative learning rate") { check_train_refuses({{"--lr", "-0.001"}}, {"--lr"}); }
+  SECTION("NaN learning rate") { check_train_refuses({{"--lr", "nan"}}, {"--lr", "nan"}); }
+  SECTION("infinite learning rate") { check_train_refuses({{"--lr", "inf"}}, {"--lr", "inf"}); }
+  SECTION("NaN momentum") { check_train_refuses({{"--momentum", "nan"}}, {"--momentum"}); }
+  SECTION("learning rate below the default min-lr") {
+    check_train_refuses({{"--lr", "1e-5"}}, {"--lr", "--min-lr"});
+  }
+  SECTION("validation fraction of 1") {
+    check_train_refuses({{"--val-fraction", "1"}}, {"--val-fraction"});
+  }
+}
+
+TEST_CASE("train refuses a --data file it cannot use, naming the file", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string data = dir.file("data.txt");
+  SECTION("missing file") { check_train_refuses({{"--data", data}}, {data, "does not exist"}); }
+  SECTION("a directory") {
+    fs::create_directory(data);
+    check_train_refuses({{"--data", data}}, {data, "directory"});
+  }
+  SECTION("unreadable file") {
+    if (::geteuid() == 0) {
+      WARN("skipped: root reads files whatever their permissions");
+      return;
+    }
+    write_bytes(data, "the cat sees the dog. the dog sees the cat.\n");
+    fs::permissions(data, fs::perms::none);
+    check_train_refuses({{"--data", data}}, {data});
+  }
+  SECTION("empty file") {
+    write_bytes(data, "");
+    check_train_refuses({{"--data", data}}, {data, "empty"});
+  }
+  SECTION("random bytes that are not UTF-8") {
+    std::mt19937 gen(7);
+    std::string bytes(4096, '\0');
+    for (char& c : bytes) c = static_cast<char>(gen() & 0xff);
+    bytes[0] = static_cast<char>(0xff);  // never valid in UTF-8, whatever the generator gives
+    write_bytes(data, bytes);
+    check_train_refuses({{"--data", data}}, {data, "UTF-8"});
+  }
+  SECTION("text shorter than a context window") {
+    write_bytes(data, "0123456789abcdef");  // 16 characters: no window of 16 + 1
+    check_train_refuses({{"--data", data}}, {data, "block"});
+  }
+}
+
+TEST_CASE("train refuses an --out it cannot write, and one that holds a checkpoint",
+          "[cli][errors]") {
+  ScratchDir dir;
+  SECTION("a path under a regular file") {
+    write_bytes(dir.file("file"), "not a directory");
+    const std::string out = dir.file("file") + "/sub";
+    check_one_line_error(run_cli(tiny_train_args(out)), {out});
+    CHECK(read_bytes(dir.file("file")) == "not a directory");
+    CHECK(dir.entries() == std::set<std::string>{"file"});
+  }
+  SECTION("a checkpoint already there, without --force") {
+    const std::string out = dir.file("run");
+    train_tiny_model(out);
+    const DirSnapshot before = snapshot(out);
+    check_one_line_error(run_cli(tiny_train_args(out)), {out, "--force", "--resume"});
+    CHECK(snapshot(out) == before);
+  }
+}
+
+TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming the file",
+          "[cli][errors][checkpoint]") {
+  SECTION("model directory missing") {
+    check_model_commands_refuse([](const std::string& model) { fs::remove_all(model); },
+                                {"does not exist"});
+  }
+  SECTION("model.safetensors missing") {
+    check_model_commands_refuse(
+        [](const std::string& model) { fs::remove(model + "/model.safetensors"); },
+        {"model.safetensors"});
+  }
+  SECTION("model.safetensors truncated") {
+    check_model_commands_refuse(
+        [](const std::string& model) {
+          const std::string path = model + "/model.safetensors";
+          const std::string bytes = read_bytes(path);
+          write_bytes(path, bytes.substr(0, bytes.size() / 2));
+        },
+        {"model.safetensors", "past the end"});
+  }
+  SECTION("model.safetensors with corrupted header bytes") {
+    check_model_commands_refuse(
+        [](const std::string& model) {
+          const std::string path = model + "/model.safetensors";
+          std::string bytes = read_bytes(path);
+          bytes.replace(8, 4, "\x01\xfe{]");  // the start of the JSON header
+          write_bytes(path, bytes);
+        },
+        {"model.safetensors", "header"});
+  }
+  SECTION("model.safetensors holding a NaN weight") {
+    check_model_commands_refuse(
+        [](const std::string& model) {
+          const std::string path = model + "/model.safetensors";
+          std::string bytes = read_bytes(path);
+          bytes.replace(bytes.size() - 4, 4, std::string("\x00\x00\xc0\x7f", 4));  // f32 NaN
+          write_bytes(path, bytes);
+        },
+        {"model.safetensors", "non-finite", "nan"});
+  }
+  SECTION("config.json not JSON") {
+    check_model_commands_refuse(
+        [](const std::string& model) {
+          write_bytes(model + "/config.json", "{\n  \"n_layer\": 1,\n  \"n_head\":\n");
+        },
+        {"config.json", "JSON"});
+  }
+  SECTION("config.json missing a key") {
+    check_model_commands_refuse(replacing("config.json", "\"n_embd\"", "\"width\""),
+                                {"config.json", "n_embd"});
+  }
+  SECTION("config.json of a wider model than the weights") {
+    check_model_commands_refuse(file_of_wider_model("config.json"),
+                                {"model.safetensors", "transformer.wte.weight"});
+  }
+  SECTION("weights of a wider model than config.json") {
+    check_model_commands_refuse(file_of_wider_model("model.safetensors"),
+                                {"model.safetensors", "transformer.wte.weight"});
+  }
+  SECTION("config.json of a far wider model, refused before it is built") {
+    check_model_commands_refuse(replacing("config.json", "\"n_embd\": 16", "\"n_embd\": 4096"),
+                                {"model.safetensors", "config.json", "(34, 4096)"});
+  }
+  SECTION("config.json with more layers than the weights") {
+    check_model_commands_refuse(replacing("config.json", "\"n_layer\": 1", "\"n_layer\": 3"),
+                                {"model.safetensors", "n_layer 3"});
+  }
+  SECTION("tokenizer.json with one character fewer than vocab_size") {
+    check_model_commands_refuse(replacing("tokenizer.json", ", \"z\"", ""),
+                                {"tokenizer.json", "vocab_size"});
+  }
+  SECTION("tokenizer.json not JSON") {
+    check_model_commands_refuse(
+        [](const std::string& model) { write_bytes(model + "/tokenizer.json", "{\"vocab\": [\n"); },
+        {"tokenizer.json"});
+  }
+}
+
+TEST_CASE("sample --prompt and heads --text refuse a character outside the vocabulary",
+          "[cli][errors][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  const DirSnapshot before = snapshot(model);
+  // The toy vocabulary is lowercase letters, space, newline and " ( ) . [ ]
+  check_one_line_error(run_cli({"sample", "--model", model, "--prompt", "the Cat"}),
+                       {"--prompt", "U+0043 'C'"});
+  check_one_line_error(run_cli({"sample", "--model", model, "--prompt", "a\tb"}),
+                       {"--prompt", "U+0009"});
+  check_one_line_error(run_cli({"heads", "--model", model, "--text", "the cat sees 2 dogs"}),
+                       {"--text", "U+0032 '2'"});
+  CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("sample refuses nonsense sampling settings", "[cli][errors][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  check_one_line_error(run_cli({"sample", "--model", model, "--temperature", "nan"}),
+                       {"--temperature"});
+  check_one_line_error(run_cli({"sample", "--model", model, "--temperature", "-1"}),
+                       {"--temperature"});
+  check_one_line_error(run_cli({"sample", "--model", model, "--tokens", "-3"}), {"--tokens"});
+  check_one_line_error(run_cli({"sample", "--model", model, "--top-k", "two"}), {"--top-k"});
+}
+
+TEST_CASE("eval refuses text the model cannot read, naming the file", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  const DirSnapshot before = snapshot(model);
+  const std::string data = dir.file("text.txt");
+  SECTION("a character not in the model's vocabulary") {
+    std::string text;
+    while (text.size() < 400) text += "the cat sees the dog. ";
+    text += "the caf\xc3\xa9.\n";  // é
+    write_bytes(data, text);
+    check_one_line_error(
+        run_cli({"eval", "--model", model, "--data", data, "--threads", "1"}),
+        {data, "U+00E9"});
+  }
+  SECTION("text shorter than one window of the split") {
+    write_bytes(data, "the cat sees the dog.\n");
+    check_one_line_error(
+        run_cli({"eval", "--model", model, "--data", data, "--threads", "1"}), {data});
+  }
+  SECTION("missing file") {
+    check_one_line_error(run_cli({"eval", "--model", model, "--data", data}),
+                         {data, "does not exist"});
+  }
+  CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("heads refuses a model whose context is too short to probe", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model, {"--block", "3"});
+  const DirSnapshot before = snapshot(model);
+  check_one_line_error(run_cli({"heads", "--model", model, "--threads", "1"}),
+                       {model, "context of 3"});
+  CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("heads refuses an --out it cannot write", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  const DirSnapshot before = snapshot(model);
+  write_bytes(dir.file("file"), "x");
+  const std::string out = dir.file("file") + "/sub";
+  check_one_line_error(
+      run_cli({"heads", "--model", model, "--out", out, "--threads", "1"}), {out});
+  CHECK(snapshot(model) == before);
+}
+
+TEST_CASE("eval refuses to report a loss that is not finite", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  // Every weight 1e30: finite, but the forward pass overflows float.
+  const std::string path = model + "/model.safetensors";
+  std::string bytes = read_bytes(path);
+  const uint64_t header = *reinterpret_cast<const uint64_t*>(bytes.data());
+  const float huge = 1e30f;
+  for (size_t at = 8 + header; at + 4 <= bytes.size(); at += 4) std::memcpy(&bytes[at], &huge, 4);
+  write_bytes(path, bytes);
+  check_one_line_error(
+      run_cli({"eval", "--model", model, "--data", "builtin:toy", "--json", "--threads", "1"}),
+      {model, "loss", "not finite"});
+}
+
+TEST_CASE("a line break inside a bad value or a path stays on the one error line", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string data = dir.file("two\nlines.txt");
+  check_one_line_error(run_cli(tiny_train_args(dir.file("out"), {"--data", data})),
+                       {"two\\nlines.txt"});
+  check_one_line_error(run_cli(tiny_train_args(dir.file("out"), {"--lr", "1\n2"})),
+                       {"--lr", "1\\n2"});
+  CHECK(dir.entries().empty());
+}

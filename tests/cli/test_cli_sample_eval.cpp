@@ -1,0 +1,99 @@
+// tinygpt sample and eval on a trained checkpoint: sampling is a function of the seed, eval's
+// JSON is one object whose numbers do not depend on the run or the thread count, and its token
+// count is that of the split's whole context windows.
+#include <cmath>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+using nlohmann::json;
+
+namespace {
+
+// A text of exactly `chars` characters, all in the toy corpus's vocabulary.
+std::string toy_text(size_t chars) {
+  const std::string sentence = "the big cat sees [an owl] (a fox).\n";
+  std::string text;
+  while (text.size() < chars) text += sentence;
+  return text.substr(0, chars);
+}
+
+}  // namespace
+
+TEST_CASE("sample is a function of --seed", "[cli][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  auto sample = [&](const std::string& seed) {
+    return run_ok({"sample", "--model", model, "--seed", seed, "--tokens", "60", "--prompt", "the "})
+        .out;
+  };
+  const std::string first = sample("5");
+  CHECK(first.rfind("the ", 0) == 0);
+  CHECK(first.size() == 4 + 60 + 1);  // the prompt, one byte per toy character, a newline
+  CHECK(sample("5") == first);
+  CHECK(sample("6") != first);
+}
+
+TEST_CASE("sample --tokens 0 prints the prompt alone", "[cli][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  CHECK(run_ok({"sample", "--model", model, "--tokens", "0"}).out == "\n");
+  CHECK(run_ok({"sample", "--model", model, "--tokens", "0", "--prompt", "a cat"}).out == "a cat\n");
+}
+
+TEST_CASE("sample runs past the context of a model with a context of 1", "[cli][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model, {"--block", "1"});  // replaces the tiny model's --block 16
+  CHECK(run_ok({"sample", "--model", model, "--tokens", "20"}).out.size() == 21);
+}
+
+TEST_CASE("eval --json is one object, the same across runs and thread counts", "[cli]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model, {"--dropout", "0.1"});  // eval must switch dropout off
+  auto eval = [&](const std::string& threads) {
+    return run_ok({"eval", "--model", model, "--data", "builtin:toy", "--json", "--threads", threads})
+        .out;
+  };
+  const std::string out = eval("1");
+  REQUIRE(out.back() == '\n');
+  CHECK(out.find('\n') == out.size() - 1);  // one line
+  const json result = json::parse(out);
+  REQUIRE(result.is_object());
+  CHECK(result.size() == 3);
+  const double loss = result.at("loss").get<double>();
+  CHECK(loss > 0);
+  CHECK(loss < std::log(34.0) + 0.5);  // about uniform over the 34 toy characters, or better
+  CHECK(result.at("perplexity").get<double>() == Approx(std::exp(loss)).epsilon(1e-12));
+  CHECK(result.at("tokens").get<int64_t>() > 0);
+  CHECK(eval("1") == out);
+  CHECK(eval("2") == out);
+}
+
+TEST_CASE("eval counts the predicted tokens of every whole window of the split", "[cli]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);  // context T = 16
+  const int64_t n = 1000, T = 16;
+  write_bytes(dir.file("text.txt"), toy_text(static_cast<size_t>(n)));
+  const double val_fraction = GENERATE(0.1, 0.25);
+  // The dataset's split: the first floor(n (1 - f)) tokens train, the rest val.
+  const auto train_size = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - val_fraction)));
+  const std::vector<std::pair<std::string, int64_t>> splits = {
+      {"train", train_size}, {"val", n - train_size}, {"all", n}};
+  for (const auto& [split, size] : splits) {
+    CAPTURE(val_fraction, split, size);
+    const json result = json::parse(
+        run_ok({"eval", "--model", model, "--data", dir.file("text.txt"), "--split", split,
+                "--val-fraction", std::to_string(val_fraction), "--json", "--threads", "1"})
+            .out);
+    CHECK(result.at("tokens").get<int64_t>() == (size - 1) / T * T);
+  }
+}

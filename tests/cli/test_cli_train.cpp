@@ -1,0 +1,197 @@
+// tinygpt train end to end: a resumed run ends byte-identical to an uninterrupted one, resuming
+// refuses what would break that, and a run whose numbers blow up stops and keeps its last good
+// checkpoint.
+#include <filesystem>
+#include <functional>
+#include <regex>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The files that make a run resumable, byte for byte, and its log without timings.
+void check_same_run(const std::string& a, const std::string& b) {
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json",
+                           "tokenizer.json", "trainer_state.json"}) {
+    INFO(file);
+    CHECK(read_bytes(a + "/" + file) == read_bytes(b + "/" + file));
+  }
+  CHECK(log_without_timing(a) == log_without_timing(b));
+}
+
+}  // namespace
+
+TEST_CASE("train 40 then resume to 80 ends byte-identical to train 80", "[cli][resume]") {
+  const std::string dropout = GENERATE("0", "0.1");  // 0.1 exercises the dropout generator
+  INFO("--dropout " << dropout);
+  ScratchDir dir;
+  const std::string a = dir.file("a"), b = dir.file("b");
+  const std::vector<std::string> run = concat(
+      tiny_model_flags(), {"--lr-decay-steps", "80", "--eval-every", "10", "--dropout", dropout});
+
+  run_ok(concat({"train", "--out", a, "--steps", "40"}, run));
+  CHECK(saved_step(a) == 40);
+  run_ok({"train", "--resume", a, "--steps", "80", "--threads", "1"});
+  run_ok(concat({"train", "--out", b, "--steps", "80"}, run));
+  CHECK(saved_step(a) == 80);
+  check_same_run(a, b);
+  CHECK(log_without_timing(a).size() == 80 + 8);  // a line per step and per evaluation
+}
+
+TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already reached",
+          "[cli][resume][errors]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  run_ok(concat({"train", "--out", a, "--steps", "20", "--eval-every", "10"}, tiny_model_flags()));
+  const DirSnapshot before = snapshot(a);
+
+  SECTION("a different learning rate") {
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--lr", "0.01"}),
+                         {"--lr", a});
+  }
+  SECTION("a different model width") {
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--d-model", "32"}),
+                         {"--d-model", a});
+  }
+  SECTION("another --out") {
+    check_one_line_error(
+        run_cli({"train", "--resume", a, "--steps", "40", "--out", dir.file("b")}),
+        {"--out", dir.file("b")});
+    CHECK_FALSE(fs::exists(dir.file("b")));
+  }
+  SECTION("--steps equal to the saved step") {
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "20"}), {a, "step 20"});
+  }
+  SECTION("--steps below the saved step") {
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "5"}), {a, "step 20"});
+  }
+  SECTION("no --steps: the run's own total is reached") {
+    check_one_line_error(run_cli({"train", "--resume", a}), {a, "step 20"});
+  }
+  SECTION("a directory with no run") {
+    check_one_line_error(run_cli({"train", "--resume", dir.file("none"), "--steps", "40"}),
+                         {dir.file("none")});
+    CHECK_FALSE(fs::exists(dir.file("none")));
+  }
+  CHECK(snapshot(a) == before);
+}
+
+TEST_CASE("resume takes a new --steps, --eval-every and --eval-iters", "[cli][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  train_tiny_model(a);
+  run_ok({"train", "--resume", a, "--steps", "30", "--eval-every", "5", "--eval-iters", "3",
+          "--threads", "1"});
+  const json options = json::parse(read_bytes(a + "/trainer_state.json")).at("options");
+  CHECK(options.at("steps") == 30);
+  CHECK(options.at("eval_every") == 5);
+  CHECK(options.at("eval_iters") == 3);
+  CHECK(saved_step(a) == 30);
+}
+
+TEST_CASE("resume refuses a damaged run, naming the file", "[cli][resume][errors][checkpoint]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  train_tiny_model(a);
+  // Edits trainer_state.json as JSON.
+  const auto edit_state = [&](const std::function<void(json&)>& edit) {
+    json state = json::parse(read_bytes(a + "/trainer_state.json"));
+    edit(state);
+    write_bytes(a + "/trainer_state.json", state.dump(2));
+  };
+  std::vector<std::string> fragments = {a + "/trainer_state.json"};
+  SECTION("trainer_state.json missing") {
+    fs::remove(a + "/trainer_state.json");
+    fragments = {a, "trainer_state.json"};
+  }
+  SECTION("trainer_state.json not JSON") { write_bytes(a + "/trainer_state.json", "{\"step\": 2"); }
+  SECTION("an option missing") {
+    edit_state([](json& s) { s["options"].erase("lr"); });
+    fragments.push_back("'lr'");
+  }
+  SECTION("a negative step") {
+    edit_state([](json& s) { s["step"] = -5; });
+    fragments.push_back("step");
+  }
+  SECTION("a negative learning rate") {
+    edit_state([](json& s) { s["options"]["lr"] = -1; });
+    fragments.push_back("lr");
+  }
+  SECTION("a validation fraction of 5") {
+    edit_state([](json& s) { s["val_fraction"] = 5; });
+    fragments.push_back("val_fraction");
+  }
+  SECTION("a generator state that is not one") {
+    edit_state([](json& s) { s["data_rng"] = "xyz"; });
+    fragments.push_back("xyz");
+  }
+  SECTION("optimizer.safetensors of a wider model") {
+    const std::string wider = dir.file("wider");
+    train_tiny_model(wider, {"--d-model", "32"});
+    fs::copy_file(wider + "/optimizer.safetensors", a + "/optimizer.safetensors",
+                  fs::copy_options::overwrite_existing);
+    fragments = {a + "/optimizer.safetensors", "transformer.wte.weight"};
+  }
+  const DirSnapshot before = snapshot(a);
+  check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40"}), fragments);
+  CHECK(snapshot(a) == before);
+}
+
+TEST_CASE("a diverging run stops, says so, and keeps its last good checkpoint byte-identical",
+          "[cli][checkpoint]") {
+  // AdamW moves every weight by about the learning rate per step; ramping it up to 30 with no
+  // gradient clipping makes activations and gradients overflow float within ~20 steps.
+  ScratchDir dir;
+  const std::string run = dir.file("run"), reference = dir.file("reference");
+  const std::vector<std::string> flags =
+      concat(tiny_model_flags(), {"--lr", "30", "--min-lr", "0", "--warmup", "10",
+                                  "--grad-clip", "0", "--lr-decay-steps", "100", "--eval-every", "3"});
+  const CliResult r = run_cli(concat({"train", "--out", run, "--steps", "100"}, flags));
+  INFO(r.describe());
+  REQUIRE(r.exited());
+  CHECK(r.exit_code != 0);
+  const std::string last = r.err_lines().back();
+  CHECK(std::regex_search(
+      last, std::regex("^tinygpt: error: training diverged: (loss|gradient norm|evaluation loss) "
+                       "is -?(nan|inf) (at|after) step [0-9]+; stopped")));
+
+  // The checkpoint is the one the last evaluation before the blow-up wrote: the same run cut
+  // off at that step gives the same bytes.
+  const int64_t good = saved_step(run);
+  REQUIRE(good >= 3);
+  CHECK_THAT(last, Catch::Matchers::Contains(
+                       "last good checkpoint (step " + std::to_string(good) + ") is kept in " + run));
+  run_ok(concat({"train", "--out", reference, "--steps", std::to_string(good)}, flags));
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json"}) {
+    INFO(file);
+    CHECK(read_bytes(run + "/" + file) == read_bytes(reference + "/" + file));
+  }
+  CHECK(log_without_timing(run) == log_without_timing(reference));
+  // No staged or temporary file is left, and the checkpoint still works.
+  CHECK(snapshot(run).size() == 6);
+  const CliResult eval = run_ok({"eval", "--model", run, "--data", "builtin:toy", "--json", "--threads", "1"});
+  CHECK(std::isfinite(json::parse(eval.out).at("loss").get<double>()));
+}
+
+TEST_CASE("a run that diverges before its first checkpoint says it wrote none", "[cli][checkpoint]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  const CliResult r = run_cli(concat(
+      {"train", "--out", run, "--steps", "20", "--eval-every", "1", "--lr", "1e30", "--min-lr", "0",
+       "--warmup", "0", "--grad-clip", "0"},
+      tiny_model_flags()));
+  INFO(r.describe());
+  REQUIRE(r.exited());
+  CHECK(r.exit_code != 0);
+  CHECK_THAT(r.err_lines().back(), Catch::Matchers::StartsWith("tinygpt: error: training diverged: ") &&
+                                       Catch::Matchers::Contains("saved nothing in " + run));
+  CHECK(snapshot(run).empty());
+}
