@@ -1,11 +1,13 @@
 // The tape: recording ops, and the reverse walk that turns an output gradient into leaf gradients.
 #include "tinygpt/autograd/tape.hpp"
 
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "tensor_impl.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/profile.hpp"
 
 namespace tinygpt {
 namespace {
@@ -37,6 +39,7 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
 Tensor record(const char* op, Tensor output, std::vector<Tensor> inputs, BackwardFn backward) {
   if (!g_grad_enabled) return output;
+  if (detail::g_op_profiling) profile_mark(op);
   bool any = false;
   for (const Tensor& in : inputs) any = any || (in.defined() && in.requires_grad());
   if (!any) return output;
@@ -113,7 +116,11 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
     const Tensor grad_out = std::move(found->second);
     grads.erase(found);
 
+    using Clock = std::chrono::steady_clock;
+    const bool profiling = detail::g_op_profiling;
+    const auto started = profiling ? Clock::now() : Clock::time_point{};
     std::vector<Tensor> grad_in = node->backward(grad_out);
+    const auto computed = profiling ? Clock::now() : Clock::time_point{};
     if (grad_in.size() != node->edges.size()) {
       throw GraphError(fmt::format("backward of '{}' returned {} gradients for {} inputs",
                                    node->op, grad_in.size(), node->edges.size()));
@@ -141,7 +148,14 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
       node->backward = nullptr;  // frees the buffers the op saved
       node->released = true;
     }
+    if (profiling) {
+      const auto done = Clock::now();
+      detail::profile_backward(node->op, std::chrono::duration<double>(computed - started).count());
+      detail::profile_backward("(accumulate, free)",
+                               std::chrono::duration<double>(done - computed).count());
+    }
   }
+  profile_mark(nullptr);  // the next forward op is not charged for this backward
 }
 
 }  // namespace

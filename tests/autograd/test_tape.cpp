@@ -205,3 +205,35 @@ TEST_CASE("a chain of 100000 ops backpropagates and is freed without deep recurs
   y = Tensor();  // drops the whole chain
   REQUIRE(x.grad().item() == 1.0);
 }
+
+TEST_CASE("op profiler: charges forward and backward time per op, only when on", "[tape]") {
+  reset_op_profile();
+  Tensor x = leaf_of({1.0, 2.0, 3.0});
+  sum(exp(x)).backward();
+  CHECK(op_profile().empty());  // off by default
+
+  set_op_profiling(true);
+  profile_mark(nullptr);
+  sum(exp(x) * 2.0).backward();
+  profile_mark("after");
+  set_op_profiling(false);
+  const auto entries = op_profile();
+  auto find = [&](const std::string& name) -> const OpProfileEntry* {
+    for (const auto& e : entries) {
+      if (e.name == name) return &e;
+    }
+    return nullptr;
+  };
+  for (const char* op : {"exp", "mul_scalar", "sum"}) {
+    INFO(op);
+    const OpProfileEntry* e = find(op);
+    REQUIRE(e != nullptr);
+    CHECK(e->forward_calls == 1);
+    CHECK(e->backward_calls == 1);  // backward's own inner ops are not counted as forward calls
+    CHECK(e->forward_seconds >= 0.0);
+  }
+  REQUIRE(find("after") != nullptr);
+  CHECK(find("after")->forward_calls == 1);
+  reset_op_profile();
+  CHECK(op_profile().empty());
+}

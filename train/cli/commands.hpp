@@ -13,6 +13,7 @@ void add_train_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Model shape flags shared by train and bench.
 struct ModelFlags {

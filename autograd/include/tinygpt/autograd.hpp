@@ -5,6 +5,7 @@
 #include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/autograd/gradcheck.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/shape.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/tensor.hpp"
