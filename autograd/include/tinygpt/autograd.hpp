@@ -4,6 +4,7 @@
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/autograd/gradcheck.hpp"
+#include "tinygpt/autograd/memory.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/shape.hpp"
