@@ -1,9 +1,10 @@
-// The fast float kernels of training against their plain references: the vectorised exp and
-// GELU. Each also has a float64 gradcheck.
+// The fast float kernels of training against their plain references: the vectorised exp, GELU,
+// and the fused linear op (GEMM starting from the bias). Each also has a float64 gradcheck.
 #include <cmath>
 #include <limits>
 
 #include "autograd_test_utils.hpp"
+#include "threads_scope.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 
 using namespace tinygpt;
@@ -63,4 +64,57 @@ TEST_CASE("gelu f64 equals the tanh formula to rounding", "[ops][fast]") {
   for (size_t i = 0; i < got.size(); ++i) {
     REQUIRE(got[i] == Approx(gelu_reference(x.to_vector()[i])).margin(1e-15).epsilon(1e-14));
   }
+}
+
+TEST_CASE("linear equals matmul plus bias, in f32 and f64", "[ops][fast][linear]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    Generator gen(5);
+    const Tensor x = Tensor::randn({3, 70, 24}, gen, dtype);  // big enough to split across threads
+    const Tensor w = Tensor::randn({24, 300}, gen, dtype);
+    const Tensor b = Tensor::randn({300}, gen, dtype);
+    const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
+    for (int threads : {1, 2}) {
+      ThreadsScope scope(threads);
+      const auto got = linear(x, w, b).to_vector(), want = (matmul(x, w) + b).to_vector();
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(tol));
+      REQUIRE(linear(x, w, Tensor{}).to_vector() == matmul(x, w).to_vector());
+    }
+  }
+}
+
+TEST_CASE("linear's gradients match matmul plus bias and do not depend on the thread count",
+          "[ops][fast][linear]") {
+  Generator gen(6);
+  const Tensor x0 = Tensor::randn({4, 50, 16}, gen);
+  const Tensor w0 = Tensor::randn({16, 200}, gen);
+  const Tensor b0 = Tensor::randn({200}, gen);
+  const Tensor g = Tensor::randn({4, 50, 200}, gen);
+  auto grads = [&](bool fused, int threads) {
+    ThreadsScope scope(threads);
+    Tensor x = x0.clone().set_requires_grad(), w = w0.clone().set_requires_grad();
+    Tensor b = b0.clone().set_requires_grad();
+    (fused ? linear(x, w, b) : matmul(x, w) + b).backward(g);
+    return std::vector<std::vector<double>>{x.grad().to_vector(), w.grad().to_vector(),
+                                            b.grad().to_vector()};
+  };
+  const auto one = grads(true, 1), two = grads(true, 2), ref = grads(false, 1);
+  REQUIRE(one == two);  // bit-identical
+  for (size_t k = 0; k < 3; ++k) {
+    for (size_t i = 0; i < one[k].size(); ++i) REQUIRE(one[k][i] == Approx(ref[k][i]).margin(1e-4));
+  }
+}
+
+TEST_CASE("gradcheck linear with and without bias", "[gradcheck][ops][linear]") {
+  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], in[2]); },
+                    {leaf({2, 3, 4}, 1), leaf({4, 5}, 2), leaf({5}, 3)});
+  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], Tensor{}); },
+                    {leaf({3, 4}, 4), leaf({4, 2}, 5)});
+}
+
+TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
+  const Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({3, 4});
+  REQUIRE_THROWS_AS(linear(x, w, Tensor::zeros({3})), ShapeError);
+  REQUIRE_THROWS_AS(linear(x, Tensor::zeros({2, 4}), Tensor{}), ShapeError);
+  REQUIRE_THROWS_AS(linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
 }
