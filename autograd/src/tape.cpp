@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "tensor_impl.hpp"
+#include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/profile.hpp"
 
@@ -93,8 +94,28 @@ std::vector<detail::Node*> topological_order(detail::Node* root) {
   return {order.rbegin(), order.rend()};
 }
 
+// True when `t` is the only handle to its buffer: no other tensor, saved value or gradient
+// slot can see it, so it may be updated in place or handed over without a copy.
+bool sole_owner(const Tensor& t) {
+  return t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+// slot += grad, in place when nothing else sees slot's buffer (the same arithmetic as add).
 void accumulate(Tensor& slot, const Tensor& grad) {
-  slot = slot.defined() ? add(slot, grad) : grad;
+  if (!slot.defined()) {
+    slot = grad;
+  } else if (sole_owner(slot) && slot.numel() == grad.numel()) {
+    dispatch_float(slot.dtype(), "backward", [&](auto tag) {
+      using T = decltype(tag);
+      T* out = slot.data<T>();
+      const T* in = grad.data<T>();
+      const int64_t n = slot.numel();
+#pragma omp parallel for simd if (n > (int64_t{1} << 15)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+    });
+  } else {
+    slot = add(slot, grad);
+  }
 }
 
 void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool retain_graph) {
@@ -127,7 +148,7 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
     }
     for (size_t i = 0; i < grad_in.size(); ++i) {
       const auto& edge = node->edges[i];
-      const Tensor& g = grad_in[i];
+      Tensor& g = grad_in[i];
       if (!edge.active() || !g.defined()) continue;
       if (g.shape() != edge.shape || g.dtype() != edge.dtype) {
         throw GraphError(fmt::format(
@@ -137,7 +158,9 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
       if (edge.node) {
         accumulate(grads[edge.node.get()], g);
       } else if (edge.leaf->grad.defined()) {
-        edge.leaf->grad = add(edge.leaf->grad, g);
+        accumulate(edge.leaf->grad, g);
+      } else if (sole_owner(g)) {
+        edge.leaf->grad = std::move(g);  // nobody else sees this buffer: no copy needed
       } else {
         // A private copy: the same gradient buffer may be handed to several inputs (add), and
         // optimisers scale .grad in place.

@@ -237,3 +237,30 @@ TEST_CASE("op profiler: charges forward and backward time per op, only when on",
   reset_op_profile();
   CHECK(op_profile().empty());
 }
+
+TEST_CASE("leaf gradients never share a buffer, even when one op hands both the same one",
+          "[tape]") {
+  // add's backward passes its incoming gradient to both inputs; the leaves must still get
+  // buffers of their own (optimisers scale .grad in place).
+  Tensor x = leaf_of({1.0, 2.0}), y = leaf_of({3.0, 4.0});
+  (x + y).backward(f64({1.0, 1.0}, Shape{2}));
+  REQUIRE(x.grad().data<double>() != y.grad().data<double>());
+  Tensor(x.grad()).data<double>()[0] = 5.0;
+  REQUIRE(y.grad().to_vector() == Values{1.0, 1.0});
+}
+
+TEST_CASE("a second backward adds into .grad, without touching a handle the caller kept",
+          "[tape]") {
+  Tensor x = leaf_of({1.0, 2.0});
+  sum(x * 3.0).backward();
+  const Tensor first = x.grad();  // the caller keeps the first gradient
+  sum(x * 2.0).backward();
+  REQUIRE(x.grad().to_vector() == Values{5.0, 5.0});
+  REQUIRE(first.to_vector() == Values{3.0, 3.0});
+  // With no outside handle the sum is made in place, with the same values.
+  Tensor z = leaf_of({1.0});
+  sum(z * 3.0).backward();
+  sum(z * 2.0).backward();
+  sum(z * 1.0).backward();
+  REQUIRE(z.grad().to_vector() == Values{6.0});
+}

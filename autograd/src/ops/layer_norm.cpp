@@ -92,26 +92,45 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
   const bool has_bias = bias.defined();
   return record("layer_norm", y, {x, weight, bias},
                 [x = x.detach(), w, has_bias, stats](const Tensor& g) {
-    const int64_t axis = x.ndim() - 1, c = x.shape()[axis];
+    const int64_t c = x.shape()[x.ndim() - 1], rows = c == 0 ? 0 : x.numel() / c;
     Tensor dx = Tensor::empty(x.shape(), x.dtype());
-    // (threads, 2, C): each thread's running dweight and dbias.
-    Tensor partials = Tensor::zeros({omp_get_max_threads(), 2, c}, DType::f64);
+    // Rows go in fixed groups of kRows, each with its own running (2, C) dweight and dbias, and
+    // the groups' sums are added in group order: the same result for any thread count.
+    constexpr int64_t kRows = 32;
+    const int64_t groups = (rows + kRows - 1) / kRows;
+    Tensor partials = Tensor::empty({groups, 2, c}, DType::f64);
     dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
       using T = decltype(tag);
       const T *px = x.data<T>(), *pg = g.data<T>(), *pw = data_or_null<T>(w);
       const double* ps = stats.data<double>();
       T* pd = dx.data<T>();
       double* pp = partials.data<double>();
-      for_each_lane(x.shape(), axis, [&](int64_t row, int64_t offset, int64_t n, auto) {
-        norm_row_backward(px + offset, pw, pg + offset, ps + 2 * row, pd + offset,
-                          pp + omp_get_thread_num() * 2 * n, n);
-      });
+#pragma omp parallel for schedule(static) if (rows * c > kParallelGrain && groups > 1)
+      for (int64_t group = 0; group < groups; ++group) {
+        double* acc = pp + group * 2 * c;
+        std::fill_n(acc, 2 * c, 0.0);
+        for (int64_t row = group * kRows; row < std::min(rows, (group + 1) * kRows); ++row) {
+          norm_row_backward(px + row * c, pw, pg + row * c, ps + 2 * row, pd + row * c, acc, c);
+        }
+      }
     });
-    // Summed in thread order, so the result does not depend on timing.
-    const Tensor params = sum(partials, {0});  // (2, C)
-    auto part = [&](int64_t i) { return reshape(narrow(params, 0, i, 1), {c}).to(x.dtype()); };
-    return std::vector<Tensor>{dx, w.defined() ? part(0) : Tensor{},
-                               has_bias ? part(1) : Tensor{}};
+    Tensor dw = w.defined() ? Tensor::empty({c}, x.dtype()) : Tensor{};
+    Tensor db = has_bias ? Tensor::empty({c}, x.dtype()) : Tensor{};
+    dispatch_float(x.dtype(), "layer_norm", [&](auto tag) {
+      using T = decltype(tag);
+      const double* pp = partials.data<double>();
+      for (int64_t part = 0; part < 2; ++part) {
+        Tensor& out = part == 0 ? dw : db;
+        if (!out.defined()) continue;
+        T* po = out.data<T>();
+        for (int64_t k = 0; k < c; ++k) {
+          double total = 0.0;
+          for (int64_t group = 0; group < groups; ++group) total += pp[(group * 2 + part) * c + k];
+          po[k] = static_cast<T>(total);
+        }
+      }
+    });
+    return std::vector<Tensor>{dx, dw, db};
   });
 }
 
