@@ -63,11 +63,14 @@ inline __attribute__((always_inline)) T gelu(T x) {
 
 // d gelu / dx = s + 2 x s (1 - s) u'(x), with s = sigmoid(2u) and u' = sqrt(2/pi) (1 + 3a x^2);
 // the same as 0.5 (1 + t) + 0.5 x (1 - t^2) u' for t = tanh(u), since 1 - t^2 = 4 s (1 - s).
-// 1 - s is taken as sigmoid(-2u), not by subtraction, which would lose its digits as s -> 1.
+// 1 - s is taken as e / (1 + e) = e s with e = exp(-2u), not by subtraction, which would lose
+// its digits as s -> 1; where e overflows, s = 0 and 1 - s = 1.
 template <class T>
 inline __attribute__((always_inline)) T gelu_grad(T x) {
   const T u = T(kGeluC) * (x + T(kGeluA) * x * x * x);
-  const T s = sigmoid(T(2) * u), one_minus_s = sigmoid(T(-2) * u);
+  const T e = simd::exp(T(-2) * u);
+  const T s = T(1) / (T(1) + e);
+  const T one_minus_s = e == std::numeric_limits<T>::infinity() ? T(1) : e * s;
   const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * x * x);
   return s + T(2) * x * s * one_minus_s * du;
 }
