@@ -1,11 +1,14 @@
 // The tape: recording ops, and the reverse walk that turns an output gradient into leaf gradients.
 #include "tinygpt/autograd/tape.hpp"
 
+#include <chrono>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "tensor_impl.hpp"
+#include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/profile.hpp"
 
 namespace tinygpt {
 namespace {
@@ -37,6 +40,7 @@ NoGradGuard::~NoGradGuard() { g_grad_enabled = previous_; }
 
 Tensor record(const char* op, Tensor output, std::vector<Tensor> inputs, BackwardFn backward) {
   if (!g_grad_enabled) return output;
+  if (detail::g_op_profiling) profile_mark(op);
   bool any = false;
   for (const Tensor& in : inputs) any = any || (in.defined() && in.requires_grad());
   if (!any) return output;
@@ -90,8 +94,28 @@ std::vector<detail::Node*> topological_order(detail::Node* root) {
   return {order.rbegin(), order.rend()};
 }
 
+// True when `t` is the only handle to its buffer: no other tensor, saved value or gradient
+// slot can see it, so it may be updated in place or handed over without a copy.
+bool sole_owner(const Tensor& t) {
+  return t.impl().use_count() == 1 && t.impl()->storage.use_count() == 1;
+}
+
+// slot += grad, in place when nothing else sees slot's buffer (the same arithmetic as add).
 void accumulate(Tensor& slot, const Tensor& grad) {
-  slot = slot.defined() ? add(slot, grad) : grad;
+  if (!slot.defined()) {
+    slot = grad;
+  } else if (sole_owner(slot) && slot.numel() == grad.numel()) {
+    dispatch_float(slot.dtype(), "backward", [&](auto tag) {
+      using T = decltype(tag);
+      T* out = slot.data<T>();
+      const T* in = grad.data<T>();
+      const int64_t n = slot.numel();
+#pragma omp parallel for simd if (n > (int64_t{1} << 15)) schedule(static)
+      for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+    });
+  } else {
+    slot = add(slot, grad);
+  }
 }
 
 void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool retain_graph) {
@@ -113,14 +137,18 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
     const Tensor grad_out = std::move(found->second);
     grads.erase(found);
 
+    using Clock = std::chrono::steady_clock;
+    const bool profiling = detail::g_op_profiling;
+    const auto started = profiling ? Clock::now() : Clock::time_point{};
     std::vector<Tensor> grad_in = node->backward(grad_out);
+    const auto computed = profiling ? Clock::now() : Clock::time_point{};
     if (grad_in.size() != node->edges.size()) {
       throw GraphError(fmt::format("backward of '{}' returned {} gradients for {} inputs",
                                    node->op, grad_in.size(), node->edges.size()));
     }
     for (size_t i = 0; i < grad_in.size(); ++i) {
       const auto& edge = node->edges[i];
-      const Tensor& g = grad_in[i];
+      Tensor& g = grad_in[i];
       if (!edge.active() || !g.defined()) continue;
       if (g.shape() != edge.shape || g.dtype() != edge.dtype) {
         throw GraphError(fmt::format(
@@ -130,7 +158,9 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
       if (edge.node) {
         accumulate(grads[edge.node.get()], g);
       } else if (edge.leaf->grad.defined()) {
-        edge.leaf->grad = add(edge.leaf->grad, g);
+        accumulate(edge.leaf->grad, g);
+      } else if (sole_owner(g)) {
+        edge.leaf->grad = std::move(g);  // nobody else sees this buffer: no copy needed
       } else {
         // A private copy: the same gradient buffer may be handed to several inputs (add), and
         // optimisers scale .grad in place.
@@ -141,7 +171,14 @@ void run_backward(const detail::TensorImpl& root, const Tensor& root_grad, bool 
       node->backward = nullptr;  // frees the buffers the op saved
       node->released = true;
     }
+    if (profiling) {
+      const auto done = Clock::now();
+      detail::profile_backward(node->op, std::chrono::duration<double>(computed - started).count());
+      detail::profile_backward("(accumulate, free)",
+                               std::chrono::duration<double>(done - computed).count());
+    }
   }
+  profile_mark(nullptr);  // the next forward op is not charged for this backward
 }
 
 }  // namespace

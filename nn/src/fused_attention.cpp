@@ -1,112 +1,138 @@
 #include "tinygpt/nn/fused_attention.hpp"
 
+#include <cblas.h>
+#include <omp.h>
+
+#include <algorithm>
 #include <cmath>
-#include <limits>
-#include <vector>
 
 #include "tinygpt/autograd/dispatch.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::nn {
 namespace {
 
-// Where one (batch, head) pair's vectors live inside qkv (B,T,3C) and y (B,T,C).
-struct HeadView {
-  int64_t t, c, d;  // sequence length, model width, head width
-  int64_t qkv_base, y_base;
-  int64_t q(int64_t i) const { return qkv_base + i * 3 * c; }
-  int64_t k(int64_t i) const { return q(i) + c; }
-  int64_t v(int64_t i) const { return q(i) + 2 * c; }
-  int64_t y(int64_t i) const { return y_base + i * c; }
+// Queries are taken kBlock at a time: each block's scores against every key it may see form a
+// (kBlock, T) panel in per-thread scratch, so scratch grows linearly in T and nothing of size
+// (T, T) is ever held; the products are single-threaded BLAS calls on strided views of qkv.
+constexpr int64_t kBlock = 64;
+
+// Row-major C = alpha op(A) op(B) + beta C (single-threaded: threads.hpp keeps OpenBLAS at 1).
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+              static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), alpha, a,
+              static_cast<int>(lda), b, static_cast<int>(ldb), beta, c, static_cast<int>(ldc));
+}
+
+// One (batch, head) pair's matrices inside qkv (B,T,3C): row i of Q is q + i * ld, of K
+// k + i * ld, of V v + i * ld, with ld = 3C. Its rows of y (B,T,C) start at y_offset, C apart.
+template <class T>
+struct Head {
+  T *q, *k, *v;
+  int64_t ld;
 };
 
-HeadView view_of(int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) {
-  return {t, c, d, b * t * 3 * c + h * d, b * t * c + h * d};
+template <class T>
+Head<T> head_of(T* qkv, int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) {
+  T* base = qkv + b * t * 3 * c + h * d;
+  return {base, base + c, base + 2 * c, 3 * c};
 }
 
+int64_t y_offset(int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) { return b * t * c + h * d; }
+
+// Scores of queries i0..i0+rows against keys 0..keys-1 (keys = i0 + rows), scaled:
+// s (rows, keys) = scale Q K^T.
 template <class T>
-T dot(const T* a, const T* b, int64_t n) {
-  T s = 0;
-#pragma omp simd reduction(+ : s)
-  for (int64_t i = 0; i < n; ++i) s += a[i] * b[i];
-  return s;
+void scores(const Head<const T>& hd, int64_t i0, int64_t rows, int64_t keys, int64_t d, T scale,
+            T* s) {
+  gemm(false, true, rows, keys, d, scale, hd.q + i0 * hd.ld, hd.ld, hd.k, hd.ld, T(0), s, keys);
 }
 
+// Forward of one (batch, head): y = softmax(causal(scale Q K^T)) V, and each row's log-sum-exp.
 template <class T>
-void axpy(T alpha, const T* x, T* y, int64_t n) {
+void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
+                  T scale, T* s) {
+  for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
+    scores(hd, i0, rows, keys, d, scale, s);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = s + r * keys;
+      const int64_t valid = i0 + r + 1;  // query i0 + r sees keys 0..i0 + r
+      T top = row[0];
+      for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < valid; ++j) {
+        row[j] = simd::exp(row[j] - top);
+        sum += row[j];
+      }
+      const T inv = T(1) / sum;
 #pragma omp simd
-  for (int64_t i = 0; i < n; ++i) y[i] += alpha * x[i];
-}
-
-// Fills p[0..i] with the scaled scores of query i against keys 0..i, turns them into softmax
-// weights and returns their log-sum-exp.
-template <class T>
-T softmax_row(const T* qkv, const HeadView& hv, int64_t i, T scale, T* p) {
-  const T* q = qkv + hv.q(i);
-  T top = -std::numeric_limits<T>::infinity();
-  for (int64_t j = 0; j <= i; ++j) {
-    p[j] = dot(q, qkv + hv.k(j), hv.d) * scale;
-    top = std::max(top, p[j]);
-  }
-  T sum = 0;
-  for (int64_t j = 0; j <= i; ++j) sum += (p[j] = std::exp(p[j] - top));
-  const T inv = T(1) / sum;
-  for (int64_t j = 0; j <= i; ++j) p[j] *= inv;
-  return top + std::log(sum);
-}
-
-template <class T>
-void forward(const T* qkv, T* y, T* lse, int64_t b, int64_t t, int64_t c, int64_t h) {
-  const int64_t d = c / h;
-  const T scale = T(1) / std::sqrt(static_cast<T>(d));
-#pragma omp parallel
-  {
-    std::vector<T> p(static_cast<size_t>(t));  // one query row's weights
-#pragma omp for collapse(2) schedule(static)
-    for (int64_t bi = 0; bi < b; ++bi) {
-      for (int64_t hi = 0; hi < h; ++hi) {
-        const HeadView hv = view_of(bi, hi, t, c, d);
-        for (int64_t i = 0; i < t; ++i) {
-          lse[(bi * h + hi) * t + i] = softmax_row(qkv, hv, i, scale, p.data());
-          T* out = y + hv.y(i);
-          std::fill_n(out, d, T(0));
-          for (int64_t j = 0; j <= i; ++j) axpy(p[j], qkv + hv.v(j), out, d);
-        }
-      }
+      for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+      std::fill(row + valid, row + keys, T(0));
+      lse[i0 + r] = top + std::log(sum);
     }
+    gemm(false, false, rows, d, keys, T(1), s, keys, hd.v, hd.ld, T(0), y + i0 * ldy, ldy);
   }
 }
 
-// dS = P * (dP - rowsum(dO * O)), with P recomputed from the saved log-sum-exp.
+// Backward of one (batch, head), query block by query block, with P recomputed from the saved
+// log-sum-exp: dV += P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K,
+// dK += dS^T Q. dK and dV are summed over the blocks in order, so the result does not depend
+// on the thread count.
 template <class T>
-void backward(const T* qkv, const T* y, const T* lse, const T* dy, T* dqkv, int64_t b, int64_t t,
-              int64_t c, int64_t h) {
-  const int64_t d = c / h;
-  const T scale = T(1) / std::sqrt(static_cast<T>(d));
-#pragma omp parallel for collapse(2) schedule(static)
-  for (int64_t bi = 0; bi < b; ++bi) {
-    for (int64_t hi = 0; hi < h; ++hi) {
-      const HeadView hv = view_of(bi, hi, t, c, d);
-      for (int64_t i = 0; i < t; ++i) {
-        std::fill_n(dqkv + hv.q(i), d, T(0));
-        std::fill_n(dqkv + hv.k(i), d, T(0));
-        std::fill_n(dqkv + hv.v(i), d, T(0));
+void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
+                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T* p, T* ds) {
+  for (int64_t i = 0; i < t; ++i) {
+    std::fill_n(dh.k + i * dh.ld, d, T(0));
+    std::fill_n(dh.v + i * dh.ld, d, T(0));
+  }
+  for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
+    const T* dy_block = dy + i0 * ldy;
+    scores(hd, i0, rows, keys, d, scale, p);
+    gemm(false, true, rows, keys, d, T(1), dy_block, ldy, hd.v, hd.ld, T(0), ds, keys);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t valid = i0 + r + 1;
+      const T row_lse = lse[i0 + r];
+      const T* g = dy_block + r * ldy;
+      const T* o = y + (i0 + r) * ldy;
+      T delta = 0;
+#pragma omp simd reduction(+ : delta)
+      for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
+      T* prow = p + r * keys;
+      T* dsrow = ds + r * keys;
+#pragma omp simd
+      for (int64_t j = 0; j < valid; ++j) {
+        prow[j] = simd::exp(prow[j] - row_lse);
+        dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
       }
-      for (int64_t i = 0; i < t; ++i) {
-        const T* q = qkv + hv.q(i);
-        const T* g = dy + hv.y(i);
-        const T row_lse = lse[(bi * h + hi) * t + i];
-        const T delta = dot(g, y + hv.y(i), d);
-        T* dq = dqkv + hv.q(i);
-        for (int64_t j = 0; j <= i; ++j) {
-          const T p = std::exp(dot(q, qkv + hv.k(j), d) * scale - row_lse);
-          axpy(p, g, dqkv + hv.v(j), d);
-          const T ds = p * (dot(g, qkv + hv.v(j), d) - delta) * scale;
-          axpy(ds, qkv + hv.k(j), dq, d);
-          axpy(ds, q, dqkv + hv.k(j), d);
-        }
-      }
+      std::fill(prow + valid, prow + keys, T(0));
+      std::fill(dsrow + valid, dsrow + keys, T(0));
     }
+    gemm(true, false, keys, d, rows, T(1), p, keys, dy_block, ldy, T(1), dh.v, dh.ld);
+    gemm(false, false, rows, d, keys, T(1), ds, keys, hd.k, hd.ld, T(0), dh.q + i0 * dh.ld, dh.ld);
+    gemm(true, false, keys, d, rows, T(1), ds, keys, hd.q + i0 * hd.ld, hd.ld, T(1), dh.k, dh.ld);
+  }
+}
+
+// Calls f(b, h, thread_scratch) for every (batch, head) pair on the OpenMP team; each thread
+// owns `per_thread` elements of `scratch`.
+template <class T, class F>
+void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&& f) {
+  T* base = scratch.data<T>();
+  const int64_t pairs = b * h;
+#pragma omp parallel for schedule(static) if (pairs > 1)
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    f(pair / h, pair % h, base + omp_get_thread_num() * per_thread);
   }
 }
 
@@ -119,24 +145,47 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads) {
         "causal_self_attention: expects qkv (B,T,3C) with C a multiple of n_heads {}, got {}",
         n_heads, qkv.shape().str()));
   }
-  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3;
-  Tensor y = Tensor::empty({b, t, c}, qkv.dtype());            // (B,T,C)
-  Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());    // (B,H,T)
-  dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
-    using T = decltype(tag);
-    forward<T>(qkv.data<T>(), y.data<T>(), lse.data<T>(), b, t, c, n_heads);
-  });
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+  Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
+  Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
+  const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
+  const int64_t threads = omp_get_max_threads();
+  if (b * t * c > 0) {
+    Tensor scratch = Tensor::empty({threads, panel}, qkv.dtype());
+    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
+      using T = decltype(tag);
+      const T* pqkv = qkv.data<T>();
+      T* py = y.data<T>();
+      T* pl = lse.data<T>();
+      const T scale = T(1) / std::sqrt(static_cast<T>(d));
+      for_each_head<T>(b, n_heads, scratch, panel, [&](int64_t bi, int64_t hi, T* s) {
+        forward_head(head_of(pqkv, bi, hi, t, c, d), py + y_offset(bi, hi, t, c, d), c,
+                     pl + (bi * n_heads + hi) * t, t, d, scale, s);
+      });
+    });
+  }
   return record("causal_self_attention", y, {qkv},
-                [qkv = qkv.detach(), y = y.detach(), lse, n_heads](const Tensor& g) {
-                  Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
-                  dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
-                    using T = decltype(tag);
-                    backward<T>(qkv.data<T>(), y.data<T>(), lse.data<T>(), g.data<T>(),
-                                dqkv.data<T>(), qkv.size(0), qkv.size(1), qkv.size(2) / 3,
-                                n_heads);
-                  });
-                  return std::vector<Tensor>{dqkv};
-                });
+                [qkv = qkv.detach(), y = y.detach(), lse, n_heads, panel](const Tensor& g) {
+    const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+    Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
+    if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
+    Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel}, qkv.dtype());
+    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
+      using T = decltype(tag);
+      const T* pqkv = qkv.data<T>();
+      const T* py = y.data<T>();
+      const T* pg = g.data<T>();
+      T* pd = dqkv.data<T>();
+      const T* pl = lse.data<T>();
+      const T scale = T(1) / std::sqrt(static_cast<T>(d));
+      for_each_head<T>(b, n_heads, scratch, 2 * panel, [&](int64_t bi, int64_t hi, T* s) {
+        const int64_t yo = y_offset(bi, hi, t, c, d);
+        backward_head(head_of(pqkv, bi, hi, t, c, d), head_of(pd, bi, hi, t, c, d), py + yo,
+                      pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale, s, s + panel);
+      });
+    });
+    return std::vector<Tensor>{dqkv};
+  });
 }
 
 }  // namespace tinygpt::nn

@@ -24,9 +24,8 @@ Tensor Linear::forward(const Tensor& x) const {
     throw ShapeError(fmt::format("Linear: input {} does not end in in_features={} (weight {})",
                                  x.shape().str(), weight.size(0), weight.shape().str()));
   }
-  const Tensor y = x.ndim() == 1 ? reshape(matmul(reshape(x, {1, -1}), weight), {-1})
-                                 : matmul(x, weight);
-  return bias.defined() ? y + bias : y;
+  if (x.ndim() == 1) return reshape(linear(reshape(x, {1, -1}), weight, bias), {-1});
+  return linear(x, weight, bias);
 }
 
 }  // namespace tinygpt::nn

@@ -205,3 +205,62 @@ TEST_CASE("a chain of 100000 ops backpropagates and is freed without deep recurs
   y = Tensor();  // drops the whole chain
   REQUIRE(x.grad().item() == 1.0);
 }
+
+TEST_CASE("op profiler: charges forward and backward time per op, only when on", "[tape]") {
+  reset_op_profile();
+  Tensor x = leaf_of({1.0, 2.0, 3.0});
+  sum(exp(x)).backward();
+  CHECK(op_profile().empty());  // off by default
+
+  set_op_profiling(true);
+  profile_mark(nullptr);
+  sum(exp(x) * 2.0).backward();
+  profile_mark("after");
+  set_op_profiling(false);
+  const auto entries = op_profile();
+  auto find = [&](const std::string& name) -> const OpProfileEntry* {
+    for (const auto& e : entries) {
+      if (e.name == name) return &e;
+    }
+    return nullptr;
+  };
+  for (const char* op : {"exp", "mul_scalar", "sum"}) {
+    INFO(op);
+    const OpProfileEntry* e = find(op);
+    REQUIRE(e != nullptr);
+    CHECK(e->forward_calls == 1);
+    CHECK(e->backward_calls == 1);  // backward's own inner ops are not counted as forward calls
+    CHECK(e->forward_seconds >= 0.0);
+  }
+  REQUIRE(find("after") != nullptr);
+  CHECK(find("after")->forward_calls == 1);
+  reset_op_profile();
+  CHECK(op_profile().empty());
+}
+
+TEST_CASE("leaf gradients never share a buffer, even when one op hands both the same one",
+          "[tape]") {
+  // add's backward passes its incoming gradient to both inputs; the leaves must still get
+  // buffers of their own (optimisers scale .grad in place).
+  Tensor x = leaf_of({1.0, 2.0}), y = leaf_of({3.0, 4.0});
+  (x + y).backward(f64({1.0, 1.0}, Shape{2}));
+  REQUIRE(x.grad().data<double>() != y.grad().data<double>());
+  Tensor(x.grad()).data<double>()[0] = 5.0;
+  REQUIRE(y.grad().to_vector() == Values{1.0, 1.0});
+}
+
+TEST_CASE("a second backward adds into .grad, without touching a handle the caller kept",
+          "[tape]") {
+  Tensor x = leaf_of({1.0, 2.0});
+  sum(x * 3.0).backward();
+  const Tensor first = x.grad();  // the caller keeps the first gradient
+  sum(x * 2.0).backward();
+  REQUIRE(x.grad().to_vector() == Values{5.0, 5.0});
+  REQUIRE(first.to_vector() == Values{3.0, 3.0});
+  // With no outside handle the sum is made in place, with the same values.
+  Tensor z = leaf_of({1.0});
+  sum(z * 3.0).backward();
+  sum(z * 2.0).backward();
+  sum(z * 1.0).backward();
+  REQUIRE(z.grad().to_vector() == Values{6.0});
+}

@@ -14,6 +14,7 @@ void add_train_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
 
 // Flag checks whose messages say what the value must be, e.g. "--lr: must be a finite number
 // > 0, got '0'"; CLI11's own Range prints 300-digit bounds and calls "x" out of range.

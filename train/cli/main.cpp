@@ -1,4 +1,5 @@
-// tinygpt: train a toy GPT, sample from it, evaluate it, and look at its attention heads.
+// tinygpt: train a toy GPT, sample from it, evaluate it, look at its attention heads, and time
+// its training step.
 #include <fmt/format.h>
 
 #include "commands.hpp"
@@ -47,6 +48,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_sample_command(app);
   tinygpt::cli::add_eval_command(app);
   tinygpt::cli::add_heads_command(app);
+  tinygpt::cli::add_bench_command(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) {
     fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));

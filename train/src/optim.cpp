@@ -165,24 +165,63 @@ void SGD::load_state(const nn::NamedTensors& state, int64_t steps_taken) {
   t_ = steps_taken;
 }
 
-double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
-  double total = 0.0;
+namespace {
+
+// Every gradient cut into pieces of at most kChunk elements, in parameter order: the unit of
+// clip_grad_norm's parallel work. Partial sums are kept per piece and added in this order, so
+// the norm is the same for any thread count.
+constexpr int64_t kChunk = int64_t{1} << 15;
+
+struct GradChunk {
+  Tensor grad;
+  int64_t begin, end;
+};
+
+std::vector<GradChunk> grad_chunks(const std::vector<Tensor>& params) {
+  std::vector<GradChunk> chunks;
   for (const Tensor& p : params) {
     if (!p.grad().defined()) continue;
-    dispatch_float(p.dtype(), "clip_grad_norm", [&](auto tag) {
-      const auto* g = p.grad().data<decltype(tag)>();
-      for (int64_t j = 0; j < p.numel(); ++j) total += static_cast<double>(g[j]) * g[j];
-    });
+    for (int64_t lo = 0; lo < p.numel(); lo += kChunk) {
+      chunks.push_back({p.grad(), lo, std::min(p.numel(), lo + kChunk)});
+    }
   }
+  return chunks;
+}
+
+}  // namespace
+
+double clip_grad_norm(const std::vector<Tensor>& params, double max_norm) {
+  const std::vector<GradChunk> chunks = grad_chunks(params);
+  const auto n = static_cast<int64_t>(chunks.size());
+  std::vector<double> partial(chunks.size(), 0.0);
+#pragma omp parallel for schedule(static) if (n > 1)
+  for (int64_t c = 0; c < n; ++c) {
+    const GradChunk& chunk = chunks[static_cast<size_t>(c)];
+    double acc = 0.0;
+    if (chunk.grad.dtype() == DType::f32) {
+      const float* g = chunk.grad.data<float>();
+#pragma omp simd reduction(+ : acc)
+      for (int64_t j = chunk.begin; j < chunk.end; ++j) acc += static_cast<double>(g[j]) * g[j];
+    } else if (chunk.grad.dtype() == DType::f64) {
+      const double* g = chunk.grad.data<double>();
+#pragma omp simd reduction(+ : acc)
+      for (int64_t j = chunk.begin; j < chunk.end; ++j) acc += g[j] * g[j];
+    }
+    partial[static_cast<size_t>(c)] = acc;
+  }
+  double total = 0.0;
+  for (double v : partial) total += v;
   const double norm = std::sqrt(total);
   if (max_norm > 0 && norm > max_norm) {
     const double scale = max_norm / (norm + 1e-6);
-    for (const Tensor& p : params) {
-      if (!p.grad().defined()) continue;
-      dispatch_float(p.dtype(), "clip_grad_norm", [&](auto tag) {
+    // .grad is a private buffer (see tape.cpp): scaling it in place is safe.
+#pragma omp parallel for schedule(static) if (n > 1)
+    for (int64_t c = 0; c < n; ++c) {
+      const GradChunk& chunk = chunks[static_cast<size_t>(c)];
+      dispatch_float(chunk.grad.dtype(), "clip_grad_norm", [&](auto tag) {
         using T = decltype(tag);
-        T* g = Tensor(p.grad()).data<T>();  // .grad is a private copy: scaling in place is safe
-        for (int64_t j = 0; j < p.numel(); ++j) g[j] *= static_cast<T>(scale);
+        T* g = Tensor(chunk.grad).data<T>();
+        for (int64_t j = chunk.begin; j < chunk.end; ++j) g[j] *= static_cast<T>(scale);
       });
     }
   }

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::train {
@@ -50,6 +51,7 @@ StepStats Trainer::step() {
   const data::Batch batch =
       dataset_.sample_batch(data::Split::train, options_.batch, data_gen_);  // (B,T) each
   optimizer_->zero_grad();
+  profile_mark("(step: batch, zero_grad)");
   const Tensor loss = model_.loss(batch.inputs, batch.targets);
   const double loss_value = loss.item();
   if (!std::isfinite(loss_value)) {
@@ -59,6 +61,7 @@ StepStats Trainer::step() {
   loss.backward();
   StepStats stats;
   stats.grad_norm = clip_grad_norm(params_, options_.grad_clip);
+  profile_mark("(step: clip_grad_norm)");
   if (!std::isfinite(stats.grad_norm)) {
     throw DivergedError(fmt::format("training diverged: gradient norm is {} at step {}",
                                     stats.grad_norm, step_ + 1));
@@ -66,6 +69,7 @@ StepStats Trainer::step() {
   stats.lr = options_.schedule().at(step_);
   optimizer_->set_lr(stats.lr);
   optimizer_->step();
+  profile_mark("(step: optimizer)");
   ++step_;
   stats.step = step_;
   stats.loss = loss_value;

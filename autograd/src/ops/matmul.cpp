@@ -63,9 +63,12 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 // C = op(A) op(B) for every batch, on the OpenMP team: whole batches per thread when there are
 // enough of them, otherwise each product is cut into row (or column) panels, one per thread.
-// Each piece is one single-threaded BLAS call (see threads.hpp).
+// Each piece is one single-threaded BLAS call (see threads.hpp). With `bias` (N values, one
+// product), every row of C starts as the bias and the product is added to it (beta = 1), each
+// thread filling its own panel just before its call.
 template <class T>
-void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c) {
+void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c,
+                  const T* bias = nullptr) {
   const auto op_a = ta ? cxxblas::Trans : cxxblas::NoTrans;
   const auto op_b = tb ? cxxblas::Trans : cxxblas::NoTrans;
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
@@ -92,17 +95,47 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
         bi += tb ? lo * ldb : lo;
         ci += lo;
       }
-      cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b,
-                         static_cast<int>(split_rows ? hi - lo : p.m),
-                         static_cast<int>(split_rows ? p.n : hi - lo), static_cast<int>(p.k), T(1),
-                         ai, static_cast<int>(lda), bi, static_cast<int>(ldb), T(0), ci,
-                         static_cast<int>(ldc));
+      const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
+      if (bias != nullptr) {
+        const T* bias_cols = bias + (split_rows ? 0 : lo);
+        for (int64_t r = 0; r < rows; ++r) std::copy_n(bias_cols, cols, ci + r * ldc);
+      }
+      cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b, static_cast<int>(rows),
+                         static_cast<int>(cols), static_cast<int>(p.k), T(1), ai,
+                         static_cast<int>(lda), bi, static_cast<int>(ldb),
+                         bias != nullptr ? T(1) : T(0), ci, static_cast<int>(ldc));
     }
   }
 }
 
 // (..., R, C) -> (prod(...) * R, C)
 Tensor fold_rows(const Tensor& x) { return reshape(x, {-1, x.shape()[x.ndim() - 1]}); }
+
+// Column sums of g (rows, n) -> (n), accumulated in double. Threads take column ranges and every
+// column is summed over the rows in order, so the result does not depend on the thread count.
+Tensor column_sums(const Tensor& g) {
+  const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
+  Tensor out = Tensor::empty({n}, g.dtype());
+  dispatch_float(g.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    const T* pg = g.data<T>();
+    T* po = out.data<T>();
+    constexpr int64_t kColumns = 128;  // one thread's strip: 1 KiB of double accumulators
+    const int64_t strips = (n + kColumns - 1) / kColumns;
+#pragma omp parallel for schedule(static) if (rows * n > kParallelGrain && strips > 1)
+    for (int64_t s = 0; s < strips; ++s) {
+      const int64_t lo = s * kColumns, width = std::min(kColumns, n - lo);
+      double acc[kColumns] = {};
+      for (int64_t r = 0; r < rows; ++r) {
+        const T* row = pg + r * n + lo;
+#pragma omp simd
+        for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(row[j]);
+      }
+      for (int64_t j = 0; j < width; ++j) po[lo + j] = static_cast<T>(acc[j]);
+    }
+  });
+  return out;
+}
 
 }  // namespace
 
@@ -133,6 +166,44 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       gb = sum_to(tb ? matmul(g, a, true, ta) : matmul(a, g, !ta, false), b.shape());
     }
     return Grads{ga, gb};
+  });
+}
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_same_dtype(x, weight, "linear");
+  if (x.ndim() < 2 || weight.ndim() != 2 ||
+      (bias.defined() && bias.shape() != Shape{weight.shape()[1]})) {
+    throw ShapeError(fmt::format(
+        "linear: expects x (..., K) with at least 2 dims, weight (K, N) and bias (N); got x {}, "
+        "weight {}, bias {}",
+        x.shape().str(), weight.shape().str(), bias.defined() ? bias.shape().str() : "none"));
+  }
+  if (bias.defined()) check_same_dtype(x, bias, "linear");
+  const MatmulPlan p = plan_matmul(x, weight, false, false);
+  Tensor out = Tensor::empty(p.out, x.dtype());
+  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.m == 0 || p.n == 0) return;
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    if (p.k == 0) {
+      T* po = out.data<T>();
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t j = 0; j < p.n; ++j) po[r * p.n + j] = pb != nullptr ? pb[j] : T(0);
+      }
+      return;
+    }
+    gemm_batched<T>(p, false, false, x.data<T>(), weight.data<T>(), out.data<T>(), pb);
+  });
+  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  return record("linear", out, {x, weight, bias},
+                [x = x.detach(), w = weight.detach(), need_x, need_w, need_b](const Tensor& g) {
+    // y = x W + b  =>  dx = g W^T, dW = x^T g over all rows at once, db = column sums of g.
+    Tensor gx, gw, gb;
+    if (need_x) gx = matmul(g, w, false, true);
+    if (need_w) gw = matmul(fold_rows(x), fold_rows(g), true, false);
+    if (need_b) gb = column_sums(g);
+    return Grads{gx, gw, gb};
   });
 }
 

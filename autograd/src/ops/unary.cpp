@@ -3,6 +3,7 @@
 
 #include "kernels.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
@@ -23,10 +24,6 @@ Tensor grad_map(const Tensor& g, const Tensor& saved, F f) {
     return map2<decltype(tag)>(g, saved, f);
   });
 }
-
-// GPT-2's tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-constexpr double kGeluC = 0.7978845608028654;  // sqrt(2/pi)
-constexpr double kGeluA = 0.044715;
 
 }  // namespace
 
@@ -88,18 +85,13 @@ Tensor relu(const Tensor& x) {
   });
 }
 
+// GPT-2's tanh approximation, 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), computed as
+// x sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) with the vectorised exp of simd_math.hpp. The
+// backward recomputes from the saved input rather than saving a second tensor.
 Tensor gelu(const Tensor& x) {
-  Tensor out = unary_map(x, "gelu", [](auto v) {
-    using T = decltype(v);
-    return T(0.5) * v * (T(1) + std::tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v)));
-  });
+  Tensor out = unary_map(x, "gelu", [](auto v) { return simd::gelu(v); });
   return record("gelu", out, {x}, [x = x.detach()](const Tensor& g) {
-    return Grads{grad_map(g, x, [](auto gv, auto v) {
-      using T = decltype(v);
-      const T t = std::tanh(T(kGeluC) * (v + T(kGeluA) * v * v * v));
-      const T dinner = T(kGeluC) * (T(1) + T(3 * kGeluA) * v * v);
-      return gv * (T(0.5) * (T(1) + t) + T(0.5) * v * (T(1) - t * t) * dinner);
-    })};
+    return Grads{grad_map(g, x, [](auto gv, auto v) { return gv * simd::gelu_grad(v); })};
   });
 }
 

@@ -61,6 +61,10 @@ Tensor broadcast_to(const Tensor& x, const Shape& shape);
 // or one operand is 2-D and is applied to every batch. trans_a / trans_b read an operand as
 // its transpose over the last two axes, as a BLAS flag rather than a copy.
 Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans_b = false);
+// x (..., K) @ weight (K, N) + bias (N) as one op: the GEMM starts from the bias (no separate
+// broadcast add, no extra buffer), and the backward gives the bias gradient as column sums of
+// the upstream gradient. bias may be undefined. Equals matmul(x, weight) + bias.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 // ---- Shape (ops/shape.cpp) ----
 // Same elements in a new shape (one entry may be -1); shares the data of x.

@@ -1,0 +1,120 @@
+// The fast float kernels of training against their plain references: the vectorised exp, GELU,
+// and the fused linear op (GEMM starting from the bias). Each also has a float64 gradcheck.
+#include <cmath>
+#include <limits>
+
+#include "autograd_test_utils.hpp"
+#include "threads_scope.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
+
+using namespace tinygpt;
+using namespace tinygpt::testing;
+
+namespace {
+
+double gelu_reference(double x) {  // GPT-2's tanh form, in double
+  return 0.5 * x * (1.0 + std::tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)));
+}
+
+double gelu_grad_reference(double x) {
+  const double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+  const double t = std::tanh(u);
+  return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * 0.7978845608028654 * (1.0 + 3 * 0.044715 * x * x);
+}
+
+}  // namespace
+
+TEST_CASE("simd::exp is within 2 ulp of std::exp and exact at the ends", "[ops][fast]") {
+  double worst = 0.0;
+  for (double xd = -87.3; xd <= 88.72; xd += 1e-3) {
+    const float x = static_cast<float>(xd);
+    const double want = std::exp(static_cast<double>(x));
+    worst = std::max(worst, std::abs(simd::exp(x) - want) / want);
+  }
+  CHECK(worst < 3.6e-7);  // 3 ulp at the very top (n capped at 127), under 1.5 ulp elsewhere
+  CHECK(simd::exp(0.0f) == 1.0f);
+  CHECK(simd::exp(-std::numeric_limits<float>::infinity()) == 0.0f);
+  CHECK(simd::exp(-1000.0f) == 0.0f);
+  CHECK(simd::exp(std::numeric_limits<float>::infinity()) == std::numeric_limits<float>::infinity());
+  CHECK(simd::exp(89.0f) == std::numeric_limits<float>::infinity());
+  CHECK(std::isnan(simd::exp(std::numeric_limits<float>::quiet_NaN())));
+  CHECK(simd::exp(1.5) == std::exp(1.5));  // double is the library's own
+}
+
+TEST_CASE("gelu f32 forward and backward match the tanh formula in double", "[ops][fast]") {
+  std::vector<double> xs;
+  for (double x = -12.0; x <= 12.0; x += 0.01) xs.push_back(x);
+  const auto n = static_cast<int64_t>(xs.size());
+  const Tensor x = Tensor::from(xs, {n}, DType::f32).set_requires_grad();
+  const Tensor y = gelu(x);
+  y.backward(Tensor::ones({n}, DType::f32));
+  const auto got = y.to_vector(), grad = x.grad().to_vector();
+  for (int64_t i = 0; i < n; ++i) {
+    const double xi = static_cast<float>(xs[static_cast<size_t>(i)]);
+    INFO("x = " << xi);
+    REQUIRE(got[static_cast<size_t>(i)] == Approx(gelu_reference(xi)).margin(2e-7).epsilon(1e-6));
+    REQUIRE(grad[static_cast<size_t>(i)] ==
+            Approx(gelu_grad_reference(xi)).margin(2e-7).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("gelu f64 equals the tanh formula to rounding", "[ops][fast]") {
+  const Tensor x = Tensor::from({-3.0, -0.5, 0.0, 0.25, 1.0, 4.0}, {6}, DType::f64);
+  const auto got = gelu(x).to_vector();
+  for (size_t i = 0; i < got.size(); ++i) {
+    REQUIRE(got[i] == Approx(gelu_reference(x.to_vector()[i])).margin(1e-15).epsilon(1e-14));
+  }
+}
+
+TEST_CASE("linear equals matmul plus bias, in f32 and f64", "[ops][fast][linear]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    Generator gen(5);
+    const Tensor x = Tensor::randn({3, 70, 24}, gen, dtype);  // big enough to split across threads
+    const Tensor w = Tensor::randn({24, 300}, gen, dtype);
+    const Tensor b = Tensor::randn({300}, gen, dtype);
+    const double tol = dtype == DType::f32 ? 1e-5 : 1e-12;
+    for (int threads : {1, 2}) {
+      ThreadsScope scope(threads);
+      const auto got = linear(x, w, b).to_vector(), want = (matmul(x, w) + b).to_vector();
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == Approx(want[i]).margin(tol));
+      REQUIRE(linear(x, w, Tensor{}).to_vector() == matmul(x, w).to_vector());
+    }
+  }
+}
+
+TEST_CASE("linear's gradients match matmul plus bias and do not depend on the thread count",
+          "[ops][fast][linear]") {
+  Generator gen(6);
+  const Tensor x0 = Tensor::randn({4, 50, 16}, gen);
+  const Tensor w0 = Tensor::randn({16, 200}, gen);
+  const Tensor b0 = Tensor::randn({200}, gen);
+  const Tensor g = Tensor::randn({4, 50, 200}, gen);
+  auto grads = [&](bool fused, int threads) {
+    ThreadsScope scope(threads);
+    Tensor x = x0.clone().set_requires_grad(), w = w0.clone().set_requires_grad();
+    Tensor b = b0.clone().set_requires_grad();
+    (fused ? linear(x, w, b) : matmul(x, w) + b).backward(g);
+    return std::vector<std::vector<double>>{x.grad().to_vector(), w.grad().to_vector(),
+                                            b.grad().to_vector()};
+  };
+  const auto one = grads(true, 1), two = grads(true, 2), ref = grads(false, 1);
+  REQUIRE(one == two);  // bit-identical
+  for (size_t k = 0; k < 3; ++k) {
+    for (size_t i = 0; i < one[k].size(); ++i) REQUIRE(one[k][i] == Approx(ref[k][i]).margin(1e-4));
+  }
+}
+
+TEST_CASE("gradcheck linear with and without bias", "[gradcheck][ops][linear]") {
+  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], in[2]); },
+                    {leaf({2, 3, 4}, 1), leaf({4, 5}, 2), leaf({5}, 3)});
+  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], Tensor{}); },
+                    {leaf({3, 4}, 4), leaf({4, 2}, 5)});
+}
+
+TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
+  const Tensor x = Tensor::zeros({2, 3}), w = Tensor::zeros({3, 4});
+  REQUIRE_THROWS_AS(linear(x, w, Tensor::zeros({3})), ShapeError);
+  REQUIRE_THROWS_AS(linear(x, Tensor::zeros({2, 4}), Tensor{}), ShapeError);
+  REQUIRE_THROWS_AS(linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
+}

@@ -1,0 +1,76 @@
+// tinygpt bench, run as a user would: a tiny model, two timed steps, the JSON report.
+#include <array>
+#include <cstdio>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct Run {
+  int status = -1;
+  std::string out;
+};
+
+// Runs build/tinygpt with `args` (stderr joined to stdout).
+Run run_tinygpt(const std::string& args) {
+  const std::string command = std::string(TINYGPT_BINARY_DIR) + "/tinygpt " + args + " 2>&1";
+  Run run;
+  FILE* pipe = popen(command.c_str(), "r");
+  REQUIRE(pipe != nullptr);
+  std::array<char, 4096> buffer{};
+  size_t n = 0;
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  run.status = pclose(pipe);
+  return run;
+}
+
+const char* const kTiny =
+    "bench --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 --steps 2 --warmup 1 "
+    "--peak-size 64 --threads 1";
+
+}  // namespace
+
+TEST_CASE("bench --json reports the step time, throughput, MFU and memory") {
+  const Run run = run_tinygpt(std::string(kTiny) + " --json");
+  INFO(run.out);
+  REQUIRE(run.status == 0);
+  const auto j = nlohmann::json::parse(run.out);
+  for (const char* key :
+       {"ms_per_step", "tokens_per_s", "gflops", "peak_gflops", "mfu", "peak_rss_mb"}) {
+    INFO(key);
+    REQUIRE(j.contains(key));
+    CHECK(j[key].is_number());
+    CHECK(j[key].get<double>() > 0.0);
+  }
+  CHECK(j["steps"] == 2);
+  CHECK(j["config"]["block"] == 8);
+  CHECK(j["config"]["vocab"] == 65);
+  // tokens/s is B T over the median step time.
+  CHECK(j["tokens_per_s"].get<double>() ==
+        Approx(2 * 8 / (j["ms_per_step"].get<double>() / 1000.0)).epsilon(1e-9));
+  CHECK(j["mfu"].get<double>() ==
+        Approx(j["gflops"].get<double>() / j["peak_gflops"].get<double>()).epsilon(1e-9));
+  // Once warm, the training step takes every buffer from the caching allocator.
+  CHECK(j["allocator"]["system_allocations_timed_steps"] == 0);
+}
+
+TEST_CASE("bench prints a table, a per-op profile on request, and --help") {
+  const Run table = run_tinygpt(std::string(kTiny) + " --profile");
+  INFO(table.out);
+  REQUIRE(table.status == 0);
+  for (const char* text : {"ms/step", "tokens/s", "MFU", "peak RSS", "allocator", "matmul"}) {
+    CHECK(table.out.find(text) != std::string::npos);
+  }
+  const Run help = run_tinygpt("bench --help");
+  REQUIRE(help.status == 0);
+  CHECK(help.out.find("--steps") != std::string::npos);
+  CHECK(help.out.find("--json") != std::string::npos);
+}
+
+TEST_CASE("bench rejects a width that the heads do not divide") {
+  const Run run = run_tinygpt("bench --d-model 10 --heads 4 --steps 1 --peak-size 0");
+  CHECK(run.status != 0);
+  CHECK(run.out.find("divisible") != std::string::npos);
+}
