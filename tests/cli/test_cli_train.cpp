@@ -147,12 +147,12 @@ TEST_CASE("resume refuses a damaged run, naming the file", "[cli][resume][errors
 
 TEST_CASE("a diverging run stops, says so, and keeps its last good checkpoint byte-identical",
           "[cli][checkpoint]") {
-  // AdamW moves every weight by about the learning rate per step; ramping it up to 30 with no
-  // gradient clipping makes activations and gradients overflow float within ~20 steps.
+  // AdamW moves every weight by about the learning rate per step; ramping it up to 1000 with no
+  // gradient clipping makes activations and gradients overflow float within ~10 steps.
   ScratchDir dir;
   const std::string run = dir.file("run"), reference = dir.file("reference");
   const std::vector<std::string> flags =
-      concat(tiny_model_flags(), {"--lr", "30", "--min-lr", "0", "--warmup", "10",
+      concat(tiny_model_flags(), {"--lr", "1000", "--min-lr", "0", "--warmup", "10",
                                   "--grad-clip", "0", "--lr-decay-steps", "100", "--eval-every", "3"});
   const CliResult r = run_cli(concat({"train", "--out", run, "--steps", "100"}, flags));
   INFO(r.describe());
