@@ -99,7 +99,10 @@ void backward(const T* qkv, const T* y, const T* lse, const T* dy, T* dqkv, int6
         const T delta = dot(g, y + hv.y(i), d);
         T* dq = dqkv + hv.q(i);
         for (int64_t j = 0; j <= i; ++j) {
-          const T p = std::exp(dot(q, qkv + hv.k(j), d) * scale - row_lse);
+          // A weight is at most 1. The recomputed score can round differently from the
+          // forward's (another vectorisation of dot), which at scores of 1e15 is an error of
+          // ~1e8: exp would give inf, and inf * 0 NaN gradients, where the clamp gives 1.
+          const T p = std::exp(std::min(T(0), dot(q, qkv + hv.k(j), d) * scale - row_lse));
           axpy(p, g, dqkv + hv.v(j), d);
           const T ds = p * (dot(g, qkv + hv.v(j), d) - delta) * scale;
           axpy(ds, qkv + hv.k(j), dq, d);
