@@ -112,7 +112,9 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
       T* dsrow = ds + r * keys;
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) {
-        prow[j] = simd::exp(prow[j] - row_lse);
+        // <= 0 in exact arithmetic; clamped so rounding can never make a weight above 1 (and
+        // huge scores never overflow into NaN gradients).
+        prow[j] = simd::exp(std::min(prow[j] - row_lse, T(0)));
         dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
       }
       std::fill(prow + valid, prow + keys, T(0));

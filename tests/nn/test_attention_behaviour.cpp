@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "nn_helpers.hpp"
@@ -86,6 +87,18 @@ TEST_CASE("fused causal attention equals the general path", "[nn][attention]") {
   attn.set_keep_attention_weights(true);
   const Tensor general = attn.forward(x);
   require_close(fused.to_vector(), general.to_vector(), 1e-5);
+}
+
+TEST_CASE("fused causal attention keeps finite gradients for huge scores", "[nn][attention]") {
+  // Scores around 1e15, as a diverging run reaches: the backward recomputes each weight from the
+  // saved log-sum-exp, and a recomputed score one rounding away from the forward's made
+  // exp(1e8) = inf, then NaN gradients, in the optimised build.
+  Generator gen(3);
+  const Tensor qkv = (Tensor::randn({2, 9, 48}, gen) * 1e7).detach().set_requires_grad();
+  const Tensor weights = Tensor::randn({2, 9, 16}, gen);
+  sum(nn::causal_self_attention(qkv, 2) * weights).backward();
+  const std::vector<double> grad = qkv.grad().to_vector();
+  CHECK(std::all_of(grad.begin(), grad.end(), [](double g) { return std::isfinite(g); }));
 }
 
 TEST_CASE("attention weights have shape (B,H,T,T) and rows that sum to 1", "[nn][attention]") {

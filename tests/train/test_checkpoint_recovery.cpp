@@ -96,7 +96,7 @@ TEST_CASE("load_model rolls forward a save that crashed after its commit record"
   CHECK(files_in(dir) == next);  // no record, no staged file left
 }
 
-TEST_CASE("a save that crashed before its commit record is discarded; the previous one loads",
+TEST_CASE("a save that crashed before its commit record is discarded and the previous one loads",
           "[checkpoint]") {
   ScratchDir dir;
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
