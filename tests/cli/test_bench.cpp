@@ -13,9 +13,10 @@ struct Run {
   std::string out;
 };
 
-// Runs build/tinygpt with `args` (stderr joined to stdout).
-Run run_tinygpt(const std::string& args) {
-  const std::string command = std::string(TINYGPT_BINARY_DIR) + "/tinygpt " + args + " 2>&1";
+// Runs build/tinygpt with `args` (stderr joined to stdout), behind `prefix` (e.g. an env call).
+Run run_tinygpt_env(const std::string& prefix, const std::string& args) {
+  const std::string command =
+      prefix + " " + std::string(TINYGPT_BINARY_DIR) + "/tinygpt " + args + " 2>&1";
   Run run;
   FILE* pipe = popen(command.c_str(), "r");
   REQUIRE(pipe != nullptr);
@@ -25,6 +26,8 @@ Run run_tinygpt(const std::string& args) {
   run.status = pclose(pipe);
   return run;
 }
+
+Run run_tinygpt(const std::string& args) { return run_tinygpt_env("", args); }
 
 const char* const kTiny =
     "bench --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 --steps 2 --warmup 1 "
@@ -67,6 +70,21 @@ TEST_CASE("bench prints a table, a per-op profile on request, and --help") {
   REQUIRE(help.status == 0);
   CHECK(help.out.find("--steps") != std::string::npos);
   CHECK(help.out.find("--json") != std::string::npos);
+}
+
+TEST_CASE("tinygpt limits OpenMP's idle spinning unless the environment chooses", "[cli]") {
+  const Run unset = run_tinygpt_env("env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT",
+                                    std::string(kTiny) + " --json");
+  INFO(unset.out);
+  REQUIRE(unset.status == 0);
+  CHECK(nlohmann::json::parse(unset.out)["gomp_spincount"] == "1000");
+  const Run chosen = run_tinygpt_env("env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=active",
+                                     std::string(kTiny) + " --json");
+  INFO(chosen.out);
+  REQUIRE(chosen.status == 0);
+  const auto j = nlohmann::json::parse(chosen.out);
+  CHECK(j["gomp_spincount"] == "");
+  CHECK(j["omp_wait_policy"] == "active");
 }
 
 TEST_CASE("bench rejects a width that the heads do not divide") {

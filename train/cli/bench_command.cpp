@@ -5,7 +5,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <thread>
+#include <cstdlib>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +38,11 @@ struct BenchFlags {
   int64_t peak_size = 2048;
   uint64_t seed = 1337;
 };
+
+std::string env_or(const char* name, const char* fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr ? value : fallback;
+}
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
@@ -153,6 +159,8 @@ void run_bench(const BenchFlags& f) {
         {"steps", f.steps},
         {"warmup", f.warmup},
         {"threads", num_threads()},
+        {"omp_wait_policy", env_or("OMP_WAIT_POLICY", "")},
+        {"gomp_spincount", env_or("GOMP_SPINCOUNT", "")},
         {"params", n_params},
         {"flops_per_step", flops_per_step},
         {"final_loss", last_loss},
@@ -183,7 +191,9 @@ void run_bench(const BenchFlags& f) {
   fmt::print("tinygpt bench: {} layers, {} heads, d_model {}, context {}, batch {}, vocab {} ({})\n",
              cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
-  fmt::print("  threads         {} (OpenMP; OpenBLAS single-threaded inside it)\n", num_threads());
+  fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; OpenBLAS "
+             "single-threaded inside it)\n",
+             num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"));
   fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
   fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
              1000.0 * *std::min_element(times.begin(), times.end()),

@@ -1,6 +1,9 @@
 // tinygpt: train a toy GPT, sample from it, evaluate it, look at its attention heads, and time
 // its training step.
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdlib>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
@@ -35,9 +38,24 @@ std::string first_argument_problem(CLI::App& app, const std::string& first) {
                      names);
 }
 
+// How long an idle OpenMP thread spins before it sleeps. libgomp's default (neither
+// OMP_WAIT_POLICY nor GOMP_SPINCOUNT set) is 300,000 spins, milliseconds on these CPUs, at every
+// barrier: when the cores are shared with other processes, each parallel region then waits for a
+// descheduled partner while the finished thread burns the core it needs: with the other cores'
+// owners busy, a small-model step took 600-900 ms instead of 55-60 ms with 1,000 spins (see
+// docs/PERFORMANCE.md). libgomp reads the
+// variables once as it loads, before main, so tinygpt sets a short spin and re-executes itself
+// once. Setting either variable (OMP_WAIT_POLICY=active for libgomp's default) skips this.
+void settle_openmp_waiting(char** argv) {
+  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
+  if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
+  execv("/proc/self/exe", argv);  // returns only if it failed: carry on with the defaults
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  settle_openmp_waiting(argv);
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};
   app.require_subcommand(1);
