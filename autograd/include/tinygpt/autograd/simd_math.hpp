@@ -19,7 +19,8 @@ namespace tinygpt::simd {
 inline __attribute__((always_inline)) float exp(float x) {
   const bool underflow = x < -87.33654f;         // below FLT_MIN: 0
   const bool overflow = x > 88.72283935546875f;  // above ln(FLT_MAX): inf
-  x = underflow || overflow ? 0.0f : x;
+  const bool nan = !(x == x);                    // NaN in, NaN out (and no cast of NaN to int)
+  x = underflow || overflow || nan ? 0.0f : x;
   // n = round(x / ln 2), by the 1.5 * 2^23 trick (round-to-nearest, no library call), at most
   // 127 so that 2^n stays finite (just below ln(FLT_MAX), r then reaches ln 2).
   float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
@@ -35,10 +36,11 @@ inline __attribute__((always_inline)) float exp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   // 2^n through the exponent bits: n is in [-126, 127] here.
-  const int32_t bits = (static_cast<int32_t>(n) + 127) << 23;
+  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const float y = p * scale;
+  if (nan) return std::numeric_limits<float>::quiet_NaN();
   return underflow ? 0.0f : (overflow ? std::numeric_limits<float>::infinity() : y);
 }
 
