@@ -1,5 +1,5 @@
-// The fast float kernels of training against their plain references: the vectorised exp, GELU,
-// and the fused linear op (GEMM starting from the bias). Each also has a float64 gradcheck.
+// The fast kernels of training against their plain references: the vectorised exp, GELU, the
+// fused linear op (GEMM starting from the bias) and LayerNorm. Each also has a float64 gradcheck.
 #include <cmath>
 #include <limits>
 
@@ -117,4 +117,41 @@ TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
   REQUIRE_THROWS_AS(linear(x, w, Tensor::zeros({3})), ShapeError);
   REQUIRE_THROWS_AS(linear(x, Tensor::zeros({2, 4}), Tensor{}), ShapeError);
   REQUIRE_THROWS_AS(linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
+}
+
+TEST_CASE("layer_norm equals its composition from plain ops, forward and backward, on 1 and 2 "
+          "threads", "[ops][fast][layer_norm]") {
+  auto composed = [](const Tensor& x, const Tensor& w, const Tensor& b) {
+    const Tensor centred = x - mean(x, {-1}, true);
+    const Tensor var = mean(centred * centred, {-1}, true);
+    return centred / sqrt(var + 1e-5) * w + b;
+  };
+  for (DType dtype : {DType::f64, DType::f32}) {
+    Generator gen(8);
+    // 150 rows: several of the backward's 32-row groups, and a partial last one.
+    const Tensor x0 = Tensor::randn({3, 50, 40}, gen, dtype, 0.5, 2.0);
+    const Tensor w0 = Tensor::randn({40}, gen, dtype), b0 = Tensor::randn({40}, gen, dtype);
+    const Tensor g = Tensor::randn({3, 50, 40}, gen, dtype);
+    auto run = [&](bool fused, int threads) {
+      ThreadsScope scope(threads);
+      Tensor x = x0.clone().set_requires_grad(), w = w0.clone().set_requires_grad();
+      Tensor b = b0.clone().set_requires_grad();
+      const Tensor y = fused ? layer_norm(x, w, b) : composed(x, w, b);
+      y.backward(g);
+      return std::vector<std::vector<double>>{y.to_vector(), x.grad().to_vector(),
+                                              w.grad().to_vector(), b.grad().to_vector()};
+    };
+    const auto one = run(true, 1), two = run(true, 2), ref = run(false, 1);
+    REQUIRE(one == two);
+    const double tol = dtype == DType::f64 ? 1e-10 : 2e-4;
+    for (size_t k = 0; k < ref.size(); ++k) {
+      INFO("dtype " << dtype_name(dtype) << ", output " << k);
+      for (size_t i = 0; i < ref[k].size(); ++i) REQUIRE(one[k][i] == Approx(ref[k][i]).margin(tol));
+    }
+  }
+}
+
+TEST_CASE("gradcheck layer_norm over more rows than one backward group", "[gradcheck][ops]") {
+  REQUIRE_GRADCHECK([](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); },
+                    {leaf({70, 3}, 21, 2.0), leaf({3}, 22), leaf({3}, 23)});
 }

@@ -59,18 +59,20 @@ TEST_CASE("clip_grad_norm: the global norm in double, the same on 1 and 2 thread
 
 TEST_CASE("training steps are bit-identical on 1 and 2 threads and allocate nothing once warm",
           "[train][slow]") {
+  // Large enough that matmul splits its products across threads, including the tied LM head's
+  // narrow weight gradient (which OpenBLAS would compute with other kernels if split too thin).
   std::vector<int64_t> tokens(5000);
   Generator gen(1);
-  for (auto& t : tokens) t = gen.randint(13);
+  for (auto& t : tokens) t = gen.randint(34);
   const data::TextDataset dataset(tokens, 80, 0.1);  // 80 > 64: two attention query blocks
   nn::GPTConfig config;
-  config.vocab_size = 13;
+  config.vocab_size = 34;
   config.block_size = 80;
   config.n_layer = 2;
-  config.n_head = 2;
-  config.n_embd = 32;
+  config.n_head = 4;
+  config.n_embd = 64;
   train::TrainOptions options;
-  options.batch = 3;
+  options.batch = 10;  // LM head weight gradient: 34 x 800 x 64, two thin panels on 2 threads
   options.steps = 6;
   options.warmup = 2;
   std::vector<double> losses[2];

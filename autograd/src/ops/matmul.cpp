@@ -73,8 +73,11 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
   const auto op_b = tb ? cxxblas::Trans : cxxblas::NoTrans;
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
   const int64_t threads = omp_get_max_threads();
-  // Too little work to share: a thread costs more to wake than this product takes.
-  const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 18);
+  // Too little work to share: a thread costs more to wake than this product takes. The bound
+  // also keeps results independent of the thread count: OpenBLAS computes a product of at most
+  // 100^3 multiply-adds with other kernels, which sum in another order, so a panel must never
+  // drop under that where the whole product would not (2^23 / 8 panels > 10^6).
+  const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 23);
   const int64_t panels = (small || p.batch >= threads) ? 1 : threads;
   const bool split_rows = p.m >= p.n;
   const int64_t extent = split_rows ? p.m : p.n;
