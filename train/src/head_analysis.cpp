@@ -1,5 +1,6 @@
 #include "tinygpt/train/head_analysis.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -69,10 +70,18 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   KeepAttention keep(model);
   model.eval();
   HeadReport report;
-  report.period = probes.period > 0 ? probes.period : std::min<int64_t>(config.block_size / 2, 32);
+  const auto alphabet_size = static_cast<int64_t>(probes.alphabet.size());
+  report.period = probes.period > 0
+                      ? probes.period
+                      : std::min({config.block_size / 2, int64_t{32}, alphabet_size});
   if (2 * report.period > config.block_size || report.period < 2) {
     throw ValueError(fmt::format("analyze_heads: two copies of period {} do not fit context {}",
                                  report.period, config.block_size));
+  }
+  if (report.period > alphabet_size) {
+    throw ValueError(fmt::format("analyze_heads: a copy of period {} needs that many distinct "
+                                 "tokens, the alphabet has {}",
+                                 report.period, alphabet_size));
   }
   const int64_t n_heads = config.n_layer * config.n_head;
   report.heads.resize(static_cast<size_t>(n_heads));
@@ -94,14 +103,17 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
     s.entropy += text_weight * normalized_entropy(a, t);
   });
 
+  // Each copy has no token twice (the first `period` draws of a shuffle), so every token of the
+  // second copy has exactly one previous occurrence and the induction target is unambiguous, as
+  // with random tokens from a large vocabulary.
   Generator gen(probes.seed);
   std::vector<std::vector<int64_t>> repeated;
   for (int64_t r = 0; r < probes.num_random; ++r) {
-    std::vector<int64_t> seq;
+    std::vector<int64_t> seq = probes.alphabet;
     for (int64_t i = 0; i < report.period; ++i) {
-      seq.push_back(probes.alphabet[static_cast<size_t>(
-          gen.randint(static_cast<int64_t>(probes.alphabet.size())))]);
+      std::swap(seq[static_cast<size_t>(i)], seq[static_cast<size_t>(i + gen.randint(alphabet_size - i))]);
     }
+    seq.resize(static_cast<size_t>(report.period));
     seq.insert(seq.end(), seq.begin(), seq.end());
     repeated.push_back(std::move(seq));
   }

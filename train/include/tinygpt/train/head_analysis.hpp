@@ -12,9 +12,9 @@ namespace tinygpt::train {
 
 struct HeadProbes {
   std::vector<std::vector<int64_t>> texts;  // windows of real text, all of one length <= context
-  std::vector<int64_t> alphabet;            // ids the random sequences are drawn from
+  std::vector<int64_t> alphabet;            // distinct ids the random sequences are drawn from
   int64_t num_random = 16;                  // repeated random sequences
-  int64_t period = 0;                       // length of each copy; 0 = min(context / 2, 32)
+  int64_t period = 0;                       // length of each copy; 0 = min(context / 2, 32, alphabet)
   int64_t local_window = 4;
   uint64_t seed = 0;
 };
