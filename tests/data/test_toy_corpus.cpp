@@ -44,6 +44,18 @@ std::map<std::string, int> names_in(const std::string& text) {
   return names;
 }
 
+// Echo documents have no grammar word: every word is longer than the longest one.
+bool is_echo(const std::string& doc) {
+  for (const std::string& w : words_of(doc)) {
+    if (static_cast<int64_t>(w.size()) <= kToyMaxWordChars) return false;
+  }
+  return true;
+}
+
+bool all_distinct(const std::string& letters) {
+  return std::set<char>(letters.begin(), letters.end()).size() == letters.size();
+}
+
 // The deepest nesting of brackets and quotes, or -1 if they do not match. A quote closes the
 // innermost group when that group is a quote and opens one otherwise.
 int bracket_depth(const std::string& text) {
@@ -83,12 +95,12 @@ TEST_CASE("toy corpus is the same for the same seed and differs between seeds", 
 }
 
 TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header", "[data][corpus]") {
-  const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 200));
-  REQUIRE(docs.size() >= 3);
-  CHECK(docs[0] ==
-        "an owl sees [a fox [hlgwvd]]. a red owl hears [the old cow \"hlgwvd\"]. the fox hears a cat.");
-  CHECK(docs[1] == "zdmyrsf likes bzxszaczaw. bzxszaczaw sees zdmyrsf. (an old dog) hears the cat.");
-  CHECK(docs[2] == "the bird says lhzuiftiniguusua. the owl says lhzuiftiniguusua.");
+  const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 150));
+  REQUIRE(docs.size() >= 4);
+  CHECK(docs[0] == "lnquvmhgairpbdskeytfjclnquvmhgairpbdsk.");
+  CHECK(docs[1] == "vcdhomsezlbyuqtvcdhomsezlbyu.");
+  CHECK(docs[2] == "the dog hears a fox. the cat finds a fox.");
+  CHECK(docs[3] == "wkmczyrljfiotpuaexgh wkmczyrljfiotpuaexgh.");
 }
 
 TEST_CASE("toy corpus is whole documents of at least the requested length", "[data][corpus]") {
@@ -120,22 +132,26 @@ TEST_CASE("toy corpus documents fit the documented length", "[data][corpus]") {
 
 TEST_CASE("toy corpus brackets and quotes match in every document, at most 2 deep",
           "[data][corpus]") {
-  int64_t with_brackets = 0;
+  int64_t with_brackets = 0, grammar_docs = 0;
   for (const std::string& doc : corpus_documents()) {
     INFO(doc);
     const int depth = bracket_depth(doc);
     REQUIRE(depth >= 0);
     REQUIRE(depth <= 2);
-    with_brackets += depth > 0;
+    if (is_echo(doc)) {
+      CHECK(depth == 0);
+    } else {
+      ++grammar_docs;
+      with_brackets += depth > 0;
+    }
   }
-  // Most grammar documents (half of all) have a group; echo documents have none.
-  CHECK(with_brackets * 4 > static_cast<int64_t>(corpus_documents().size()));
+  CHECK(with_brackets * 2 > grammar_docs);  // most grammar documents have a group
 }
 
 TEST_CASE("toy corpus short words all come from the documented grammar", "[data][corpus]") {
   const std::set<std::string> grammar = {"the",   "a",     "an",    "red",   "big",  "old", "small",
                                          "brown", "cat",   "dog",   "fox",   "bird", "cow", "owl",
-                                         "sees",  "likes", "finds", "hears", "meets", "says"};
+                                         "sees",  "likes", "finds", "hears", "meets"};
   for (const std::string& doc : corpus_documents()) {
     for (const std::string& w : words_of(doc)) {
       if (static_cast<int64_t>(w.size()) <= kToyMaxWordChars) REQUIRE(grammar.count(w) == 1);
@@ -143,25 +159,38 @@ TEST_CASE("toy corpus short words all come from the documented grammar", "[data]
   }
 }
 
-TEST_CASE("toy corpus echo documents say one random span twice, in the designed share",
+TEST_CASE("toy corpus echo documents say a span of distinct letters twice, in the designed shares",
           "[data][corpus]") {
-  int64_t echoes = 0;
+  int64_t echoes = 0, inside = 0;
   for (const std::string& doc : corpus_documents()) {
-    if (doc.find(" says ") == std::string::npos) continue;
+    if (!is_echo(doc)) continue;
     INFO(doc);
     ++echoes;
-    const auto spans = names_in(doc);
-    REQUIRE(spans.size() == 1);
-    const auto& [span, count] = *spans.begin();
-    CHECK(count == 2);
+    REQUIRE(doc.back() == '.');
+    const std::vector<std::string> words = words_of(doc);
+    REQUIRE(words.size() <= 2);
+    std::string span;
+    if (words.size() == 2) {  // "SPAN SPAN."
+      span = words[0];
+      CHECK(doc == span + " " + span + ".");
+      CHECK(all_distinct(span));
+    } else {  // "SPANgapSPAN.": the longest prefix that the word ends with again
+      ++inside;
+      const std::string& word = words[0];
+      for (size_t n = word.size() / 2; n > 0 && span.empty(); --n) {
+        if (word.compare(word.size() - n, n, word, 0, n) == 0) span = word.substr(0, n);
+      }
+      const std::string first_copy_and_gap = word.substr(0, word.size() - span.size());
+      CHECK(all_distinct(first_copy_and_gap));
+      CHECK(static_cast<int64_t>(first_copy_and_gap.size() - span.size()) <= kToyEchoMaxGap);
+    }
     CHECK(static_cast<int64_t>(span.size()) >= kToyEchoMinChars);
     CHECK(static_cast<int64_t>(span.size()) <= kToyEchoMaxChars);
-    const size_t middle = doc.find(". ");
-    CHECK(doc.substr(0, middle).find(" says " + span) != std::string::npos);
-    CHECK(doc.substr(middle).find(" says " + span + ".") != std::string::npos);
   }
   const auto total = static_cast<double>(corpus_documents().size());
   CHECK(100.0 * echoes / total == Approx(static_cast<double>(kToyEchoPercent)).margin(1.5));
+  CHECK(100.0 * inside / static_cast<double>(echoes) ==
+        Approx(static_cast<double>(kToyEchoInsidePercent)).margin(1.5));
 }
 
 TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share of documents",
@@ -169,7 +198,7 @@ TEST_CASE("toy corpus names occur twice, in two sentences, in the designed share
   std::array<int64_t, 3> docs_with = {0, 0, 0};
   int64_t grammar_docs = 0;
   for (const std::string& doc : corpus_documents()) {
-    if (doc.find(" says ") != std::string::npos) continue;  // echo documents: see above
+    if (is_echo(doc)) continue;  // see above
     ++grammar_docs;
     INFO(doc);
     const auto names = names_in(doc);

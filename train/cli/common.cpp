@@ -13,7 +13,7 @@ namespace tinygpt::cli {
 // Large enough that a default run never sees the same window twice in a meaningful way, small
 // enough to generate in well under a second.
 constexpr uint64_t kToySeed = 0;
-constexpr int64_t kToyChars = 1'000'000;
+constexpr int64_t kToyChars = 4'000'000;
 
 namespace {
 

@@ -11,13 +11,14 @@
 //     finding the earlier occurrence and copying the letter that followed it (induction heads);
 //   - brackets ( ), [ ] and quotes " " around phrases, properly nested: the closing symbol is
 //     the one that matches the innermost open bracket (matching heads);
-//   - ECHO documents, "NP says SPAN. NP says SPAN.", whose SPAN of 10-24 random letters is said
-//     twice: most of the document is predictable only by copying, the strongest call for
-//     induction heads.
+//   - ECHO documents, a SPAN of 8-20 random letters (no letter twice) said twice, as two words
+//     "SPAN SPAN." or running on inside one word "SPANgapSPAN." (gap: 0-6 more letters): most
+//     of the document is predictable only by copying, the strongest call for induction heads.
 //
 // Grammar (one document per line; every choice is uniform unless a probability is given):
-//   document := echo | grammar                  echo with probability 1/2
-//   echo     := np " says " SPAN ". " np " says " SPAN ".\n"    one SPAN, 10-24 letters
+//   document := echo | grammar                  echo with probability 7/10
+//   echo     := SPAN " " SPAN ".\n"              with probability 1/2, else
+//             | SPAN GAP SPAN ".\n"              SPAN 8-20 letters, GAP 0-6, all distinct
 //   grammar  := sentence (" " sentence)* "\n"   at most 100 characters before the "\n"
 //   sentence := mention " " verb " " mention "."
 //   mention  := core | group                    a group with probability 1/4
@@ -33,18 +34,19 @@
 //   verb     := "sees" | "likes" | "finds" | "hears" | "meets"
 //
 // Names: 10% of grammar documents have no name, 60% one and 30% two (distinct). A name is 6-10 random
-// lowercase letters; grammar words have at most 5 letters, so a word of 6 or more letters is
-// always a name. Each name is the core of exactly two mentions, in two different sentences of
+// lowercase letters; grammar words have at most 5 letters, so a word of 6 or more letters in a
+// grammar document is always a name. Each name is the core of exactly two mentions, in two different sentences of
 // its document. A document with names has 2 sentences (3 with probability 1/4); one without has
 // 1 or 2. If the drawn document is longer than 100 characters, its sentences are drawn again
 // (keeping its names and its number of sentences), so the shares above hold exactly.
 //
 // Alphabet (34 symbols): newline, space, " ( ) . [ ] and a-z.
 // The first documents of seed 1 (a test keeps these lines true):
-//   an owl sees [a fox [hlgwvd]]. a red owl hears [the old cow "hlgwvd"]. the fox hears a cat.
-//   zdmyrsf likes bzxszaczaw. bzxszaczaw sees zdmyrsf. (an old dog) hears the cat.
-//   the bird says lhzuiftiniguusua. the owl says lhzuiftiniguusua.
-// About two thirds of the documents have at most 64 characters; the mean is about 60.
+//   lnquvmhgairpbdskeytfjclnquvmhgairpbdsk.
+//   vcdhomsezlbyuqtvcdhomsezlbyu.
+//   the dog hears a fox. the cat finds a fox.
+//   wkmczyrljfiotpuaexgh wkmczyrljfiotpuaexgh.
+// About nine in ten documents have at most 64 characters; the mean is about 40.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -61,10 +63,14 @@ inline constexpr int64_t kToyNameMaxChars = 10;
 inline constexpr int64_t kToyMaxWordChars = 5;  // longest grammar word, shorter than any name
 // Percent of grammar documents with 0, 1 and 2 names.
 inline constexpr std::array<int64_t, 3> kToyNameCountPercent = {10, 60, 30};
-// Percent of all documents that are echo documents, and the length of their span.
-inline constexpr int64_t kToyEchoPercent = 50;
-inline constexpr int64_t kToyEchoMinChars = 10;
-inline constexpr int64_t kToyEchoMaxChars = 24;
+// Percent of all documents that are echo documents, and the length of their span (at most 26
+// minus the gap: a span has no letter twice).
+inline constexpr int64_t kToyEchoPercent = 70;
+inline constexpr int64_t kToyEchoMinChars = 8;
+inline constexpr int64_t kToyEchoMaxChars = 20;
+// Percent of echo documents whose repeat runs on inside one word, after 0-kToyEchoMaxGap letters.
+inline constexpr int64_t kToyEchoInsidePercent = 50;
+inline constexpr int64_t kToyEchoMaxGap = 6;
 
 // Whole documents, each ending in "\n", until the text has at least num_chars characters (so it
 // is at most num_chars + kToyMaxDocumentChars long). The same seed gives byte-identical text on
