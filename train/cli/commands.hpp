@@ -26,7 +26,7 @@ CLI::Validator positive_number();  // finite and > 0
 // Model shape flags shared by train and bench.
 struct ModelFlags {
   int64_t layers = 2;
-  int64_t heads = 4;
+  int64_t heads = 8;
   int64_t d_model = 64;
   int64_t block = 64;
   double dropout = 0.0;
