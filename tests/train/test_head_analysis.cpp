@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "nn/nn_helpers.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/train/head_analysis.hpp"
 
@@ -11,12 +12,9 @@ using namespace tinygpt;
 namespace {
 
 std::unique_ptr<nn::GPT> small_model(int64_t block) {
-  nn::GPTConfig config;
+  nn::GPTConfig config = testing::tiny_config();
   config.vocab_size = 40;
   config.block_size = block;
-  config.n_layer = 2;
-  config.n_head = 2;
-  config.n_embd = 16;
   return std::make_unique<nn::GPT>(config, 7);
 }
 
