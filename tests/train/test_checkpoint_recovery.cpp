@@ -10,6 +10,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "nn/nn_helpers.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/train/atomic_file.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -24,12 +25,8 @@ namespace {
 const char* const kFiles[] = {"model.safetensors", "config.json", "tokenizer.json"};
 
 std::unique_ptr<nn::GPT> model_with_seed(uint64_t seed) {
-  nn::GPTConfig config;
+  nn::GPTConfig config = testing::tiny_config(/*layers=*/1);
   config.vocab_size = 5;
-  config.block_size = 8;
-  config.n_layer = 1;
-  config.n_head = 2;
-  config.n_embd = 8;
   return std::make_unique<nn::GPT>(config, seed);
 }
 

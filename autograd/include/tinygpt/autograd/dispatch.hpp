@@ -2,6 +2,8 @@
 // Run-time dtype -> compile-time element type, for kernels (the library's and users' custom
 // ops) written as templates over T and called as
 //   dispatch_float(x.dtype(), "op", [&](auto tag) { using T = decltype(tag); ... });
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "tinygpt/autograd/dtype.hpp"
@@ -24,14 +26,8 @@ decltype(auto) dispatch_float(DType dtype, const char* op, F&& f) {
 
 template <class F>
 decltype(auto) dispatch_all(DType dtype, F&& f) {
-  switch (dtype) {
-    case DType::f32:
-      return f(float{});
-    case DType::f64:
-      return f(double{});
-    default:
-      return f(int64_t{});
-  }
+  if (dtype == DType::i64) return f(int64_t{});
+  return dispatch_float(dtype, "dispatch_all", std::forward<F>(f));
 }
 
 }  // namespace tinygpt
