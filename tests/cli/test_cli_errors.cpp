@@ -99,6 +99,17 @@ TEST_CASE("help on the top level and every subcommand exits 0 and prints usage",
   }
 }
 
+TEST_CASE("train --help ends with the toy corpus, wrapped to the terminal", "[cli]") {
+  const CliResult r = run_cli({"train", "--help"});
+  INFO(r.describe());
+  const size_t footer = r.out.find("The built-in toy corpus is generated from a seed");
+  REQUIRE(footer != std::string::npos);
+  std::istringstream lines(r.out.substr(footer));
+  int64_t count = 0;
+  for (std::string line; std::getline(lines, line); ++count) CHECK(line.size() <= 96);
+  CHECK(count > 3);
+}
+
 TEST_CASE("no subcommand, an unknown one or an unknown flag before it is one error line naming it",
           "[cli][errors]") {
   ScratchDir dir;

@@ -23,6 +23,10 @@ CLI::Validator integer_in(int64_t min, int64_t max);
 CLI::Validator number_in(double min, double max, bool max_open = false);
 CLI::Validator positive_number();  // finite and > 0
 
+// `text` with its spaces turned into line breaks so that no line is longer than `width` (for
+// --help footers; CLI11 prints them as they are).
+std::string wrap_words(const std::string& text, size_t width);
+
 // Model shape flags shared by train and bench.
 struct ModelFlags {
   int64_t layers = 2;

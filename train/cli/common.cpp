@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <sstream>
 
 #include "commands.hpp"
 #include "tinygpt/data/text_file.hpp"
@@ -103,6 +104,22 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   }
   c.validate();
   return c;
+}
+
+std::string wrap_words(const std::string& text, size_t width) {
+  std::string out;
+  size_t line_start = 0;
+  std::istringstream words(text);
+  for (std::string word; words >> word;) {
+    if (out.size() > line_start && out.size() - line_start + 1 + word.size() > width) {
+      out += '\n';
+      line_start = out.size();
+    } else if (out.size() > line_start) {
+      out += ' ';
+    }
+    out += word;
+  }
+  return out;
 }
 
 std::string load_text(const std::string& source) {

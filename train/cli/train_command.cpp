@@ -11,6 +11,7 @@
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/train/atomic_file.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_plot.hpp"
@@ -241,6 +242,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
+  cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->capture_default_str();
   cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps");
