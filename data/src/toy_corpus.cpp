@@ -1,7 +1,6 @@
 #include "tinygpt/data/toy_corpus.hpp"
 
 #include <algorithm>
-#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -161,10 +160,7 @@ ToyDocument generate_document(Generator& gen) {
 // 6,000 steps of the default model, against ~2,500 steps with distinct letters).
 std::string distinct_letters(Generator& gen, int64_t length) {
   std::string letters = "abcdefghijklmnopqrstuvwxyz";
-  for (int64_t i = 0; i < length; ++i) {
-    std::swap(letters[static_cast<size_t>(i)],
-              letters[static_cast<size_t>(i + gen.randint(26 - i))]);
-  }
+  gen.shuffle_front(letters, length);
   letters.resize(static_cast<size_t>(length));
   return letters;
 }

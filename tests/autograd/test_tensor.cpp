@@ -1,4 +1,5 @@
 // Tensor basics: creation, the seeded generator, queries, printing, copies, the allocator cache.
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -126,6 +127,24 @@ TEST_CASE("Generator state round-trips and randint stays in range", "[tensor]") 
   }
   for (int count : seen) REQUIRE(count > 0);
   REQUIRE_THROWS_AS(g.randint(0), ValueError);
+}
+
+TEST_CASE("Generator shuffle_front draws distinct items, one randint each, in draw order",
+          "[tensor]") {
+  std::vector<int> items = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  Generator g(3), reference(3);
+  g.shuffle_front(items, 4);
+  std::vector<int> expected = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  for (int64_t i = 0; i < 4; ++i) {
+    std::swap(expected[static_cast<size_t>(i)], expected[static_cast<size_t>(i + reference.randint(10 - i))]);
+  }
+  CHECK(items == expected);
+  CHECK(g.state() == reference.state());
+  std::vector<int> sorted = items;
+  std::sort(sorted.begin(), sorted.end());
+  CHECK(sorted == std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});  // a permutation
+  CHECK_THROWS_WITH(g.shuffle_front(items, 11), Catch::Contains("cannot draw 11 of 10"));
+  CHECK_THROWS_AS(g.shuffle_front(items, -1), ValueError);
 }
 
 TEST_CASE("shape, size, ndim and numel queries", "[tensor]") {

@@ -109,12 +109,11 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   Generator gen(probes.seed);
   std::vector<std::vector<int64_t>> repeated;
   for (int64_t r = 0; r < probes.num_random; ++r) {
-    std::vector<int64_t> seq = probes.alphabet;
-    for (int64_t i = 0; i < report.period; ++i) {
-      std::swap(seq[static_cast<size_t>(i)], seq[static_cast<size_t>(i + gen.randint(alphabet_size - i))]);
-    }
-    seq.resize(static_cast<size_t>(report.period));
-    seq.insert(seq.end(), seq.begin(), seq.end());
+    std::vector<int64_t> copy = probes.alphabet;
+    gen.shuffle_front(copy, report.period);
+    copy.resize(static_cast<size_t>(report.period));
+    std::vector<int64_t> seq = copy;  // inserting a vector's own range into it is undefined
+    seq.insert(seq.end(), copy.begin(), copy.end());
     repeated.push_back(std::move(seq));
   }
   const double random_weight = 1.0 / static_cast<double>(probes.num_random);
