@@ -4,7 +4,7 @@
 #include <limits>
 
 #include "tinygpt/autograd/ops.hpp"
-#include "tinygpt/nn/fused_attention.hpp"
+#include "tinygpt/autograd/ops.hpp"
 
 namespace tinygpt::nn {
 

@@ -1,5 +1,5 @@
 // float64 gradient checks of the fused network ops: softmax family, masked_fill, embedding,
-// cross_entropy, layer_norm and dropout.
+// cross_entropy, layer_norm, dropout and the fused causal self-attention.
 #include <limits>
 
 #include "autograd_test_utils.hpp"
@@ -162,4 +162,10 @@ TEST_CASE("gradcheck a tiny attention block end to end", "[gradcheck][ops]") {
         return cross_entropy(h, targets);
       },
       {leaf({2, 3, 4}, 21), leaf({2, 3, 4}, 22), leaf({2, 3, 4}, 23), leaf({4}, 24)});
+}
+
+TEST_CASE("gradcheck fused causal_self_attention on packed qkv", "[gradcheck][ops][attention]") {
+  REQUIRE_GRADCHECK(
+      [](const std::vector<Tensor>& in) { return causal_self_attention(in[0], 2); },
+      {leaf({2, 5, 12}, 8)});
 }

@@ -96,7 +96,7 @@ TEST_CASE("fused causal attention keeps finite gradients for huge scores", "[nn]
   Generator gen(3);
   const Tensor qkv = (Tensor::randn({2, 9, 48}, gen) * 1e7).detach().set_requires_grad();
   const Tensor weights = Tensor::randn({2, 9, 16}, gen);
-  sum(nn::causal_self_attention(qkv, 2) * weights).backward();
+  sum(causal_self_attention(qkv, 2) * weights).backward();
   const std::vector<double> grad = qkv.grad().to_vector();
   CHECK(std::all_of(grad.begin(), grad.end(), [](double g) { return std::isfinite(g); }));
 }

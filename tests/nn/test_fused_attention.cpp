@@ -25,7 +25,7 @@ struct Result {
 
 Result run(const Tensor& qkv0, const Tensor& g, int64_t h, bool fused) {
   Tensor qkv = qkv0.clone().set_requires_grad();
-  const Tensor y = fused ? nn::causal_self_attention(qkv, h) : general_attention(qkv, h);
+  const Tensor y = fused ? causal_self_attention(qkv, h) : general_attention(qkv, h);
   y.backward(g);
   return {y.to_vector(), qkv.grad().to_vector()};
 }
@@ -76,7 +76,7 @@ TEST_CASE("fused attention gives bit-identical results on 1 and 2 threads",
 
 TEST_CASE("gradcheck fused attention across two query blocks", "[gradcheck][nn][attention][fused]") {
   REQUIRE_GRADCHECK(
-      [](const std::vector<Tensor>& in) { return nn::causal_self_attention(in[0], 2); },
+      [](const std::vector<Tensor>& in) { return causal_self_attention(in[0], 2); },
       {leaf({1, 70, 6}, 9)});
 }
 
@@ -89,7 +89,7 @@ TEST_CASE("fused attention memory grows linearly in T: no (T,T) buffer", "[nn][a
   empty_cache();
   reset_peak_memory();
   const int64_t before = memory_stats().bytes_in_use;
-  const Tensor y = nn::causal_self_attention(qkv, 1);
+  const Tensor y = causal_self_attention(qkv, 1);
   y.backward(Tensor::ones({1, 2048, 4}));
   const int64_t used = memory_stats().peak_bytes_in_use - before;
   INFO("peak bytes above the inputs: " << used);

@@ -83,12 +83,6 @@ TEST_CASE("gradcheck scaled_dot_product_attention cross-attention Tq != Tk", "[g
       {leaf({2, 2, 3, 4}, 1), leaf({2, 2, 4, 4}, 2), leaf({2, 2, 4, 4}, 3)});
 }
 
-TEST_CASE("gradcheck fused causal_self_attention on packed qkv", "[gradcheck][nn][attention]") {
-  REQUIRE_GRADCHECK(
-      [](const std::vector<Tensor>& in) { return nn::causal_self_attention(in[0], 2); },
-      {leaf({2, 5, 12}, 8)});
-}
-
 TEST_CASE("gradcheck 2-layer GPT loss with respect to every parameter", "[gradcheck][nn][gpt]") {
   nn::GPT model(tiny_config(2), 3);
   const Tensor tokens = random_ids({2, 6}, 11, 1);

@@ -12,11 +12,13 @@
 
 #include "nn/nn_helpers.hpp"
 #include "scratch_dir.hpp"
-#include "tinygpt/train/atomic_file.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 using namespace tinygpt;
 using namespace tinygpt::train;
+using namespace tinygpt::io;
 using tinygpt::testing::ScratchDir;
 namespace fs = std::filesystem;
 
@@ -73,18 +75,18 @@ TEST_CASE("load_model rolls forward a save that crashed after its commit record"
   ScratchDir dir;
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());  // the previous checkpoint
   const auto next = save_of(2);
-  for (const char* name : kFiles) write_file_synced(dir.file(name) + kCheckpointStagedSuffix, next.at(name));
-  write_file_atomic(dir.file(kCheckpointCommitRecord), record_of_files());
+  for (const char* name : kFiles) write_file_synced(dir.file(name) + kStagedSuffix, next.at(name));
+  write_file_atomic(dir.file(kCommitRecord), record_of_files());
   CHECK(has_checkpoint(dir.file("")));
 
   SECTION("before any rename") {}
   SECTION("after some of the renames") {
-    fs::rename(dir.file("config.json") + kCheckpointStagedSuffix, dir.file("config.json"));
-    fs::rename(dir.file("tokenizer.json") + kCheckpointStagedSuffix, dir.file("tokenizer.json"));
+    fs::rename(dir.file("config.json") + kStagedSuffix, dir.file("config.json"));
+    fs::rename(dir.file("tokenizer.json") + kStagedSuffix, dir.file("tokenizer.json"));
   }
   SECTION("after every rename, before the record was removed") {
     for (const char* name : kFiles) {
-      fs::rename(dir.file(name) + kCheckpointStagedSuffix, dir.file(name));
+      fs::rename(dir.file(name) + kStagedSuffix, dir.file(name));
     }
   }
 
@@ -102,15 +104,15 @@ TEST_CASE("a save that crashed before its commit record is discarded and the pre
 
   SECTION("crashed while staging the weights") {
     const std::string& weights = next.at("model.safetensors");
-    write_file_synced(dir.file("config.json") + kCheckpointStagedSuffix, next.at("config.json"));
-    write_file_synced(dir.file("model.safetensors") + kCheckpointStagedSuffix,
+    write_file_synced(dir.file("config.json") + kStagedSuffix, next.at("config.json"));
+    write_file_synced(dir.file("model.safetensors") + kStagedSuffix,
                       weights.substr(0, weights.size() / 3));
   }
   SECTION("crashed while writing the commit record") {
     for (const char* name : kFiles) {
-      write_file_synced(dir.file(name) + kCheckpointStagedSuffix, next.at(name));
+      write_file_synced(dir.file(name) + kStagedSuffix, next.at(name));
     }
-    write_file_synced(dir.file(kCheckpointCommitRecord) + kCheckpointStagedSuffix,
+    write_file_synced(dir.file(kCommitRecord) + kStagedSuffix,
                       record_of_files().substr(0, 20));
   }
 
@@ -124,7 +126,7 @@ TEST_CASE("a first save that crashed before its commit record leaves no checkpoi
   ScratchDir dir;
   const auto first = save_of(1);
   for (const char* name : kFiles) {
-    write_file_synced(dir.file(name) + kCheckpointStagedSuffix, first.at(name));
+    write_file_synced(dir.file(name) + kStagedSuffix, first.at(name));
   }
   CHECK_FALSE(has_checkpoint(dir.file("")));  // `tinygpt train --out` may start afresh there
   recover_checkpoint(dir.file(""));
@@ -134,8 +136,8 @@ TEST_CASE("a first save that crashed before its commit record leaves no checkpoi
 TEST_CASE("a save over the leftovers of a crashed one commits cleanly", "[checkpoint]") {
   ScratchDir dir;
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
-  write_file_synced(dir.file("model.safetensors") + kCheckpointStagedSuffix, "half a file");
-  write_file_synced(dir.file("optimizer.safetensors") + kCheckpointStagedSuffix, "stale");
+  write_file_synced(dir.file("model.safetensors") + kStagedSuffix, "half a file");
+  write_file_synced(dir.file("optimizer.safetensors") + kStagedSuffix, "stale");
   save_checkpoint(dir.file(""), *model_with_seed(3), tokenizer());
   CHECK(files_in(dir) == save_of(3));
 }

@@ -6,7 +6,7 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/nn/gpt.hpp"
-#include "tinygpt/train/head_analysis.hpp"
+#include "tinygpt/heads/head_analysis.hpp"
 
 namespace tinygpt::cli {
 
@@ -65,13 +65,13 @@ std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
 
 // Probes for the head analysis: `text` if given, else windows of the run's data source.
 struct HeadProbeSet {
-  train::HeadProbes probes;
+  heads::HeadProbes probes;
   std::vector<int64_t> picture;  // the ids drawn in the heatmaps
 };
 HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
                          const std::string& text, const std::string& data_source);
 // Prints the head table (or JSON) and writes the heatmaps into out_dir; returns the report.
-train::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
                              const HeadProbeSet& set, const std::string& out_dir, bool json);
 
 }  // namespace tinygpt::cli

@@ -5,21 +5,21 @@
 #include <filesystem>
 
 #include "commands.hpp"
-#include "tinygpt/train/attention_plot.hpp"
-#include "tinygpt/train/terminal_heatmap.hpp"
+#include "tinygpt/plot/attention_plot.hpp"
+#include "tinygpt/plot/terminal_heatmap.hpp"
 
 namespace tinygpt::cli {
 
-train::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
                              const HeadProbeSet& set, const std::string& out_dir, bool json) {
-  const train::HeadReport report = train::analyze_heads(model, set.probes);
-  const std::vector<Tensor> maps = train::attention_maps(model, set.picture);  // per layer (H,T,T)
+  const heads::HeadReport report = heads::analyze_heads(model, set.probes);
+  const std::vector<Tensor> maps = heads::attention_maps(model, set.picture);  // per layer (H,T,T)
   std::vector<std::string> labels;
   for (int64_t id : set.picture) labels.push_back(tokenizer.token(id));
   const int t = static_cast<int>(set.picture.size());
 
   std::filesystem::create_directories(out_dir);
-  const train::HeadScores* strongest = nullptr;
+  const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {
     const int64_t heads = maps[layer].size(0);
     std::vector<std::vector<float>> grid;
@@ -28,14 +28,14 @@ train::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
       const float* a = maps[layer].data<float>() + h * t * t;
       const auto& s = report.heads[static_cast<size_t>(static_cast<int64_t>(layer) * heads + h)];
       const std::string title = fmt::format("layer {} head {}: {} {:.2f}", layer, h, s.role, s.role_score);
-      train::save_attention_heatmap(
+      plot::save_attention_heatmap(
           (std::filesystem::path(out_dir) / fmt::format("layer{}_head{}.png", layer, h)).string(),
           a, t, labels, title);
       grid.emplace_back(a, a + t * t);
       titles.push_back(fmt::format("head {}: {} {:.2f}", h, s.role, s.role_score));
       if (strongest == nullptr || s.role_score > strongest->role_score) strongest = &s;
     }
-    train::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
+    plot::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
                           grid, t, labels, titles, fmt::format("layer {}", layer));
   }
   if (json) {
@@ -48,7 +48,7 @@ train::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
     fmt::print("\nlayer {} head {} ({}) on \"{}\":\n", strongest->layer, strongest->head,
                strongest->role, tokenizer.decode(set.picture));
     const float* a = maps[static_cast<size_t>(strongest->layer)].data<float>() + strongest->head * t * t;
-    fmt::print("{}", train::terminal_heatmap(a, t, labels, true));
+    fmt::print("{}", plot::terminal_heatmap(a, t, labels, true));
   }
   return report;
 }

@@ -5,7 +5,7 @@
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/checkpoint.hpp"
-#include "tinygpt/train/sampler.hpp"
+#include "tinygpt/nn/sampler.hpp"
 
 namespace tinygpt::cli {
 namespace {
@@ -14,7 +14,7 @@ struct SampleFlags {
   std::string model;
   std::string prompt;
   int threads = 1;
-  train::SampleOptions options;
+  nn::SampleOptions options;
 };
 
 void run_sample(const SampleFlags& f) {
@@ -30,7 +30,7 @@ void run_sample(const SampleFlags& f) {
     prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
   }
   std::fputs(f.prompt.c_str(), stdout);
-  train::generate(*loaded.model, prompt, f.options, [&](int64_t id) {
+  nn::generate(*loaded.model, prompt, f.options, [&](int64_t id) {
     std::fputs(loaded.tokenizer.token(id).c_str(), stdout);
     std::fflush(stdout);
   });

@@ -12,9 +12,10 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
-#include "tinygpt/train/atomic_file.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/checkpoint.hpp"
-#include "tinygpt/train/loss_plot.hpp"
+#include "tinygpt/plot/loss_plot.hpp"
 #include "tinygpt/train/progress.hpp"
 
 namespace tinygpt::cli {
@@ -64,14 +65,14 @@ struct LossLog {
   void add(const json& entry) { lines.push_back(entry.dump()); }
   // The training curve: every step's loss, and the evaluations' train and val losses.
   void save_curve(const std::string& path, const std::string& title) const {
-    std::vector<train::LossPoint> steps, val;
+    std::vector<plot::LossPoint> steps, val;
     for (const auto& line : lines) {
       const json e = json::parse(line);
       const double step = e.value("step", 0.0);
       if (e.contains("loss")) steps.push_back({step, e["loss"].get<double>()});
       if (e.contains("val_loss") && e["val_loss"].is_number()) val.push_back({step, e["val_loss"].get<double>()});
     }
-    train::save_loss_curve(path, steps, val, title);
+    plot::save_loss_curve(path, steps, val, title);
   }
   std::string text() const {
     std::string out;
@@ -93,20 +94,20 @@ struct LossLog {
 
 void check_output_dir(const TrainFlags& f) {
   if (train::has_checkpoint(f.out) && !f.force) {
-    throw train::IOError(fmt::format(
+    throw io::IOError(fmt::format(
         "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
         f.out, f.out));
   }
   std::error_code ec;
   fs::create_directories(f.out, ec);
   if (ec || !fs::is_directory(f.out)) {
-    throw train::IOError(fmt::format("cannot create output directory {}: {}", f.out,
+    throw io::IOError(fmt::format("cannot create output directory {}: {}", f.out,
                               ec ? ec.message() : "not a directory"));
   }
   // Named like a staged checkpoint file, so that if the run dies right here the next load of
   // the directory removes it.
-  const std::string probe = (fs::path(f.out) / ".write-test").string() + train::kCheckpointStagedSuffix;
-  train::write_file_synced(probe, "");
+  const std::string probe = (fs::path(f.out) / ".write-test").string() + io::kStagedSuffix;
+  io::write_file_synced(probe, "");
   fs::remove(probe);
 }
 

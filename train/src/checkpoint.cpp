@@ -1,25 +1,23 @@
 #include "tinygpt/train/checkpoint.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <set>
-#include <system_error>
 
 #include <nlohmann/json.hpp>
 
-#include "tinygpt/train/atomic_file.hpp"
-#include "tinygpt/train/safetensors.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/commit.hpp"
+#include "tinygpt/io/safetensors.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
 using nlohmann::json;
+using io::FormatError;
+using io::IOError;
+using io::load_safetensors;
+using io::read_file;
+using io::SafetensorsFile;
 
 // TrainOptions <-> JSON, field by field (used by trainer_state.json).
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, lr, min_lr, warmup, lr_decay_steps,
@@ -27,9 +25,6 @@ NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, lr, min_lr, warmu
                                    eval_every, eval_iters, seed)
 
 namespace {
-
-constexpr const char* kCommitRecord = kCheckpointCommitRecord;
-constexpr const char* kStaged = kCheckpointStagedSuffix;
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
@@ -86,80 +81,6 @@ data::CharTokenizer tokenizer_from_json(const std::string& text, const std::stri
   }
 }
 
-// An exclusive flock on the directory itself, held while a save stages and commits its files
-// and while a load recovers and reads them. Without it a `tinygpt sample` run during training
-// discarded the files the trainer had staged (to it they were a crashed save's), and the trainer
-// then failed to rename them. The kernel drops the lock when its holder dies.
-class DirectoryLock {
- public:
-  explicit DirectoryLock(const std::string& dir)
-      : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
-    while (::flock(fd_, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        const int error = errno;
-        ::close(fd_);
-        errno = error;
-        fail(fmt::format("cannot lock checkpoint directory {}", dir));
-      }
-    }
-  }
-  DirectoryLock(const DirectoryLock&) = delete;
-  DirectoryLock& operator=(const DirectoryLock&) = delete;
-  ~DirectoryLock() { ::close(fd_); }  // closing the last descriptor releases the lock
-
- private:
-  // Throws "<what>: <the reason errno gives>".
-  [[noreturn]] static void fail(const std::string& what) {
-    const int error = errno;
-    throw IOError(fmt::format("{}: {}", what, std::error_code(error, std::generic_category()).message()));
-  }
-  int fd_;
-};
-
-// recover_checkpoint for a caller that holds the directory's lock.
-void recover_locked(const std::string& dir) {
-  const std::string record = path_in(dir, kCommitRecord);
-  if (fs::exists(record)) {  // committed: roll forward
-    const json names = parse_json(read_file(record), record);
-    for (const auto& name : names) {
-      const std::string target = path_in(dir, name.get<std::string>());
-      if (fs::exists(target + kStaged)) fs::rename(target + kStaged, target);
-    }
-    sync_directory(dir);
-    fs::remove(record);
-    sync_directory(dir);
-  }
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {  // never committed: discard
-    const std::string name = entry.path().filename().string();
-    if (name.size() > std::strlen(kStaged) &&
-        name.compare(name.size() - std::strlen(kStaged), std::string::npos, kStaged) == 0) {
-      fs::remove(entry.path());
-    }
-  }
-}
-
-void commit_files(const std::string& dir, const std::vector<std::pair<std::string, std::string>>& files) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
-  const DirectoryLock lock(dir);
-  recover_locked(dir);
-  json names = json::array();
-  for (const auto& [name, bytes] : files) {
-    write_file_synced(path_in(dir, name + kStaged), bytes);
-    names.push_back(name);
-  }
-  // The record is staged like the files, so a save killed while writing it leaves only
-  // *.partial files, which the next recovery discards; renaming it into place commits the save.
-  const std::string record = path_in(dir, kCommitRecord);
-  write_file_synced(record + kStaged, names.dump());
-  fs::rename(record + kStaged, record);
-  sync_directory(dir);
-  recover_locked(dir);
-}
-
 // The dimensions that set a GPT's size (vocab_size, n_positions, n_embd, n_layer) against the
 // weights file, before the model is built: otherwise a damaged config.json (n_embd 20000) made
 // the load allocate tens of gigabytes, and meet the OOM killer, before comparing any shape.
@@ -192,12 +113,12 @@ void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& w
 bool has_checkpoint(const std::string& dir) {
   // A commit record is a save that the next load completes; staged files alone are a save that
   // never committed, which the next load discards.
-  return fs::exists(path_in(dir, "model.safetensors")) || fs::exists(path_in(dir, kCommitRecord));
+  return fs::exists(path_in(dir, "model.safetensors")) || io::has_commit_record(dir);
 }
 
 void recover_checkpoint(const std::string& dir) {
-  const DirectoryLock lock(dir);
-  recover_locked(dir);
+  const io::DirectoryLock lock(dir);
+  io::recover_commit(dir);
 }
 
 std::string config_to_json(const nn::GPTConfig& c) {
@@ -245,13 +166,13 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                      const Optimizer* optimizer, const RunState* run,
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
-      {"model.safetensors", encode_safetensors(model.state_dict(), {{"format", "pt"}})},
+      {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
       {"config.json", config_to_json(model.config())},
       {"tokenizer.json", tokenizer.to_json()},
   };
   if (optimizer != nullptr) {
     files.emplace_back("optimizer.safetensors",
-                       encode_safetensors(optimizer->state(),
+                       io::encode_safetensors(optimizer->state(),
                                           {{"steps_taken", std::to_string(optimizer->steps_taken())}}));
   }
   if (run != nullptr) {
@@ -266,13 +187,13 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
     files.emplace_back("trainer_state.json", state.dump(2) + "\n");
   }
   files.insert(files.end(), extra_files.begin(), extra_files.end());
-  commit_files(dir, files);
+  io::commit_files(dir, files);
 }
 
 LoadedModel load_model(const std::string& dir) {
   if (!fs::is_directory(dir)) throw IOError(fmt::format("model directory {} does not exist", dir));
-  const DirectoryLock lock(dir);  // the files read are those of one save
-  recover_locked(dir);
+  const io::DirectoryLock lock(dir);  // the files read are those of one save
+  io::recover_commit(dir);
   const std::string config_path = path_in(dir, "config.json");
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
   const std::string weights_path = path_in(dir, "model.safetensors");

@@ -1,6 +1,9 @@
-// Matrix product through BLAS (OpenBLAS via xtensor-blas's cxxblas). Transposes are BLAS flags.
-#include <xtensor-blas/xblas.hpp>
+// Matrix product through BLAS (blas.hpp). Transposes are BLAS flags.
+#include <omp.h>
 
+#include <algorithm>
+
+#include "blas.hpp"
 #include "kernels.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -69,8 +72,6 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c,
                   const T* bias = nullptr) {
-  const auto op_a = ta ? cxxblas::Trans : cxxblas::NoTrans;
-  const auto op_b = tb ? cxxblas::Trans : cxxblas::NoTrans;
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
   const int64_t threads = omp_get_max_threads();
   // Too little work to share: a thread costs more to wake than this product takes. The bound
@@ -103,10 +104,8 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
         const T* bias_cols = bias + (split_rows ? 0 : lo);
         for (int64_t r = 0; r < rows; ++r) std::copy_n(bias_cols, cols, ci + r * ldc);
       }
-      cxxblas::gemm<int>(cxxblas::RowMajor, op_a, op_b, static_cast<int>(rows),
-                         static_cast<int>(cols), static_cast<int>(p.k), T(1), ai,
-                         static_cast<int>(lda), bi, static_cast<int>(ldb),
-                         bias != nullptr ? T(1) : T(0), ci, static_cast<int>(ldc));
+      gemm(ta, tb, rows, cols, p.k, T(1), ai, lda, bi, ldb, bias != nullptr ? T(1) : T(0), ci,
+           ldc);
     }
   }
 }

@@ -4,7 +4,7 @@
 #include "tinygpt/nn/attention.hpp"
 #include "tinygpt/nn/dropout.hpp"
 #include "tinygpt/nn/embedding.hpp"
-#include "tinygpt/nn/fused_attention.hpp"
+#include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/nn/layer_norm.hpp"
 #include "tinygpt/nn/linear.hpp"

@@ -86,6 +86,14 @@ Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 // x where mask == 0, `value` where mask != 0; mask (any dtype) broadcasts to x's shape.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
+// ---- Fused causal self-attention (ops/attention.cpp) ----
+// qkv (B,T,3C) = [q | k | v], each C = n_heads x d with heads side by side (GPT-2's c_attn
+// layout) -> y (B,T,C) with the heads side by side again. Equals softmax(causal(q k^T /
+// sqrt(d))) v per head, but never holds the (T,T) weights: the forward saves each query row's
+// log-sum-exp and the backward recomputes the weights from it, as FlashAttention does, so memory
+// grows linearly in T and the heads are read in place (no split, permute or merge copies).
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads);
+
 // ---- Lookup and losses ----
 // weight (V, C), ids (...) of dtype i64 -> (..., C). Backward scatter-adds into weight rows.
 Tensor embedding(const Tensor& weight, const Tensor& ids);

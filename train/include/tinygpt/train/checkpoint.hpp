@@ -7,12 +7,9 @@
 //   optimizer.safetensors  the optimiser's moments ("exp_avg.<param>", ...)
 //   trainer_state.json     step, options, data source, generator states, best validation loss
 //
-// All files of one save are committed together: each is staged as "<name>.partial" and synced,
-// then a commit record is written atomically, then the files are renamed into place. A save
-// killed before the record leaves the previous checkpoint untouched; one killed after it is
-// completed by the next load. So a checkpoint is never half-written. Saves and loads of one
-// directory hold an exclusive flock on it, so a load (tinygpt sample during training) neither
-// reads a save half-done nor discards the files a running save has staged.
+// All files of one save are committed together (io/commit.hpp), so a checkpoint is never
+// half-written; saves and loads of one directory hold its lock, so a load (tinygpt sample during
+// training) neither reads a save half-done nor discards the files a running save has staged.
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,10 +22,6 @@
 namespace tinygpt::train {
 
 // What `tinygpt train --resume` needs beyond the weights and the optimiser moments.
-// The on-disk names of the commit protocol: the record lists the names of the staged files.
-inline constexpr const char* kCheckpointCommitRecord = ".checkpoint-commit";
-inline constexpr const char* kCheckpointStagedSuffix = ".partial";
-
 struct RunState {
   TrainOptions options;
   std::string data_source;  // a file path, or "builtin:toy"

@@ -1,0 +1,181 @@
+#include "tinygpt/autograd/ops.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "blas.hpp"
+#include "tinygpt/autograd/dispatch.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt {
+namespace {
+
+using detail::gemm;
+
+// Queries are taken kBlock at a time: each block's scores against every key it may see form a
+// (kBlock, T) panel in per-thread scratch, so scratch grows linearly in T and nothing of size
+// (T, T) is ever held; the products are single-threaded BLAS calls on strided views of qkv.
+constexpr int64_t kBlock = 64;
+
+// One (batch, head) pair's matrices inside qkv (B,T,3C): row i of Q is q + i * ld, of K
+// k + i * ld, of V v + i * ld, with ld = 3C. Its rows of y (B,T,C) start at y_offset, C apart.
+template <class T>
+struct Head {
+  T *q, *k, *v;
+  int64_t ld;
+};
+
+template <class T>
+Head<T> head_of(T* qkv, int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) {
+  T* base = qkv + b * t * 3 * c + h * d;
+  return {base, base + c, base + 2 * c, 3 * c};
+}
+
+int64_t y_offset(int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) { return b * t * c + h * d; }
+
+// Scores of queries i0..i0+rows against keys 0..keys-1 (keys = i0 + rows), scaled:
+// s (rows, keys) = scale Q K^T.
+template <class T>
+void scores(const Head<const T>& hd, int64_t i0, int64_t rows, int64_t keys, int64_t d, T scale,
+            T* s) {
+  gemm(false, true, rows, keys, d, scale, hd.q + i0 * hd.ld, hd.ld, hd.k, hd.ld, T(0), s, keys);
+}
+
+// Forward of one (batch, head): y = softmax(causal(scale Q K^T)) V, and each row's log-sum-exp.
+template <class T>
+void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
+                  T scale, T* s) {
+  for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
+    scores(hd, i0, rows, keys, d, scale, s);
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = s + r * keys;
+      const int64_t valid = i0 + r + 1;  // query i0 + r sees keys 0..i0 + r
+      T top = row[0];
+      for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
+      T sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int64_t j = 0; j < valid; ++j) {
+        row[j] = simd::exp(row[j] - top);
+        sum += row[j];
+      }
+      const T inv = T(1) / sum;
+#pragma omp simd
+      for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+      std::fill(row + valid, row + keys, T(0));
+      lse[i0 + r] = top + std::log(sum);
+    }
+    gemm(false, false, rows, d, keys, T(1), s, keys, hd.v, hd.ld, T(0), y + i0 * ldy, ldy);
+  }
+}
+
+// Backward of one (batch, head), query block by query block, with P recomputed from the saved
+// log-sum-exp: dV += P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K,
+// dK += dS^T Q. dK and dV are summed over the blocks in order, so the result does not depend
+// on the thread count.
+template <class T>
+void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
+                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T* p, T* ds) {
+  for (int64_t i = 0; i < t; ++i) {
+    std::fill_n(dh.k + i * dh.ld, d, T(0));
+    std::fill_n(dh.v + i * dh.ld, d, T(0));
+  }
+  for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
+    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
+    const T* dy_block = dy + i0 * ldy;
+    scores(hd, i0, rows, keys, d, scale, p);
+    gemm(false, true, rows, keys, d, T(1), dy_block, ldy, hd.v, hd.ld, T(0), ds, keys);
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t valid = i0 + r + 1;
+      const T row_lse = lse[i0 + r];
+      const T* g = dy_block + r * ldy;
+      const T* o = y + (i0 + r) * ldy;
+      T delta = 0;
+#pragma omp simd reduction(+ : delta)
+      for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
+      T* prow = p + r * keys;
+      T* dsrow = ds + r * keys;
+#pragma omp simd
+      for (int64_t j = 0; j < valid; ++j) {
+        // <= 0 in exact arithmetic; clamped so rounding can never make a weight above 1 (and
+        // huge scores never overflow into NaN gradients).
+        prow[j] = simd::exp(std::min(prow[j] - row_lse, T(0)));
+        dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
+      }
+      std::fill(prow + valid, prow + keys, T(0));
+      std::fill(dsrow + valid, dsrow + keys, T(0));
+    }
+    gemm(true, false, keys, d, rows, T(1), p, keys, dy_block, ldy, T(1), dh.v, dh.ld);
+    gemm(false, false, rows, d, keys, T(1), ds, keys, hd.k, hd.ld, T(0), dh.q + i0 * dh.ld, dh.ld);
+    gemm(true, false, keys, d, rows, T(1), ds, keys, hd.q + i0 * hd.ld, hd.ld, T(1), dh.k, dh.ld);
+  }
+}
+
+// Calls f(b, h, thread_scratch) for every (batch, head) pair on the OpenMP team; each thread
+// owns `per_thread` elements of `scratch`.
+template <class T, class F>
+void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&& f) {
+  T* base = scratch.data<T>();
+  const int64_t pairs = b * h;
+#pragma omp parallel for schedule(static) if (pairs > 1)
+  for (int64_t pair = 0; pair < pairs; ++pair) {
+    f(pair / h, pair % h, base + omp_get_thread_num() * per_thread);
+  }
+}
+
+}  // namespace
+
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads) {
+  if (qkv.ndim() != 3 || qkv.size(2) % 3 != 0 || n_heads <= 0 ||
+      (qkv.size(2) / 3) % n_heads != 0) {
+    throw ShapeError(fmt::format(
+        "causal_self_attention: expects qkv (B,T,3C) with C a multiple of n_heads {}, got {}",
+        n_heads, qkv.shape().str()));
+  }
+  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+  Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
+  Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
+  const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
+  const int64_t threads = omp_get_max_threads();
+  if (b * t * c > 0) {
+    Tensor scratch = Tensor::empty({threads, panel}, qkv.dtype());
+    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
+      using T = decltype(tag);
+      const T* pqkv = qkv.data<T>();
+      T* py = y.data<T>();
+      T* pl = lse.data<T>();
+      const T scale = T(1) / std::sqrt(static_cast<T>(d));
+      for_each_head<T>(b, n_heads, scratch, panel, [&](int64_t bi, int64_t hi, T* s) {
+        forward_head(head_of(pqkv, bi, hi, t, c, d), py + y_offset(bi, hi, t, c, d), c,
+                     pl + (bi * n_heads + hi) * t, t, d, scale, s);
+      });
+    });
+  }
+  return record("causal_self_attention", y, {qkv},
+                [qkv = qkv.detach(), y = y.detach(), lse, n_heads, panel](const Tensor& g) {
+    const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+    Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
+    if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
+    Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel}, qkv.dtype());
+    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
+      using T = decltype(tag);
+      const T* pqkv = qkv.data<T>();
+      const T* py = y.data<T>();
+      const T* pg = g.data<T>();
+      T* pd = dqkv.data<T>();
+      const T* pl = lse.data<T>();
+      const T scale = T(1) / std::sqrt(static_cast<T>(d));
+      for_each_head<T>(b, n_heads, scratch, 2 * panel, [&](int64_t bi, int64_t hi, T* s) {
+        const int64_t yo = y_offset(bi, hi, t, c, d);
+        backward_head(head_of(pqkv, bi, hi, t, c, d), head_of(pd, bi, hi, t, c, d), py + yo,
+                      pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale, s, s + panel);
+      });
+    });
+    return std::vector<Tensor>{dqkv};
+  });
+}
+
+}  // namespace tinygpt

@@ -1,0 +1,27 @@
+#pragma once
+// Text generation from a trained GPT.
+#include <functional>
+#include <vector>
+
+#include "tinygpt/nn/gpt.hpp"
+
+namespace tinygpt::nn {
+
+struct SampleOptions {
+  int64_t tokens = 200;       // new tokens to generate
+  double temperature = 1.0;   // 0 = greedy
+  int64_t top_k = 0;          // 0 = the whole vocabulary
+  uint64_t seed = 1;
+  bool use_cache = true;      // false recomputes every position (the reference for tests)
+};
+
+// Continues `prompt` (non-empty token ids) and returns the new ids. With the key/value cache,
+// each step runs the model on one new position. The window the model sees is the prompt plus
+// what was generated; when it reaches the context length it restarts from its last half, or
+// its last token for a context of 1 (the same rule with or without the cache, so both give the
+// same tokens).
+std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt,
+                              const SampleOptions& options,
+                              const std::function<void(int64_t)>& on_token = {});
+
+}  // namespace tinygpt::nn

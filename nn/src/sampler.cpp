@@ -1,0 +1,74 @@
+#include "tinygpt/nn/sampler.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt::nn {
+namespace {
+
+// Draws the next id from the logits of one position (V floats).
+int64_t sample_next(const float* logits, int64_t vocab, const SampleOptions& options,
+                    Generator& gen) {
+  if (options.temperature <= 0.0) return std::max_element(logits, logits + vocab) - logits;
+  std::vector<double> scaled(logits, logits + vocab);
+  double cutoff = -INFINITY;
+  if (options.top_k > 0 && options.top_k < vocab) {
+    std::vector<double> sorted = scaled;
+    std::nth_element(sorted.begin(), sorted.begin() + (options.top_k - 1), sorted.end(),
+                     std::greater<>());
+    cutoff = sorted[static_cast<size_t>(options.top_k - 1)];
+  }
+  const double top = *std::max_element(scaled.begin(), scaled.end());
+  double total = 0.0;
+  for (double& s : scaled) {
+    s = s < cutoff ? 0.0 : std::exp((s - top) / options.temperature);
+    total += s;
+  }
+  double u = gen.uniform() * total;
+  for (int64_t i = 0; i < vocab; ++i) {
+    u -= scaled[static_cast<size_t>(i)];
+    if (u < 0.0) return i;
+  }
+  return vocab - 1;  // rounding left u just above 0
+}
+
+}  // namespace
+
+std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt,
+                              const SampleOptions& options,
+                              const std::function<void(int64_t)>& on_token) {
+  if (prompt.empty()) throw ValueError("generate: the prompt needs at least one token");
+  if (options.tokens < 0) throw ValueError("generate: tokens must be >= 0");
+  if (options.temperature < 0.0) throw ValueError("generate: temperature must be >= 0");
+  const int64_t block = model.config().block_size, vocab = model.config().vocab_size;
+  NoGradGuard no_grad;
+  model.eval();
+  Generator gen(options.seed);
+  std::vector<int64_t> window(prompt.end() - std::min<int64_t>(prompt.size(), block), prompt.end());
+  std::vector<nn::KVCache> cache;
+  std::vector<int64_t> out;
+  for (int64_t n = 0; n < options.tokens; ++n) {
+    if (static_cast<int64_t>(window.size()) >= block) {
+      // At least the newest token stays: with a context of 1, block / 2 would empty the window.
+      window.erase(window.begin(), window.end() - std::max<int64_t>(1, block / 2));
+      cache.clear();
+    }
+    // Feed what the model has not seen: everything, or with a warm cache the newest position.
+    const bool warm = options.use_cache && !cache.empty();
+    const std::vector<int64_t> feed = warm ? std::vector<int64_t>{window.back()} : window;
+    if (options.use_cache && cache.empty()) cache = model.make_cache();
+    const Tensor out_logits = model.forward(Tensor::from_ids(feed, {1, static_cast<int64_t>(feed.size())}),
+                                        {}, options.use_cache ? &cache : nullptr);  // (1,T,V)
+    const Tensor logits = out_logits.dtype() == DType::f32 ? out_logits : out_logits.to(DType::f32);
+    const float* last = logits.data<float>() + (static_cast<int64_t>(feed.size()) - 1) * vocab;
+    const int64_t next = sample_next(last, vocab, options, gen);
+    window.push_back(next);
+    out.push_back(next);
+    if (on_token) on_token(next);
+  }
+  return out;
+}
+
+}  // namespace tinygpt::nn

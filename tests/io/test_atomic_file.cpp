@@ -1,0 +1,136 @@
+#include <csignal>
+#include <filesystem>
+
+#include <sys/resource.h>
+
+#include <catch2/catch.hpp>
+
+#include "scratch_dir.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+
+using namespace tinygpt::io;
+using Catch::Matchers::Contains;
+using tinygpt::testing::ScratchDir;
+
+namespace {
+
+// The message of the IOError `f` throws; fails the test if it throws nothing or something else.
+template <class F>
+std::string io_error_of(F&& f) {
+  try {
+    f();
+  } catch (const IOError& e) {
+    return e.what();
+  }
+  FAIL("no IOError was thrown");
+  return "";
+}
+
+// Lowers the file size limit of this process so that writes past `bytes` fail with EFBIG, the
+// one way to make write() fail halfway that also works for root. SIGXFSZ is ignored meanwhile,
+// or it would kill the process instead. Both are restored on destruction.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(rlim_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit lowered = saved_;
+    lowered.rlim_cur = bytes;
+    ::setrlimit(RLIMIT_FSIZE, &lowered);
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_handler_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*previous_handler_)(int) = nullptr;
+};
+
+}  // namespace
+
+TEST_CASE("write_file_atomic creates the file with exactly the bytes given", "[io]") {
+  ScratchDir dir;
+  const std::string bytes("binary\0data\xff", 12);
+  write_file_atomic(dir.file("out.bin"), bytes);
+  CHECK(read_file(dir.file("out.bin")) == bytes);
+  CHECK(dir.entries() == std::set<std::string>{"out.bin"});
+}
+
+TEST_CASE("write_file_atomic replaces an existing file and leaves no temporary file", "[io]") {
+  ScratchDir dir;
+  write_file_atomic(dir.file("ckpt"), "old content that is longer");
+  write_file_atomic(dir.file("ckpt"), "new");
+  CHECK(read_file(dir.file("ckpt")) == "new");
+  CHECK(dir.entries() == std::set<std::string>{"ckpt"});
+}
+
+TEST_CASE("write_file_atomic writes an empty file", "[io]") {
+  ScratchDir dir;
+  write_file_atomic(dir.file("empty"), "");
+  CHECK(read_file(dir.file("empty")).empty());
+}
+
+TEST_CASE("write_file_atomic keeps the old file when a write fails halfway", "[io]") {
+  ScratchDir dir;
+  write_file_atomic(dir.file("ckpt"), "the good old checkpoint");
+  std::string message;
+  {
+    FileSizeLimit limit(4);
+    message = io_error_of([&] { write_file_atomic(dir.file("ckpt"), std::string(100000, 'x')); });
+  }
+  CHECK_THAT(message, Contains(dir.file("ckpt")) && Contains("File too large"));
+  CHECK(read_file(dir.file("ckpt")) == "the good old checkpoint");
+  CHECK(dir.entries() == std::set<std::string>{"ckpt"});
+}
+
+TEST_CASE("write_file_atomic over a directory fails, keeps it and leaves no temporary file",
+          "[io]") {
+  ScratchDir dir;
+  std::filesystem::create_directory(dir.file("taken"));
+  write_file_atomic(dir.file("taken/inside"), "keep me");
+  const std::string message = io_error_of([&] { write_file_atomic(dir.file("taken"), "data"); });
+  CHECK_THAT(message, Contains("rename") && Contains(dir.file("taken")) &&
+                          Contains("Is a directory"));
+  CHECK(std::filesystem::is_directory(dir.file("taken")));
+  CHECK(read_file(dir.file("taken/inside")) == "keep me");
+  CHECK(dir.entries() == std::set<std::string>{"taken"});
+}
+
+TEST_CASE("write_file_atomic into a missing directory names the path and the reason", "[io]") {
+  ScratchDir dir;
+  const std::string path = dir.file("no/such/dir/ckpt");
+  const std::string message = io_error_of([&] { write_file_atomic(path, "data"); });
+  CHECK_THAT(message, Contains(path) && Contains("No such file or directory"));
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("write_file_atomic refuses a path that names a directory", "[io]") {
+  ScratchDir dir;
+  const std::string message = io_error_of([&] { write_file_atomic(dir.file("sub/"), "data"); });
+  CHECK_THAT(message, Contains("names a directory"));
+}
+
+TEST_CASE("write_file_atomic writes to a path relative to the working directory", "[io]") {
+  ScratchDir dir;
+  const auto previous = std::filesystem::current_path();
+  std::filesystem::current_path(dir.file(""));
+  write_file_atomic("relative.txt", "here");
+  std::filesystem::current_path(previous);
+  CHECK(read_file(dir.file("relative.txt")) == "here");
+}
+
+TEST_CASE("read_file of a missing file names the path and the reason", "[io]") {
+  ScratchDir dir;
+  const std::string message = io_error_of([&] { read_file(dir.file("missing")); });
+  CHECK_THAT(message, Contains(dir.file("missing")) && Contains("No such file or directory"));
+}
+
+TEST_CASE("read_file of a directory says it is a directory", "[io]") {
+  ScratchDir dir;
+  const std::string message = io_error_of([&] { read_file(dir.file("")); });
+  CHECK_THAT(message, Contains("is a directory"));
+}

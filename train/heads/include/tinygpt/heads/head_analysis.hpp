@@ -1,0 +1,38 @@
+#pragma once
+// Runs a model on probe sequences and scores every attention head (see head_scores.hpp):
+// natural-text windows for the positional roles and entropy, and random token sequences
+// repeated twice for induction, duplicate-token and the in-context loss drop.
+#include <string>
+#include <vector>
+
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/heads/head_scores.hpp"
+
+namespace tinygpt::heads {
+
+struct HeadProbes {
+  std::vector<std::vector<int64_t>> texts;  // windows of real text, all of one length <= context
+  std::vector<int64_t> alphabet;            // distinct ids the random sequences are drawn from
+  int64_t num_random = 16;                  // repeated random sequences
+  int64_t period = 0;                       // length of each copy; 0 = min(context / 2, 32, alphabet)
+  int64_t local_window = 4;
+  uint64_t seed = 0;
+};
+
+struct HeadReport {
+  std::vector<HeadScores> heads;  // layer by layer, head by head
+  int64_t period = 0;
+  double first_copy_loss = 0.0;   // mean next-token loss inside the first copy
+  double second_copy_loss = 0.0;  // and inside the second, where copying makes it predictable
+
+  std::string table() const;  // aligned text, one row per head, then the in-context line
+  std::string json() const;   // [{"layer":0,"head":0,"role":...,"previous_token":...}, ...]
+  int64_t distinct_roles() const;
+};
+
+HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes);
+
+// The attention maps (one (H,T,T) tensor per layer) of the model reading `ids`.
+std::vector<Tensor> attention_maps(nn::GPT& model, const std::vector<int64_t>& ids);
+
+}  // namespace tinygpt::heads

@@ -1,0 +1,186 @@
+#include "tinygpt/heads/head_analysis.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt::heads {
+namespace {
+
+Tensor batch_of(const std::vector<std::vector<int64_t>>& rows) {
+  std::vector<int64_t> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  return Tensor::from_ids(flat, {static_cast<int64_t>(rows.size()),
+                                 static_cast<int64_t>(rows.empty() ? 0 : rows[0].size())});
+}
+
+// Runs the model on `rows` and calls score(layer, head, A (T*T floats)) for every sequence.
+template <class Score>
+Tensor for_each_pattern(nn::GPT& model, const std::vector<std::vector<int64_t>>& rows, Score score) {
+  const Tensor logits = model.forward(batch_of(rows));  // (B,T,V)
+  const auto maps = model.attention_weights();           // per layer (B,H,T,T)
+  for (size_t layer = 0; layer < maps.size(); ++layer) {
+    const Tensor a = maps[layer].to(DType::f32);
+    const int64_t b = a.size(0), h = a.size(1), t = a.size(2);
+    for (int64_t s = 0; s < b; ++s) {
+      for (int64_t head = 0; head < h; ++head) {
+        score(static_cast<int64_t>(layer), head, a.data<float>() + (s * h + head) * t * t, t);
+      }
+    }
+  }
+  return logits;
+}
+
+// Mean next-token loss of positions [first, last) predicting position + 1.
+double mean_loss(const Tensor& log_probs, const std::vector<std::vector<int64_t>>& rows,
+                 int64_t first, int64_t last) {
+  const int64_t t = log_probs.size(1), v = log_probs.size(2);
+  const float* lp = log_probs.data<float>();
+  double total = 0.0;
+  int64_t count = 0;
+  for (size_t s = 0; s < rows.size(); ++s) {
+    for (int64_t i = first; i < last; ++i) {
+      total -= lp[(static_cast<int64_t>(s) * t + i) * v + rows[s][static_cast<size_t>(i + 1)]];
+      ++count;
+    }
+  }
+  return count > 0 ? total / static_cast<double>(count) : 0.0;
+}
+
+// Keeps the attention weights for the guard's lifetime (the fused path does not make them).
+struct KeepAttention {
+  nn::GPT& model;
+  explicit KeepAttention(nn::GPT& m) : model(m) { model.set_keep_attention_weights(true); }
+  ~KeepAttention() { model.set_keep_attention_weights(false); }
+};
+
+}  // namespace
+
+HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
+  const auto& config = model.config();
+  if (probes.texts.empty() || probes.alphabet.empty()) {
+    throw ValueError("analyze_heads: needs at least one text probe and a non-empty alphabet");
+  }
+  NoGradGuard no_grad;
+  KeepAttention keep(model);
+  model.eval();
+  HeadReport report;
+  const auto alphabet_size = static_cast<int64_t>(probes.alphabet.size());
+  report.period = probes.period > 0
+                      ? probes.period
+                      : std::min({config.block_size / 2, int64_t{32}, alphabet_size});
+  if (2 * report.period > config.block_size || report.period < 2) {
+    throw ValueError(fmt::format("analyze_heads: two copies of period {} do not fit context {}",
+                                 report.period, config.block_size));
+  }
+  if (report.period > alphabet_size) {
+    throw ValueError(fmt::format("analyze_heads: a copy of period {} needs that many distinct "
+                                 "tokens, the alphabet has {}",
+                                 report.period, alphabet_size));
+  }
+  const int64_t n_heads = config.n_layer * config.n_head;
+  report.heads.resize(static_cast<size_t>(n_heads));
+  for (int64_t i = 0; i < n_heads; ++i) {
+    report.heads[static_cast<size_t>(i)].layer = i / config.n_head;
+    report.heads[static_cast<size_t>(i)].head = i % config.n_head;
+  }
+  auto at = [&](int64_t layer, int64_t head) -> HeadScores& {
+    return report.heads[static_cast<size_t>(layer * config.n_head + head)];
+  };
+
+  const double text_weight = 1.0 / static_cast<double>(probes.texts.size());
+  for_each_pattern(model, probes.texts, [&](int64_t layer, int64_t head, const float* a, int64_t t) {
+    HeadScores& s = at(layer, head);
+    s.previous_token += text_weight * previous_token_score(a, t);
+    s.current_token += text_weight * current_token_score(a, t);
+    s.first_token += text_weight * first_token_score(a, t);
+    s.local += text_weight * local_score(a, t, probes.local_window);
+    s.entropy += text_weight * normalized_entropy(a, t);
+  });
+
+  // Each copy has no token twice (the first `period` draws of a shuffle), so every token of the
+  // second copy has exactly one previous occurrence and the induction target is unambiguous, as
+  // with random tokens from a large vocabulary.
+  Generator gen(probes.seed);
+  std::vector<std::vector<int64_t>> repeated;
+  for (int64_t r = 0; r < probes.num_random; ++r) {
+    std::vector<int64_t> copy = probes.alphabet;
+    gen.shuffle_front(copy, report.period);
+    copy.resize(static_cast<size_t>(report.period));
+    std::vector<int64_t> seq = copy;  // inserting a vector's own range into it is undefined
+    seq.insert(seq.end(), copy.begin(), copy.end());
+    repeated.push_back(std::move(seq));
+  }
+  const double random_weight = 1.0 / static_cast<double>(probes.num_random);
+  const Tensor logits =
+      for_each_pattern(model, repeated, [&](int64_t layer, int64_t head, const float* a, int64_t t) {
+        HeadScores& s = at(layer, head);
+        s.induction += random_weight * induction_score(a, t, report.period);
+        s.duplicate_token += random_weight * duplicate_token_score(a, t, report.period);
+      });
+  const Tensor log_probs = log_softmax(logits, -1).to(DType::f32);  // (B,2P,V)
+  report.first_copy_loss = mean_loss(log_probs, repeated, 0, report.period - 1);
+  report.second_copy_loss = mean_loss(log_probs, repeated, report.period, 2 * report.period - 1);
+  for (auto& s : report.heads) assign_role(s);
+  return report;
+}
+
+std::vector<Tensor> attention_maps(nn::GPT& model, const std::vector<int64_t>& ids) {
+  NoGradGuard no_grad;
+  KeepAttention keep(model);
+  model.eval();
+  model.forward(batch_of({ids}));
+  std::vector<Tensor> maps;
+  for (const Tensor& w : model.attention_weights()) {
+    maps.push_back(reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32));  // (H,T,T)
+  }
+  return maps;
+}
+
+int64_t HeadReport::distinct_roles() const {
+  std::set<std::string> roles;
+  for (const auto& s : heads) roles.insert(s.role);
+  return static_cast<int64_t>(roles.size());
+}
+
+std::string HeadReport::table() const {
+  std::string out = fmt::format("{:>5} {:>4}  {:<15} {:>5}   {:>5} {:>6} {:>5} {:>5} {:>5} {:>5} {:>7}\n",
+                                "layer", "head", "role", "score", "prev", "induct", "dup",
+                                "first", "curr", "local", "entropy");
+  for (const auto& s : heads) {
+    out += fmt::format(
+        "{:>5} {:>4}  {:<15} {:>5.2f}   {:>5.2f} {:>6.2f} {:>5.2f} {:>5.2f} {:>5.2f} {:>5.2f} {:>7.2f}\n",
+        s.layer, s.head, s.role, s.role_score, s.previous_token, s.induction, s.duplicate_token,
+        s.first_token, s.current_token, s.local, s.entropy);
+  }
+  out += fmt::format(
+      "in-context: on random sequences repeated twice (period {}), mean loss {:.3f} on the first "
+      "copy, {:.3f} on the second ({:.0f}% of the first)\n",
+      period, first_copy_loss, second_copy_loss,
+      first_copy_loss > 0 ? 100.0 * second_copy_loss / first_copy_loss : 0.0);
+  return out;
+}
+
+std::string HeadReport::json() const {
+  nlohmann::json list = nlohmann::json::array();
+  for (const auto& s : heads) {
+    list.push_back({{"layer", s.layer},
+                    {"head", s.head},
+                    {"role", s.role},
+                    {"previous_token", s.previous_token},
+                    {"induction", s.induction},
+                    {"duplicate_token", s.duplicate_token},
+                    {"first_token", s.first_token},
+                    {"current_token", s.current_token},
+                    {"local", s.local},
+                    {"entropy", s.entropy}});
+  }
+  return list.dump(2);
+}
+
+}  // namespace tinygpt::heads

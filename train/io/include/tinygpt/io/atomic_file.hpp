@@ -1,0 +1,36 @@
+#pragma once
+// Whole-file reads and crash-safe whole-file writes, for checkpoints and run records.
+//
+// A checkpoint that is half written when the process dies (or the disk fills) must never replace
+// a good one, so writes go to a temporary file beside the target and are renamed over it only
+// once the bytes are on disk.
+#include <string>
+#include <string_view>
+
+#include "tinygpt/autograd/error.hpp"
+
+namespace tinygpt::io {
+
+// A file could not be read or written. The message names the operation, the path and the
+// system's reason (strerror).
+class IOError : public Error {
+ public:
+  using Error::Error;
+};
+
+// Replaces `path` with exactly `bytes`: writes a temporary file in the same directory, fsyncs it,
+// renames it over `path` and fsyncs the directory. If anything fails before the rename, the
+// temporary file is removed, `path` is left as it was, and IOError is thrown.
+void write_file_atomic(const std::string& path, std::string_view bytes);
+
+// Writes `bytes` to `path` (created or truncated) and fsyncs it. Not atomic: for staging files
+// that a later step renames into place (see checkpoint.hpp's commit protocol).
+void write_file_synced(const std::string& path, std::string_view bytes);
+
+// Makes the entries of `dir` (files created or renamed in it) durable.
+void sync_directory(const std::string& dir);
+
+// The whole content of `path`; IOError if it cannot be opened or read (missing, a directory, ...).
+std::string read_file(const std::string& path);
+
+}  // namespace tinygpt::io

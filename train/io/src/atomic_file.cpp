@@ -1,0 +1,154 @@
+#include "tinygpt/io/atomic_file.hpp"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <filesystem>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace tinygpt::io {
+namespace {
+
+// Throws IOError "<what the format says>: <strerror of the current errno>". errno is read before
+// anything else runs; std::error_code's message is thread-safe, unlike std::strerror's buffer.
+template <class... Args>
+[[noreturn]] void fail(fmt::format_string<Args...> what, Args&&... args) {
+  const int error = errno;
+  throw IOError(fmt::format("{}: {}", fmt::format(what, std::forward<Args>(args)...),
+                            std::error_code(error, std::generic_category()).message()));
+}
+
+// Closes the descriptor it owns; close errors after a successful write are checked explicitly.
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+  // Closes now and reports whether close succeeded (NFS and friends report write errors here).
+  bool close() { return ::close(std::exchange(fd_, -1)) == 0; }
+
+ private:
+  int fd_;
+};
+
+// Removes the temporary file unless the rename consumed it.
+class TemporaryFile {
+ public:
+  explicit TemporaryFile(std::string path) : path_(std::move(path)) {}
+  TemporaryFile(const TemporaryFile&) = delete;
+  TemporaryFile& operator=(const TemporaryFile&) = delete;
+  ~TemporaryFile() {
+    if (!path_.empty()) ::unlink(path_.c_str());
+  }
+  const std::string& path() const { return path_; }
+  void release() { path_.clear(); }
+
+ private:
+  std::string path_;
+};
+
+// Creates a fresh file beside the target, named after it and hidden. O_EXCL guarantees it is
+// ours; the mode 0666 goes through the umask like any ordinary file the process creates.
+std::pair<std::string, int> create_temporary(const std::filesystem::path& target) {
+  static std::atomic<unsigned> counter{0};
+  const std::filesystem::path dir = target.parent_path();
+  for (int attempt = 0;; ++attempt) {
+    const std::string name = fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(),
+                                         counter.fetch_add(1));
+    const std::string path = (dir / name).string();
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd >= 0) return {path, fd};
+    // A leftover of a crashed process with the same pid: try the next name.
+    if (errno != EEXIST || attempt == 100) {
+      fail("write_file_atomic: cannot create a temporary file beside '{}'", target.string());
+    }
+  }
+}
+
+void write_all(int fd, std::string_view bytes, const std::string& what) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot write {}", what);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Writes, fsyncs and closes `file`; `what` names it in errors.
+void write_sync_close(FileDescriptor& file, std::string_view bytes, const std::string& what) {
+  write_all(file.get(), bytes, what);
+  if (::fsync(file.get()) != 0) fail("cannot fsync {}", what);
+  if (!file.close()) fail("cannot close {}", what);
+}
+
+std::string parent_of(const std::filesystem::path& target) {
+  return target.has_parent_path() ? target.parent_path().string() : ".";
+}
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, std::string_view bytes) {
+  const std::filesystem::path target(path);
+  if (target.filename().empty()) {
+    throw IOError(fmt::format("write_file_atomic: '{}' names a directory, not a file", path));
+  }
+  auto [temporary_path, fd] = create_temporary(target);
+  TemporaryFile temporary(temporary_path);
+  FileDescriptor file(fd);
+  write_sync_close(file, bytes,
+                   fmt::format("'{}' (write_file_atomic, temporary '{}')", path, temporary.path()));
+  if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
+    fail("write_file_atomic: cannot rename '{}' over '{}'", temporary.path(), path);
+  }
+  temporary.release();
+  sync_directory(parent_of(target));  // the rename is durable only once the entry is on disk
+}
+
+void write_file_synced(const std::string& path, std::string_view bytes) {
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (file.get() < 0) fail("write_file_synced: cannot create '{}'", path);
+  write_sync_close(file, bytes, fmt::format("'{}' (write_file_synced)", path));
+}
+
+void sync_directory(const std::string& dir) {
+  FileDescriptor directory(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (directory.get() < 0 || ::fsync(directory.get()) != 0) {
+    fail("cannot fsync directory '{}', so its latest changes may not survive a crash", dir);
+  }
+}
+
+std::string read_file(const std::string& path) {
+  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (file.get() < 0) fail("read_file: cannot open '{}'", path);
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0) fail("read_file: cannot stat '{}'", path);
+  if (S_ISDIR(info.st_mode)) {
+    throw IOError(fmt::format("read_file: cannot read '{}': it is a directory", path));
+  }
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(info.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
+    if (n == 0) return bytes;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("read_file: cannot read '{}'", path);
+    }
+    bytes.append(chunk, static_cast<size_t>(n));
+  }
+}
+
+}  // namespace tinygpt::io

@@ -1,0 +1,50 @@
+#pragma once
+// The building blocks shared by the single-head heatmap and the head grid: one attention matrix
+// drawn as cells with its token labels, and the [0, 1] colour bar.
+#include <string>
+#include <vector>
+
+#include "tinygpt/plot/canvas.hpp"
+
+namespace tinygpt::plot {
+
+// The side of a cell so that seq_len cells span about `target` pixels, within [1, max_cell].
+int cell_size_for(int seq_len, int target, int max_cell);
+
+// A seq_len x seq_len grid of cells, query labels in a column at its left and key labels in a row
+// above it. Labels are drawn only when cells are big enough to hold a character; key labels turn
+// vertical when one of them is wider than a cell.
+class AttentionPanel {
+ public:
+  AttentionPanel(const std::vector<std::string>& labels, int cell);
+
+  int width() const { return grid_x() + grid_size(); }
+  int height() const { return grid_y() + grid_size(); }
+  // Where the grid starts, relative to the panel's top-left corner.
+  int grid_x() const { return query_label_width_; }
+  int grid_y() const { return key_label_height_; }
+  int grid_size() const { return cell_ * static_cast<int>(labels_.size()); }
+  int cell() const { return cell_; }
+  int label_scale() const { return label_scale_; }
+
+  void draw(Canvas& canvas, int x, int y, const float* weights) const;
+
+ private:
+  void draw_query_labels(Canvas& canvas, int grid_left, int grid_top) const;
+  void draw_key_labels(Canvas& canvas, int grid_left, int grid_top) const;
+
+  std::vector<std::string> labels_;  // as shown: visible_token, cut to a few characters
+  int cell_;
+  int label_scale_;  // 0 when the cells are too small for labels
+  bool vertical_keys_ = false;
+  int query_label_width_ = 0;  // including the gap to the grid
+  int key_label_height_ = 0;   // including the gap to the grid
+};
+
+// A vertical viridis bar from 1 at the top to 0 at the bottom, ticks (every 0.2 on a bar tall
+// enough) labelled on its right. colorbar_width is the bar's width plus its tick labels.
+constexpr int kColorbarBarWidth = 18;
+int colorbar_width(int scale);
+void draw_colorbar(Canvas& canvas, const PixelRect& bar, int scale);
+
+}  // namespace tinygpt::plot
