@@ -1,6 +1,4 @@
 // Matrix product through BLAS (blas.hpp). Transposes are BLAS flags.
-#include <omp.h>
-
 #include <algorithm>
 
 #include "blas.hpp"
@@ -64,22 +62,25 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   return p;
 }
 
-// C = op(A) op(B) for every batch, on the OpenMP team: whole batches per thread when there are
-// enough of them, otherwise each product is cut into row (or column) panels, one per thread.
-// Each piece is one single-threaded BLAS call (see threads.hpp). With `bias` (N values, one
-// product), every row of C starts as the bias and the product is added to it (beta = 1), each
-// thread filling its own panel just before its call.
+// C = op(A) op(B) for every batch, on the OpenMP team: whole batches per thread, and a single
+// large product cut into kPanels row (or column) panels. Each piece is one single-threaded BLAS
+// call (see threads.hpp). With `bias` (N values, one product), every row of C starts as the bias
+// and the product is added to it (beta = 1), each thread filling its own panel just before its
+// call.
+//
+// The pieces depend on the shapes only, never on the thread count: a BLAS kernel may sum a
+// panel's edge rows in another order than the same rows inside a larger call (OpenBLAS's Haswell
+// sgemm does for a panel's last, partial tile of rows), so cutting by thread count would make
+// results depend on it. Two panels keep both cores of the machines this project targets busy.
+constexpr int64_t kPanels = 2;
+
 template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c,
                   const T* bias = nullptr) {
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
-  const int64_t threads = omp_get_max_threads();
-  // Too little work to share: a thread costs more to wake than this product takes. The bound
-  // also keeps results independent of the thread count: OpenBLAS computes a product of at most
-  // 100^3 multiply-adds with other kernels, which sum in another order, so a panel must never
-  // drop under that where the whole product would not (2^23 / 8 panels > 10^6).
+  // Too little work to share: a thread costs more to wake than this product takes.
   const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 23);
-  const int64_t panels = (small || p.batch >= threads) ? 1 : threads;
+  const int64_t panels = (small || p.batch >= kPanels) ? 1 : kPanels;
   const bool split_rows = p.m >= p.n;
   const int64_t extent = split_rows ? p.m : p.n;
 #pragma omp parallel for collapse(2) schedule(static) if (!small && p.batch * panels > 1)
