@@ -46,6 +46,65 @@ TEST_CASE("train 40 then resume to 80 ends byte-identical to train 80", "[cli][r
   CHECK(log_without_timing(a).size() == 80 + 8);  // a line per step and per evaluation
 }
 
+TEST_CASE("the command that started a run, with --resume added, continues it byte-identical",
+          "[cli][resume]") {
+  // A text file named relative to the working directory, and the run resumed from another one:
+  // the run stores the file's absolute path, and the flag names the same file.
+  ScratchDir dir;
+  const std::string a = dir.file("a"), b = dir.file("b");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the cat sees the dog " + std::to_string(i % 13) + ".\n";
+  write_bytes(dir.file("text.txt"), text);
+  fs::create_directory(dir.file("elsewhere"));
+  const std::vector<std::string> run = concat(
+      tiny_model_flags(), {"--lr-decay-steps", "60", "--eval-every", "10", "--dropout", "0.1",
+                           "--lr", "0.01", "--min-lr", "0.001", "--seed", "5", "--force"});
+  const auto command = [&](const std::string& data, const std::string& out,
+                           const std::string& steps) {
+    return concat({"train", "--data", data, "--out", out, "--steps", steps}, run);
+  };
+  const auto run_in = [](const std::string& cwd, const std::vector<std::string>& args) {
+    const CliResult r = run_cli(args, {cwd});
+    INFO(r.describe());
+    REQUIRE(r.exited_with(0));
+  };
+
+  run_in(dir.file(""), command("text.txt", "a", "20"));
+  SECTION("--steps changed in place") {
+    run_in(dir.file("elsewhere"), concat(command("../text.txt", "../a", "60"), {"--resume", "../a"}));
+  }
+  SECTION("a larger --steps added after the run's own") {
+    run_in(dir.file("elsewhere"),
+           concat(command("../text.txt", "../a", "20"), {"--resume", "../a", "--steps", "60"}));
+  }
+  SECTION("in two resumes, one of them from the same working directory") {
+    run_in(dir.file(""), concat(command("text.txt", "a", "40"), {"--resume", "a"}));
+    CHECK(saved_step(a) == 40);
+    run_in(dir.file("elsewhere"), concat(command("../text.txt", "../a", "60"), {"--resume", a}));
+  }
+  CHECK(saved_step(a) == 60);
+  run_in(dir.file(""), command(dir.file("text.txt"), b, "60"));
+  check_same_run(a, b);
+  CHECK(json::parse(read_bytes(a + "/trainer_state.json")).at("data_source") ==
+        fs::canonical(dir.file("text.txt")).string());
+}
+
+TEST_CASE("resume still finds a run's data stored as a relative path (older runs)", "[cli][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a");
+  write_bytes(dir.file("text.txt"), std::string(2000, 'x') + "the cat sees the dog.\n");
+  run_ok(concat({"train", "--out", a, "--steps", "10", "--eval-every", "10", "--data",
+                 dir.file("text.txt")}, tiny_model_flags()));
+  json state = json::parse(read_bytes(a + "/trainer_state.json"));
+  state["data_source"] = "text.txt";
+  write_bytes(a + "/trainer_state.json", state.dump(2));
+  const CliResult r = run_cli({"train", "--resume", "a", "--steps", "20", "--data", "text.txt"},
+                              {dir.file("")});
+  INFO(r.describe());
+  CHECK(r.exited_with(0));
+  CHECK(saved_step(a) == 20);
+}
+
 TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already reached",
           "[cli][resume][errors]") {
   ScratchDir dir;
@@ -55,11 +114,28 @@ TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already rea
 
   SECTION("a different learning rate") {
     check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--lr", "0.01"}),
-                         {"--lr", a});
+                         {"--lr 0.01 differs from the run's 0.02 in " + a, "keeps its own"});
   }
   SECTION("a different model width") {
     check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--d-model", "32"}),
-                         {"--d-model", a});
+                         {"--d-model 32 differs from the run's 16 in " + a});
+  }
+  SECTION("a different optimiser, dropout, seed or validation fraction") {
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--optimizer", "sgd"}),
+                         {"--optimizer sgd differs from the run's adamw"});
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--dropout", "0.1"}),
+                         {"--dropout 0.1 differs from the run's 0"});
+    check_one_line_error(run_cli({"train", "--resume", a, "--steps", "40", "--seed", "7"}),
+                         {"--seed 7 differs from the run's 1337"});
+    check_one_line_error(
+        run_cli({"train", "--resume", a, "--steps", "40", "--val-fraction", "0.2"}),
+        {"--val-fraction 0.2 differs from the run's 0.1"});
+  }
+  SECTION("other data") {
+    write_bytes(dir.file("other.txt"), "the cat sees the dog. the dog sees the cat.\n");
+    check_one_line_error(
+        run_cli({"train", "--resume", a, "--steps", "40", "--data", dir.file("other.txt")}),
+        {"--data " + dir.file("other.txt") + " differs from the run's builtin:toy in " + a});
   }
   SECTION("another --out") {
     check_one_line_error(

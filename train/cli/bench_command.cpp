@@ -92,7 +92,7 @@ void run_bench(const BenchFlags& f) {
   int64_t vocab = f.vocab;
   std::string source = "synthetic random tokens";
   if (!f.data.empty()) {
-    const std::string text = load_text(f.data);
+    const std::string text = data::load_text(f.data);
     const auto tokenizer = data::CharTokenizer::fit(text);
     tokens = tokenizer.encode(text);
     vocab = tokenizer.vocab_size();

@@ -3,6 +3,7 @@
 // callback that runs it; errors are thrown as tinygpt::Error and reported by main().
 #include <CLI/CLI.hpp>
 
+#include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -36,7 +37,7 @@ struct ModelFlags {
   double dropout = 0.0;
 
   void add_to(CLI::App& cmd);
-  nn::GPTConfig config(int64_t vocab_size) const;
+  nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
 };
 
 // f(), with "<context>: " put before the message of a ValueError it throws.
@@ -48,16 +49,6 @@ auto with_context(const std::string& context, F&& f) {
     throw ValueError(fmt::format("{}: {}", context, e.what()));
   }
 }
-
-// The one text source with no file: the built-in corpus (data/toy_corpus.hpp).
-constexpr const char* kToyCorpus = "builtin:toy";
-// The text of a data source: kToyCorpus or a file path.
-std::string load_text(const std::string& source);
-// `text` (read from `source`) encoded with `tokenizer` and split for context `block`; errors
-// (a character outside the vocabulary, a text too short for one window) name the source.
-data::TextDataset make_dataset(const std::string& text, const std::string& source,
-                               const data::CharTokenizer& tokenizer, int64_t block,
-                               double val_fraction);
 
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,

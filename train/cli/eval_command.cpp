@@ -25,12 +25,12 @@ struct EvalFlags {
 void run_eval(const EvalFlags& f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_model(f.model);
-  const std::string text = load_text(f.data);
+  const std::string text = data::load_text(f.data);
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;
   const data::TextDataset dataset =
-      make_dataset(text, f.data, loaded.tokenizer, loaded.config.block_size, f.val_fraction);
+      data::make_dataset(text, f.data, loaded.tokenizer, loaded.config.block_size, f.val_fraction);
   const int64_t windows = dataset.num_windows(split);
   if (windows == 0) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",

@@ -25,7 +25,7 @@ struct HeadsFlags {
 std::vector<std::vector<int64_t>> probe_windows(const std::string& source,
                                                 const data::CharTokenizer& tokenizer,
                                                 int64_t block, int64_t count) {
-  const data::TextDataset dataset = make_dataset(load_text(source), source, tokenizer, block, 0.1);
+  const data::TextDataset dataset = data::make_dataset(data::load_text(source), source, tokenizer, block, 0.1);
   const data::Split split = dataset.num_windows(data::Split::val) > 0 ? data::Split::val : data::Split::train;
   const int64_t windows = dataset.num_windows(split);
   const int64_t stride = std::max<int64_t>(1, windows / count);
@@ -54,7 +54,7 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
       throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
     }
     // A document of the toy corpus shows its structure best; other texts show their first window.
-    set.picture = data_source == kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
+    set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
                                             : set.probes.texts[0];
     const auto longest = static_cast<size_t>(std::min<int64_t>(64, block));  // legible pictures
     if (set.picture.size() > longest) set.picture.resize(longest);

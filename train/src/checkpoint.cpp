@@ -190,10 +190,11 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
   io::commit_files(dir, files);
 }
 
-LoadedModel load_model(const std::string& dir) {
-  if (!fs::is_directory(dir)) throw IOError(fmt::format("model directory {} does not exist", dir));
-  const io::DirectoryLock lock(dir);  // the files read are those of one save
-  io::recover_commit(dir);
+namespace {
+
+// The readers below expect the caller to hold the directory's lock, recovery done.
+
+LoadedModel read_model(const std::string& dir) {
   const std::string config_path = path_in(dir, "config.json");
   const std::string tokenizer_path = path_in(dir, "tokenizer.json");
   const std::string weights_path = path_in(dir, "model.safetensors");
@@ -228,7 +229,7 @@ LoadedModel load_model(const std::string& dir) {
   return out;
 }
 
-RunState load_run_state(const std::string& dir) {
+RunState read_run_state(const std::string& dir) {
   const std::string path = path_in(dir, "trainer_state.json");
   if (!fs::exists(path)) {
     throw IOError(fmt::format("{} has no trainer_state.json: it is not a resumable run", dir));
@@ -258,14 +259,35 @@ RunState load_run_state(const std::string& dir) {
   return run;
 }
 
-void load_optimizer_state(const std::string& dir, Optimizer& optimizer, int64_t steps_taken) {
-  const std::string path = path_in(dir, "optimizer.safetensors");
-  const SafetensorsFile state = load_safetensors(path);
-  try {
-    optimizer.load_state(state.tensors, steps_taken);
-  } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", path, e.what()));
-  }
+// read() under the directory's lock, after finishing or discarding an interrupted save: the
+// files read are those of one save.
+template <class Read>
+auto read_locked(const std::string& dir, const char* what, Read read) {
+  if (!fs::is_directory(dir)) throw IOError(fmt::format("{} directory {} does not exist", what, dir));
+  const io::DirectoryLock lock(dir);
+  io::recover_commit(dir);
+  return read();
+}
+
+}  // namespace
+
+LoadedModel load_model(const std::string& dir) {
+  return read_locked(dir, "model", [&] { return read_model(dir); });
+}
+
+RunState load_run_state(const std::string& dir) {
+  return read_locked(dir, "run", [&] { return read_run_state(dir); });
+}
+
+SavedRun load_run(const std::string& dir) {
+  return read_locked(dir, "run", [&] {
+    LoadedModel model = read_model(dir);
+    RunState state = read_run_state(dir);
+    SafetensorsFile optimizer = load_safetensors(path_in(dir, "optimizer.safetensors"));
+    const std::string log_path = path_in(dir, "log.jsonl");
+    std::string log = fs::exists(log_path) ? read_file(log_path) : std::string();
+    return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log)};
+  });
 }
 
 }  // namespace tinygpt::train

@@ -14,18 +14,22 @@ void TrainOptions::validate() const {
   if (steps < 1) fail(fmt::format("steps must be at least 1, got {}", steps));
   if (batch < 1) fail(fmt::format("batch must be at least 1, got {}", batch));
   if (!(lr > 0)) fail(fmt::format("lr must be positive, got {}", lr));
-  if (!(min_lr >= 0) || min_lr > lr) fail(fmt::format("min-lr must be in [0, lr], got {}", min_lr));
+  if (!(min_lr >= 0)) fail(fmt::format("min_lr must be >= 0, got {}", min_lr));
+  if (min_lr > lr) {
+    fail(fmt::format("min_lr {} is above lr {}: the learning rate decays from lr down to min_lr",
+                     min_lr, lr));
+  }
   if (warmup < 0) fail(fmt::format("warmup must be >= 0, got {}", warmup));
-  if (lr_decay_steps < 0) fail(fmt::format("lr-decay-steps must be >= 0, got {}", lr_decay_steps));
-  if (!(weight_decay >= 0)) fail(fmt::format("weight-decay must be >= 0, got {}", weight_decay));
+  if (lr_decay_steps < 0) fail(fmt::format("lr_decay_steps must be >= 0, got {}", lr_decay_steps));
+  if (!(weight_decay >= 0)) fail(fmt::format("weight_decay must be >= 0, got {}", weight_decay));
   if (!(beta1 >= 0 && beta1 < 1)) fail(fmt::format("beta1 must be in [0, 1), got {}", beta1));
   if (!(beta2 >= 0 && beta2 < 1)) fail(fmt::format("beta2 must be in [0, 1), got {}", beta2));
-  if (!(grad_clip >= 0)) fail(fmt::format("grad-clip must be >= 0, got {}", grad_clip));
+  if (!(grad_clip >= 0)) fail(fmt::format("grad_clip must be >= 0, got {}", grad_clip));
   if (optimizer != "adamw" && optimizer != "sgd") {
     fail(fmt::format("optimizer must be adamw or sgd, got '{}'", optimizer));
   }
-  if (eval_every < 1) fail(fmt::format("eval-every must be at least 1, got {}", eval_every));
-  if (eval_iters < 1) fail(fmt::format("eval-iters must be at least 1, got {}", eval_iters));
+  if (eval_every < 1) fail(fmt::format("eval_every must be at least 1, got {}", eval_every));
+  if (eval_iters < 1) fail(fmt::format("eval_iters must be at least 1, got {}", eval_iters));
 }
 
 CosineSchedule TrainOptions::schedule() const {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/trainer.hpp"
 
@@ -48,8 +49,18 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
 // with one line naming the file and the fault (missing, corrupt, shapes that disagree with the
 // config, a vocabulary that disagrees with vocab_size).
 LoadedModel load_model(const std::string& dir);
+// trainer_state.json alone (what a run was trained on, for tinygpt heads).
 RunState load_run_state(const std::string& dir);
-void load_optimizer_state(const std::string& dir, Optimizer& optimizer, int64_t steps_taken);
+
+// Everything a run directory holds, read under its lock in one go so that all of it comes from
+// one save (Run::resume builds on it). log.jsonl may be missing (empty log).
+struct SavedRun {
+  LoadedModel model;
+  RunState state;
+  io::SafetensorsFile optimizer;  // optimizer.safetensors, loaded into the optimiser by the caller
+  std::string log;                // log.jsonl's text
+};
+SavedRun load_run(const std::string& dir);
 
 bool has_checkpoint(const std::string& dir);
 // Finishes or discards a save that was interrupted (see above); loads call it.

@@ -67,7 +67,6 @@ class Trainer {
   bool done() const { return step_ >= options_.steps; }
   int64_t steps_done() const { return step_; }
   const TrainOptions& options() const { return options_; }
-  void set_total_steps(int64_t steps) { options_.steps = steps; }
 
   Optimizer& optimizer() { return *optimizer_; }
   Generator& data_generator() { return data_gen_; }

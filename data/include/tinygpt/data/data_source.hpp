@@ -1,0 +1,32 @@
+#pragma once
+// Where a training text comes from, named by one string: the built-in toy corpus ("builtin:toy")
+// or a UTF-8 text file. A run stores its source (trainer_state.json) to read the same text again
+// when it resumes, from whatever working directory.
+#include <string>
+
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/tokenizer.hpp"
+
+namespace tinygpt::data {
+
+// The one text source with no file: the built-in corpus (toy_corpus.hpp).
+inline constexpr const char* kToyCorpus = "builtin:toy";
+
+// The source to store for `source`: a file as an absolute, normalised path (so that the stored
+// name still finds it from another working directory); kToyCorpus as it is.
+std::string absolute_source(const std::string& source);
+
+// True when `a` and `b` name the same text: both kToyCorpus, or paths to the same file (compared
+// after resolving the working directory, "..", and symbolic links).
+bool same_source(const std::string& a, const std::string& b);
+
+// The text of `source` (read_text_file's errors for a file).
+std::string load_text(const std::string& source);
+
+// `text` (read from `source`) encoded with `tokenizer` and split for context `block`; an error
+// (a character outside the vocabulary, a text too short for one window) is a ValueError that
+// starts with the source.
+TextDataset make_dataset(const std::string& text, const std::string& source,
+                         const CharTokenizer& tokenizer, int64_t block, double val_fraction);
+
+}  // namespace tinygpt::data

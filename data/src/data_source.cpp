@@ -1,0 +1,44 @@
+#include "tinygpt/data/data_source.hpp"
+
+#include <filesystem>
+
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/text_file.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
+
+namespace tinygpt::data {
+namespace fs = std::filesystem;
+
+// Large enough that a default run never sees the same window twice in a meaningful way, small
+// enough to generate in well under a second.
+constexpr uint64_t kToySeed = 0;
+constexpr int64_t kToyChars = 4'000'000;
+
+std::string absolute_source(const std::string& source) {
+  if (source == kToyCorpus) return source;
+  return fs::absolute(source).lexically_normal().string();
+}
+
+bool same_source(const std::string& a, const std::string& b) {
+  if (a == kToyCorpus || b == kToyCorpus) return a == b;
+  std::error_code ec_a, ec_b;
+  const fs::path path_a = fs::weakly_canonical(a, ec_a), path_b = fs::weakly_canonical(b, ec_b);
+  if (ec_a || ec_b) return absolute_source(a) == absolute_source(b);
+  return path_a == path_b;
+}
+
+std::string load_text(const std::string& source) {
+  if (source == kToyCorpus) return generate_toy_corpus(kToySeed, kToyChars);
+  return read_text_file(source);
+}
+
+TextDataset make_dataset(const std::string& text, const std::string& source,
+                         const CharTokenizer& tokenizer, int64_t block, double val_fraction) {
+  try {
+    return TextDataset(tokenizer.encode(text), block, val_fraction);
+  } catch (const ValueError& e) {
+    throw ValueError(source + ": " + e.what());
+  }
+}
+
+}  // namespace tinygpt::data

@@ -1,0 +1,94 @@
+#pragma once
+// A training run and the directory that holds it. The Run owns the model, its tokenizer, the
+// data, the trainer (optimiser and data generator) and the loss log, and saves them together as
+// one checkpoint (checkpoint.hpp) that a later process resumes exactly:
+//
+//   Run run = Run::start("runs/x", config, options, "data.txt");  // or data::kToyCorpus
+//   while (!run.done()) {
+//     const StepStats s = run.step();
+//     if (s.step % run.options().eval_every == 0 || run.done()) {
+//       run.evaluate();
+//       run.save();
+//     }
+//   }
+//   // later, perhaps in another process and working directory:
+//   ResumeChanges more;
+//   more.steps = 2 * run.options().steps;
+//   Run again = Run::resume("runs/x", more);  // then the same loop
+//
+// A run saved at step k and resumed ends byte-identical to one never interrupted (with
+// lr_decay_steps fixed, when steps grows: the schedule's horizon is otherwise steps).
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/loss_log.hpp"
+#include "tinygpt/train/trainer.hpp"
+
+namespace tinygpt::train {
+
+// What a resumed run may change; everything else (model, data, optimiser settings, seed) is the
+// run's own.
+struct ResumeChanges {
+  std::optional<int64_t> steps;       // the new total, above the saved step
+  std::optional<int64_t> eval_every;
+  std::optional<int64_t> eval_iters;
+};
+
+class Run {
+ public:
+  // A new run in `dir` on `data_source` (data/data_source.hpp; a file is stored by its absolute
+  // path). The tokenizer is fitted on the text and sets config.vocab_size. Every setting is
+  // checked (TrainOptions::validate, GPTConfig::validate, the data against the context) before
+  // anything is written; then `dir` is created. Throws IOError if `dir` already holds a
+  // checkpoint, unless `force`; the first save() replaces it.
+  static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+                   const std::string& data_source, double val_fraction = 0.1, bool force = false);
+  // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
+  // text loaded again from its data source. Throws ValueError when the run's total of steps
+  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file.
+  static Run resume(const std::string& dir, const ResumeChanges& changes = {});
+
+  bool done() const { return trainer_->done(); }
+  // One training step or one evaluation, logged. If it diverges (DivergedError) nothing is
+  // written, and the error says which checkpoint the directory keeps.
+  StepStats step();
+  EvalStats evaluate();  // also keeps the best validation loss
+  // Commits weights, config, tokenizer, optimiser state, run state (step, generator states) and
+  // log as one checkpoint.
+  void save();
+
+  const std::string& dir() const { return dir_; }
+  int64_t steps_done() const { return trainer_->steps_done(); }
+  int64_t saved_step() const { return state_.step; }  // 0 before the first save
+  const TrainOptions& options() const { return trainer_->options(); }
+  const std::string& data_source() const { return state_.data_source; }
+  double val_fraction() const { return state_.val_fraction; }
+  double best_val_loss() const { return state_.best_val_loss; }  // NaN before an evaluation
+  nn::GPT& model() { return *model_; }
+  const data::CharTokenizer& tokenizer() const { return tokenizer_; }
+  const data::TextDataset& dataset() const { return *dataset_; }
+  const LossLog& log() const { return log_; }
+
+ private:
+  Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
+      std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset);
+  // f(), with a DivergedError's message telling what the directory keeps.
+  template <class F>
+  auto unless_diverged(F&& f);
+
+  std::string dir_;
+  RunState state_;  // as of the last save (or the start), apart from best_val_loss
+  data::CharTokenizer tokenizer_;
+  std::unique_ptr<nn::GPT> model_;  // held by pointer: the trainer refers to it and the dataset
+  std::unique_ptr<data::TextDataset> dataset_;
+  std::unique_ptr<Trainer> trainer_;
+  LossLog log_;
+};
+
+}  // namespace tinygpt::train
