@@ -1,6 +1,6 @@
 #pragma once
 // Writing your own op and modules on the public API: what examples/custom_module.cpp trains and
-// tests/nn/test_custom_layers.cpp gradient-checks. None of these ship in the library.
+// tests/nn/test_module_gradcheck.cpp gradient-checks. None of these ship in the library.
 #include <cmath>
 
 #include "tinygpt/autograd/dispatch.hpp"

@@ -6,7 +6,7 @@
 
 #include <xtensor/xtensor.hpp>
 
-#include "allocator.hpp"
+#include "caching_allocator.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 

@@ -1,14 +1,12 @@
 #include "tinygpt/data/tokenizer.hpp"
 
 #include <algorithm>
-#include <fstream>
 #include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/autograd/error.hpp"
-#include "tinygpt/data/text_file.hpp"
 #include "tinygpt/data/utf8.hpp"
 
 namespace tinygpt::data {
@@ -127,23 +125,6 @@ CharTokenizer CharTokenizer::from_json(std::string_view json_text) {
     code_points.push_back(decoded[0]);
   }
   return CharTokenizer(std::move(code_points));
-}
-
-void CharTokenizer::save(const std::string& path) const {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) throw ValueError(fmt::format("CharTokenizer::save: cannot write '{}'", path));
-  out << to_json() << '\n';
-  out.close();
-  if (!out) throw ValueError(fmt::format("CharTokenizer::save: writing '{}' failed", path));
-}
-
-CharTokenizer CharTokenizer::load(const std::string& path) {
-  const std::string text = read_text_file(path);  // its errors already name the path
-  try {
-    return from_json(text);
-  } catch (const ValueError& e) {
-    throw ValueError(fmt::format("CharTokenizer::load: '{}': {}", path, e.what()));
-  }
 }
 
 }  // namespace tinygpt::data

@@ -11,6 +11,7 @@
 
 #include "cli_helpers.hpp"
 #include "scratch_dir.hpp"
+#include "tinygpt/version.hpp"
 
 using namespace tinygpt::testing;
 namespace fs = std::filesystem;
@@ -97,6 +98,15 @@ TEST_CASE("help on the top level and every subcommand exits 0 and prints usage",
     CHECK(r.err.empty());
     if (args.size() == 2) CHECK_THAT(r.out, Catch::Matchers::Contains(args[0]));
   }
+}
+
+TEST_CASE("tinygpt --version prints the project version and exits 0", "[cli]") {
+  const CliResult r = run_cli({"--version"});
+  INFO(r.describe());
+  CHECK(r.exited_with(0));
+  CHECK(r.out == "tinygpt " TINYGPT_VERSION "\n");
+  CHECK(std::string(TINYGPT_VERSION) == "0.2.0");
+  CHECK(r.err.empty());
 }
 
 TEST_CASE("train --help ends with the toy corpus, wrapped to the terminal", "[cli]") {

@@ -7,6 +7,7 @@
 
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/version.hpp"
 
 namespace {
 
@@ -24,7 +25,7 @@ std::string one_line(std::string text) {
 // is required", which names neither the word it did not know nor the ones it would have. This
 // says what is wrong with the first argument, or returns "" if it is a subcommand or --help.
 std::string first_argument_problem(CLI::App& app, const std::string& first) {
-  if (first == "-h" || first == "--help") return "";
+  if (first == "-h" || first == "--help" || first == "--version") return "";
   if (first.size() > 1 && first[0] == '-') {
     return fmt::format("unknown flag '{}' before the subcommand", first);
   }
@@ -59,6 +60,7 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "tinygpt " TINYGPT_VERSION);
   app.failure_message([](const CLI::App*, const CLI::Error& e) {
     return fmt::format("tinygpt: error: {} (see --help)\n", one_line(e.what()));
   });

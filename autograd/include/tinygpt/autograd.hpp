@@ -11,3 +11,4 @@
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 #include "tinygpt/autograd/threads.hpp"
+#include "tinygpt/version.hpp"

@@ -25,7 +25,6 @@ class AttentionPanel {
   int grid_y() const { return key_label_height_; }
   int grid_size() const { return cell_ * static_cast<int>(labels_.size()); }
   int cell() const { return cell_; }
-  int label_scale() const { return label_scale_; }
 
   void draw(Canvas& canvas, int x, int y, const float* weights) const;
 

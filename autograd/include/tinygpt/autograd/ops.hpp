@@ -51,9 +51,11 @@ Tensor mean(const Tensor& x);
 Tensor mean(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
 // Maximum over axes; the gradient is shared equally among tied maxima (as torch.amax).
 Tensor max(const Tensor& x, const std::vector<int64_t>& axes, bool keepdim = false);
+
+// ---- Broadcasting (ops/broadcast.cpp) ----
 // Sums `x` over its broadcast axes so that it has `shape` (the backward of a broadcast).
 Tensor sum_to(const Tensor& x, const Shape& shape);
-// Repeats `x` along its size-1 and missing leading axes to `shape` (ops/broadcast.cpp).
+// Repeats `x` along its size-1 and missing leading axes to `shape`.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 
 // ---- Matrix product through BLAS (ops/matmul.cpp) ----
@@ -66,7 +68,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // the upstream gradient. bias may be undefined. Equals matmul(x, weight) + bias.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
-// ---- Shape (ops/shape.cpp) ----
+// ---- Layout: views, slices, concat and split (ops/layout.cpp) ----
 // Same elements in a new shape (one entry may be -1); shares the data of x.
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& shape);
 Tensor transpose(const Tensor& x, int64_t axis0, int64_t axis1);
@@ -94,7 +96,7 @@ Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 // grows linearly in T and the heads are read in place (no split, permute or merge copies).
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads);
 
-// ---- Lookup and losses ----
+// ---- Lookup, loss, normalisation, dropout (ops/<name>.cpp: one file each) ----
 // weight (V, C), ids (...) of dtype i64 -> (..., C). Backward scatter-adds into weight rows.
 Tensor embedding(const Tensor& weight, const Tensor& ids);
 // logits (..., V), targets (...) of dtype i64 -> mean negative log-likelihood over the targets

@@ -1,7 +1,8 @@
 #pragma once
 // The reverse-mode tape. An op computes its output, then calls record() with the function that
 // maps the output's gradient to its inputs' gradients; that function sits right beside the
-// forward code of the op (see ops/*.cpp, or examples/custom_op.cpp for a user-defined op).
+// forward code of the op (see autograd/src/ops/*.cpp, or examples/custom_op.cpp for an op
+// defined outside the library).
 #include <functional>
 #include <vector>
 

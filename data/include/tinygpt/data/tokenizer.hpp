@@ -40,12 +40,6 @@ class CharTokenizer {
   // there are other keys, or "vocab" is not a non-empty list of distinct one-character strings.
   static CharTokenizer from_json(std::string_view json_text);
 
-  // Writes to_json() and a newline to `path`, replacing the file in place. Checkpoint code that
-  // needs the file replaced atomically writes to_json() through its own atomic writer instead.
-  void save(const std::string& path) const;
-  // Reads and parses `path`; every error message names the path.
-  static CharTokenizer load(const std::string& path);
-
  private:
   std::vector<char32_t> vocab_;
   std::vector<std::string> tokens_;  // UTF-8 of each id, so decode only appends bytes

@@ -1,6 +1,7 @@
+#include <algorithm>
+#include <functional>
 #include <numeric>
 
-#include "tinygpt/autograd/dtype.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/shape.hpp"
 
@@ -59,21 +60,5 @@ int64_t normalize_axis(int64_t axis, const Shape& shape, const char* op) {
   }
   return axis < 0 ? axis + n : axis;
 }
-
-const char* dtype_name(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-      return "f32";
-    case DType::f64:
-      return "f64";
-    case DType::i64:
-      return "i64";
-  }
-  return "?";
-}
-
-int64_t dtype_size(DType dtype) { return dtype == DType::f32 ? 4 : 8; }
-
-bool is_floating(DType dtype) { return dtype == DType::f32 || dtype == DType::f64; }
 
 }  // namespace tinygpt

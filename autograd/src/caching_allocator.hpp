@@ -1,5 +1,6 @@
 #pragma once
-// The caching allocator behind every tensor buffer (see tinygpt/autograd/memory.hpp).
+// The caching allocator behind every tensor buffer, defined in memory.cpp beside the statistics
+// it keeps (tinygpt/autograd/memory.hpp).
 #include <cstddef>
 #include <new>
 

@@ -1,4 +1,6 @@
-#include "allocator.hpp"
+// The caching allocator behind every tensor buffer (caching_allocator.hpp, private) and the
+// statistics it keeps (tinygpt/autograd/memory.hpp).
+#include "caching_allocator.hpp"
 
 #include <cstdlib>
 #include <mutex>

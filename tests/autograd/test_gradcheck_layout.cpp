@@ -1,5 +1,5 @@
-// float64 gradient checks and exact values of the shape ops, and of other ops fed by their
-// outputs (transposed, permuted and sliced inputs).
+// float64 gradient checks and exact values of the layout ops (ops/layout.cpp), and of other
+// ops fed by their outputs (transposed, permuted and sliced inputs).
 #include "autograd_test_utils.hpp"
 
 using namespace tinygpt;

@@ -1,0 +1,85 @@
+# The installed package, tested as a user meets it. Run by ctest with cmake -P:
+#   -DBUILD_DIR=<this build>  -DSOURCE_DIR=<the tree>  -DWORK_DIR=<scratch>
+#   -DCXX=<compiler>  -DSANITIZE=ON|OFF
+# 1. cmake --install BUILD_DIR into WORK_DIR/prefix (the libraries are already built);
+# 2. no build-only flag of tinygpt (-march, -f... codegen, -W..., sanitizers) in the exported
+#    targets, so none can reach a consumer;
+# 3. examples/consumer configured with -DCMAKE_PREFIX_PATH=WORK_DIR/prefix, built, and run: it
+#    gradient-checks a custom module and prints "gradcheck GatedMLP: ok";
+# 4. the consumer's own compile lines hold none of those flags either.
+foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
+  if(NOT ${var})
+    message(FATAL_ERROR "consumer.cmake: -D${var}=... is required")
+  endif()
+endforeach()
+
+function(run what)
+  execute_process(COMMAND ${ARGN} RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  if(NOT rc EQUAL 0)
+    message(FATAL_ERROR "${what} failed (${rc}):\n${out}")
+  endif()
+  set(output "${out}" PARENT_SCOPE)
+endfunction()
+
+set(prefix ${WORK_DIR}/prefix)
+set(consumer_build ${WORK_DIR}/build)
+file(REMOVE_RECURSE ${prefix})
+
+run("cmake --install" ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${prefix})
+set(package_dir ${prefix}/lib/cmake/tinygpt)
+foreach(file tinygptConfig.cmake tinygptConfigVersion.cmake tinygptTargets.cmake)
+  if(NOT EXISTS ${package_dir}/${file})
+    message(FATAL_ERROR "the install did not write ${package_dir}/${file}")
+  endif()
+endforeach()
+foreach(file bin/tinygpt include/tinygpt/version.hpp include/tinygpt/autograd/ops.hpp
+             include/tinygpt/nn/module.hpp)
+  if(NOT EXISTS ${prefix}/${file})
+    message(FATAL_ERROR "the install did not write ${prefix}/${file}")
+  endif()
+endforeach()
+
+# Every flag tinygpt_flags sets; none may appear in what a consumer imports.
+set(build_only_flags -march -mno-avx512f -fsanitize -fno-sanitize-recover -fno-omit-frame-pointer
+    -fno-math-errno -fno-trapping-math -Wall -Wextra -Wpedantic tinygpt_flags)
+file(GLOB exported ${package_dir}/*.cmake)
+foreach(file ${exported})
+  file(READ ${file} text)
+  foreach(flag ${build_only_flags})
+    string(FIND "${text}" "${flag}" at)
+    if(NOT at EQUAL -1)
+      message(FATAL_ERROR "${file} passes the build-only flag '${flag}' to consumers")
+    endif()
+  endforeach()
+endforeach()
+
+# A sanitizer build installs libraries compiled with ASan/UBSan: a consumer of those must link
+# the runtimes itself (they are not passed on), which is what it does here.
+set(consumer_flags "")
+if(SANITIZE)
+  set(consumer_flags "-fsanitize=address,undefined")
+endif()
+file(REMOVE_RECURSE ${consumer_build})
+run("configuring examples/consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/consumer
+    -B ${consumer_build} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX}
+    -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
+    "-DCMAKE_CXX_FLAGS=${consumer_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${consumer_flags}")
+run("building examples/consumer" ${CMAKE_COMMAND} --build ${consumer_build})
+
+file(READ ${consumer_build}/compile_commands.json commands)
+foreach(flag ${build_only_flags})
+  if(SANITIZE AND flag MATCHES "sanitize")
+    continue()  # added above by the consumer itself
+  endif()
+  string(FIND "${commands}" "${flag}" at)
+  if(NOT at EQUAL -1)
+    message(FATAL_ERROR "the consumer's compile line holds tinygpt's build-only flag '${flag}':\n"
+                        "${commands}")
+  endif()
+endforeach()
+
+run("running examples/consumer" ${consumer_build}/gated_mlp)
+message("${output}")
+if(NOT output MATCHES "gradcheck GatedMLP: ok")
+  message(FATAL_ERROR "examples/consumer did not report a passing gradcheck")
+endif()
