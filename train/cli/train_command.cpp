@@ -235,7 +235,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   }
   const HeadProbeSet probes =
       make_probes(*tokenizer, model->config().block_size, "", run.data_source);
-  show_heads(*model, *tokenizer, probes, (fs::path(f.out) / "heads").string(), false);
+  HeadsOutput out;
+  out.heatmap_dir = (fs::path(f.out) / "heads").string();
+  out.html = (fs::path(f.out) / "report.html").string();
+  out.run_dir = f.out;
+  show_heads(*model, *tokenizer, probes, out);
 }
 
 }  // namespace
