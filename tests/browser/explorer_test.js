@@ -12,7 +12,8 @@
 // the loss curve; and, on pages given the formats of a run that recorded them, the formation
 // curves and the ablation table.
 //
-// With --screenshot FILE (and --page FILE) it only photographs a page, for the README.
+// With --screenshot FILE --page FILE [--layer L --head H --query I --height PX] it only
+// photographs a page, for the README.
 // Exit codes: 0 passed, 1 failed, 77 skipped (no browser that can run here).
 "use strict";
 
@@ -233,12 +234,21 @@ function pageWithAblation(file, out) {
   fs.writeFileSync(out, html.slice(0, start) + JSON.stringify(data).replace(/</g, "\\u003c") + html.slice(end));
 }
 
-async function screenshot(browser, file, out) {
+// A photograph of `file` for the README: head --layer/--head (default: the page's choice) with
+// the attention of token --query (default: the last), the top --height pixels.
+async function screenshot(browser, file, out, args) {
   const { page, problems } = await open(browser, file);
-  await page.setViewport({ width: 1240, height: 1500, deviceScaleFactor: 1 });
+  const height = Number(args.height || 1400);
+  await page.setViewport({ width: 1240, height: height, deviceScaleFactor: 1 });
+  if (args.layer !== undefined) {
+    await page.evaluate((l, h) => window.tinygptExplorer.select(l, h), Number(args.layer),
+      args.head === "all" ? "all" : Number(args.head));
+  }
   const last = await page.evaluate(() => window.tinygptExplorer.tokens.length - 1);
-  await page.hover('#tokens .tok[data-index="' + Math.min(last, 40) + '"]');
-  await page.screenshot({ path: out, clip: { x: 0, y: 0, width: 1240, height: 1500 } });
+  const query = args.query !== undefined ? Number(args.query) : last;
+  await page.click('#tokens .tok[data-index="' + query + '"]');
+  await page.mouse.move(1200, 5);
+  await page.screenshot({ path: out, clip: { x: 0, y: 0, width: 1240, height: height } });
   checkNoProblems(problems, path.basename(file));
   console.log("screenshot: " + out);
 }
@@ -248,7 +258,7 @@ async function main() {
   const { browser, profile } = await launch(args.chromium);
   try {
     if (args.screenshot) {
-      await screenshot(browser, args.page, args.screenshot);
+      await screenshot(browser, args.page, args.screenshot, args);
       return;
     }
     const work = args.work;

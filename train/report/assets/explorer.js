@@ -253,6 +253,7 @@
     state.layer = layer;
     state.head = head;
     layerSelect.value = String(layer);
+    fillHeadSelect();
     headSelect.value = String(head);
     buildMultiples();
     render();
@@ -266,12 +267,7 @@
       headSelect.append(el("option", { value: h, text: "head " + h + ": " + info.role }));
     }
   }
-  layerSelect.value = String(state.layer);
-  fillHeadSelect();
-  layerSelect.addEventListener("change", () => {
-    fillHeadSelect();
-    select(Number(layerSelect.value), state.head);
-  });
+  layerSelect.addEventListener("change", () => select(Number(layerSelect.value), state.head));
   headSelect.addEventListener("change", () => {
     select(state.layer, headSelect.value === "all" ? "all" : Number(headSelect.value));
   });
@@ -299,7 +295,7 @@
         el("td", { className: "text", text: "L" + h.layer + " H" + h.head }),
         el("td", { className: "text", text: h.role }),
         scoreCell(roleScore(h), true)]);
-      for (const n of scoreNames) row.append(scoreCell(h.scores[n], n === h.role));
+      for (const n of scoreNames) row.append(scoreCell(h.scores[n], n.replace(/_/g, "-") === h.role));
       row.addEventListener("click", () => select(h.layer, h.head));
       body.append(row);
     }
