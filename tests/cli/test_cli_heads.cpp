@@ -68,16 +68,3 @@ TEST_CASE("train ends with report.html and heads --html writes the explorer of t
           Approx(scores[h]["previous_token"].get<double>()).margin(1e-4));
   }
 }
-
-TEST_CASE("heads refuses an --html it cannot write, in one line naming it", "[cli][errors][report]") {
-  ScratchDir dir;
-  const std::string model = dir.file("model");
-  train_tiny_model(model);
-  const DirSnapshot before = snapshot(model);
-  write_bytes(dir.file("file"), "x");
-  const std::string page = dir.file("file") + "/page.html";
-  check_one_line_error(run_cli({"heads", "--model", model, "--html", page, "--out", dir.file("pics"),
-                                "--threads", "1"}),
-                       {page});
-  CHECK(snapshot(model) == before);
-}
