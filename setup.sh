@@ -2,7 +2,8 @@
 # Installs what is missing (Debian 12 packages), builds into build/, then runs one job:
 #   ./setup.sh demo   train the toy GPT on the built-in corpus and show its attention heads
 #   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest,
-#                     with a bounded libFuzzer run of the checkpoint reader (clang) in between
+#                     with a bounded libFuzzer run of the checkpoint reader (clang) in between;
+#                     the attention explorer's test runs in headless chromium (puppeteer-core)
 #   ./setup.sh build  just install and build
 # Re-running on a set-up machine only rebuilds what changed.
 set -euo pipefail
@@ -14,7 +15,10 @@ shift || true
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev)
-[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
+# The browser test of the attention explorer: Debian's chromium, driven by puppeteer-core (npm).
+[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev chromium nodejs)
+# Debian's npm, unless the nodejs installed brings its own (NodeSource's does, and conflicts with it).
+[ "$job" = test ] && ! command -v npm > /dev/null && packages+=(npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -39,6 +43,18 @@ build() {  # build DIR [cmake options...]
   configure "$@"
   cmake --build "$1" -j "$jobs"
 }
+# puppeteer-core, at the versions tests/browser/package-lock.json pins, into build/browser; it
+# uses the system chromium and downloads no browser. Reinstalled only when the lock changes.
+browser_modules() {
+  local dir=build/browser
+  if [ -d "$dir/node_modules" ] && cmp -s tests/browser/package-lock.json "$dir/package-lock.json"; then
+    return
+  fi
+  mkdir -p "$dir"
+  cp tests/browser/package.json tests/browser/package-lock.json "$dir/"
+  (cd "$dir" && PUPPETEER_SKIP_DOWNLOAD=1 npm ci --no-audit --no-fund --loglevel=error) ||
+    echo "setup: npm ci failed in $dir: the browser test will skip"
+}
 
 case "$job" in
   build)
@@ -58,6 +74,7 @@ case "$job" in
     (cd build/fuzz && ctest --output-on-failure)
     # g++ here; the OFF also overrides a TINYGPT_FUZZ=ON an older setup.sh left in the cache.
     build build -DTINYGPT_FUZZ=OFF
+    browser_modules
     # CI reads the last ctest summary: keep the full suite last.
     echo "== full test suite (optimised build) =="
     (cd build && ctest --output-on-failure -j "$jobs")

@@ -58,11 +58,13 @@ void check_equals_uninterrupted(const ScratchDir& scratch, const std::string& di
   CHECK(step_losses(dir) == step_losses(reference));
 }
 
-// A finished run's directory: the checkpoint, its log, and the pictures drawn at the end.
+// A finished run's directory: the checkpoint, its log, and the pictures and the explorer page
+// written at the end.
 const std::set<std::string> kCheckpointFiles = {"config.json",       "heads",
                                                 "log.jsonl",         "loss.png",
                                                 "model.safetensors", "optimizer.safetensors",
-                                                "tokenizer.json",    "trainer_state.json"};
+                                                "report.html",       "tokenizer.json",
+                                                "trainer_state.json"};
 
 std::set<std::string> entries_of(const std::string& dir) {
   std::set<std::string> names;

@@ -361,7 +361,7 @@ TEST_CASE("heads refuses a model whose context is too short to probe", "[cli][er
   CHECK(snapshot(model) == before);
 }
 
-TEST_CASE("heads refuses an --out it cannot write", "[cli][errors]") {
+TEST_CASE("heads refuses an --out or an --html it cannot write", "[cli][errors]") {
   ScratchDir dir;
   const std::string model = dir.file("model");
   train_tiny_model(model);
@@ -370,6 +370,10 @@ TEST_CASE("heads refuses an --out it cannot write", "[cli][errors]") {
   const std::string out = dir.file("file") + "/sub";
   check_one_line_error(
       run_cli({"heads", "--model", model, "--out", out, "--threads", "1"}), {out});
+  const std::string page = dir.file("file") + "/page.html";
+  check_one_line_error(run_cli({"heads", "--model", model, "--html", page, "--out",
+                                dir.file("pics"), "--threads", "1"}),
+                       {page});
   CHECK(snapshot(model) == before);
 }
 

@@ -31,3 +31,40 @@ TEST_CASE("the default model grows a previous-token head in layer 0 and an induc
   CHECK(best_previous >= 0.8);
   CHECK(best_induction >= 0.6);
 }
+
+// The explorer page's data, as embedded by tinygpt::report (its browser behaviour is tested by
+// tests/browser/explorer_test.js).
+static nlohmann::json explorer_data(const std::string& path) {
+  const std::string html = read_bytes(path);
+  const std::string open = "<script id=\"explorer-data\" type=\"application/json\">";
+  const size_t start = html.find(open);
+  REQUIRE(start != std::string::npos);
+  const size_t end = html.find("</script>", start);
+  return nlohmann::json::parse(html.substr(start + open.size(), end - start - open.size()));
+}
+
+TEST_CASE("train ends with report.html and heads --html writes the explorer of the --text probe",
+          "[cli][heads][report]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  const nlohmann::json trained = explorer_data(model + "/report.html");
+  CHECK(trained["heads"].size() == 2);
+  CHECK(trained["loss"]["step"].size() == 20);  // every step of log.jsonl
+  CHECK(trained["loss"]["val"].size() == 2);    // and both evaluations
+
+  const std::string text = "the cat. cat";  // within the tiny model's context of 16
+  const std::string page = dir.file("page.html");
+  const CliResult heads = run_ok({"heads", "--model", model, "--text", text, "--json", "--html", page,
+                                  "--out", dir.file("pics"), "--threads", "1"});
+  const nlohmann::json scores = nlohmann::json::parse(heads.out);
+  const nlohmann::json data = explorer_data(page);
+  REQUIRE(data["tokens"].size() == text.size());
+  for (size_t i = 0; i < text.size(); ++i) CHECK(data["tokens"][i] == std::string(1, text[i]));
+  REQUIRE(data["heads"].size() == scores.size());
+  for (size_t h = 0; h < scores.size(); ++h) {
+    CHECK(data["heads"][h]["role"] == scores[h]["role"]);
+    CHECK(data["heads"][h]["scores"]["previous_token"].get<double>() ==
+          Approx(scores[h]["previous_token"].get<double>()).margin(1e-4));
+  }
+}

@@ -61,8 +61,21 @@ struct HeadProbeSet {
 };
 HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
                          const std::string& text, const std::string& data_source);
-// Prints the head table (or JSON) and writes the heatmaps into out_dir; returns the report.
+// Where the head report goes.
+struct HeadsOutput {
+  std::string heatmap_dir;  // one PNG per head and a grid per layer
+  bool json = false;        // print JSON instead of the table
+  std::string html;         // the attention explorer page ("" for none)
+  std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
+};
+// Prints the head table (or JSON), writes the heatmaps and the explorer page; returns the report.
 heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                             const HeadProbeSet& set, const std::string& out_dir, bool json);
+                             const HeadProbeSet& set, const HeadsOutput& out);
+
+// The attention explorer (tinygpt::report) for `picture` and its attention maps (one (H,T,T)
+// tensor per layer), the head report and the run's log.jsonl, written atomically to `path`.
+void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
+                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
+                        const std::vector<Tensor>& maps, const heads::HeadReport& report);
 
 }  // namespace tinygpt::cli

@@ -17,6 +17,7 @@ struct HeadsFlags {
   std::string model;
   std::string text;
   std::string out;
+  std::string html;
   bool json = false;
   int threads = 0;
 };
@@ -81,6 +82,8 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)");
   cmd->add_flag("--json", flags->json, "print one JSON object per head instead of the table");
+  cmd->add_option("--html", flags->html,
+                  "also write the attention explorer, one self-contained HTML page, to this file");
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
   cmd->callback([flags] {
     set_num_threads(flags->threads);
@@ -99,8 +102,12 @@ void add_heads_command(CLI::App& app) {
       source = train::load_run_state(flags->model).data_source;
     }
     const HeadProbeSet set = make_probes(loaded.tokenizer, loaded.config.block_size, flags->text, source);
-    const std::string out = flags->out.empty() ? (fs::path(flags->model) / "heads").string() : flags->out;
-    show_heads(*loaded.model, loaded.tokenizer, set, out, flags->json);
+    HeadsOutput out;
+    out.heatmap_dir = flags->out.empty() ? (fs::path(flags->model) / "heads").string() : flags->out;
+    out.json = flags->json;
+    out.html = flags->html;
+    out.run_dir = flags->model;
+    show_heads(*loaded.model, loaded.tokenizer, set, out);
   });
 }
 

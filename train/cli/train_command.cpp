@@ -149,7 +149,11 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   }
   const HeadProbeSet probes =
       make_probes(run.tokenizer(), config.block_size, "", run.data_source());
-  show_heads(run.model(), run.tokenizer(), probes, (fs::path(run.dir()) / "heads").string(), false);
+  HeadsOutput out;
+  out.heatmap_dir = (fs::path(run.dir()) / "heads").string();
+  out.html = (fs::path(run.dir()) / "report.html").string();
+  out.run_dir = run.dir();
+  show_heads(run.model(), run.tokenizer(), probes, out);
 }
 
 }  // namespace

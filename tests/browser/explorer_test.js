@@ -1,0 +1,298 @@
+// The attention explorer in a real browser: Debian's chromium, headless, driven by puppeteer-core
+// (which uses the system browser and downloads nothing).
+//
+//   node explorer_test.js --tinygpt build/tinygpt --work DIR [--screenshot FILE --page FILE]
+//
+// Trains a small model with the real binary (train writes DIR/run/report.html), writes a second
+// page with `heads --text ... --html`, and checks in the browser: no console error and no request
+// leaving the page (every request is intercepted; anything but file: and data: fails the test);
+// the head picker lists every head with the role `heads --json` gives it; hovering a token shades
+// the others with that token's attention row, whose averages are the head's previous-token,
+// current-token and first-token scores of `heads --json`; the small multiples; the layer grids;
+// the loss curve; and, on pages given the formats of a run that recorded them, the formation
+// curves and the ablation table.
+//
+// With --screenshot FILE --page FILE [--layer L --head H --query I --height PX] it only
+// photographs a page, for the README.
+// Exit codes: 0 passed, 1 failed, 77 skipped (no browser that can run here).
+"use strict";
+
+const assert = require("assert");
+const childProcess = require("child_process");
+const fs = require("fs");
+const path = require("path");
+const url = require("url");
+
+const SKIP = 77;
+const PROBE = "the cat sees the dog. the dog sees the cat.";
+
+function parseArgs() {
+  const args = { chromium: process.env.CHROMIUM || "/usr/bin/chromium" };
+  const argv = process.argv.slice(2);
+  for (let i = 0; i < argv.length; i += 2) args[argv[i].replace(/^--/, "")] = argv[i + 1];
+  return args;
+}
+
+function skip(message) {
+  console.log("SKIP: " + message);
+  process.exit(SKIP);
+}
+
+function run(binary, args) {
+  const result = childProcess.spawnSync(binary, args, { encoding: "utf8", maxBuffer: 64 << 20 });
+  if (result.status !== 0) {
+    throw new Error("tinygpt " + args.join(" ") + " exited with " + result.status + ":\n" + result.stderr);
+  }
+  return result.stdout;
+}
+
+async function launch(chromium) {
+  let puppeteer;
+  try {
+    puppeteer = require("puppeteer-core");
+  } catch (e) {
+    skip("puppeteer-core is not installed (./setup.sh test installs it into build/browser): " + e.message);
+  }
+  if (!fs.existsSync(chromium)) skip(chromium + " is missing (apt-get install chromium)");
+  const profile = fs.mkdtempSync(path.join(require("os").tmpdir(), "tinygpt-chromium-"));
+  try {
+    const browser = await puppeteer.launch({
+      executablePath: chromium,
+      headless: true,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync",
+        "--user-data-dir=" + profile],
+      timeout: 60000,
+    });
+    return { browser, profile };
+  } catch (e) {
+    fs.rmSync(profile, { recursive: true, force: true });
+    skip("chromium cannot run here: " + e.message.split("\n")[0]);
+  }
+}
+
+// Opens a page with every request intercepted; returns it with the lists of problems seen.
+async function open(browser, file) {
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 900 });
+  const problems = { errors: [], requests: [] };
+  await page.setRequestInterception(true);
+  page.on("request", (request) => {
+    const target = request.url();
+    if (target.startsWith("file:") || target.startsWith("data:")) {
+      request.continue();
+    } else {
+      problems.requests.push(target);
+      request.abort();
+    }
+  });
+  page.on("console", (message) => {
+    if (message.type() === "error") problems.errors.push("console: " + message.text());
+  });
+  page.on("pageerror", (error) => problems.errors.push("page error: " + error.message));
+  page.on("requestfailed", (request) => {
+    if (request.url().startsWith("file:")) problems.errors.push("failed to load " + request.url());
+  });
+  await page.goto(url.pathToFileURL(file).href, { waitUntil: "load" });
+  await page.waitForFunction(() => window.tinygptExplorer !== undefined, { timeout: 10000 });
+  return { page, problems };
+}
+
+function checkNoProblems(problems, name) {
+  assert.deepStrictEqual(problems.errors, [], name + ": console errors");
+  assert.deepStrictEqual(problems.requests, [], name + ": requests leaving the page");
+}
+
+// What the page shows for the token strip: each token's data-weight and its background alpha.
+function readStrip(page, selector) {
+  return page.$$eval(selector + " .tok", (spans) => spans.map((s) => {
+    const m = getComputedStyle(s).backgroundColor.match(/rgba?\(([^)]*)\)/);
+    const parts = m ? m[1].split(",").map(Number) : [];
+    return { weight: s.dataset.weight === undefined ? null : Number(s.dataset.weight),
+      alpha: parts.length === 4 ? parts[3] : (parts.length === 3 ? 1 : 0) };
+  }));
+}
+
+function checkStaticPage(html, name) {
+  assert(!/https?:\/\//i.test(html), name + " holds an http(s) URL");
+  assert(!/<link\b|\bsrc\s*=|@import|url\(/i.test(html), name + " links something external");
+}
+
+// Hovers every token of every head and checks the shading against `heads --json`.
+async function checkShading(page, heads, tokens) {
+  const T = tokens;
+  const tolerance = 1 / 510 + 1e-4; // quantised to 1/255
+  for (const h of heads) {
+    await page.click('#head-picker tbody tr[data-layer="' + h.layer + '"][data-head="' + h.head + '"]');
+    const rows = [];
+    for (let i = 0; i < T; ++i) {
+      await page.hover('#tokens .tok[data-index="' + i + '"]');
+      const strip = await readStrip(page, "#tokens");
+      const state = await page.evaluate(() => window.tinygptExplorer.state());
+      assert.strictEqual(state.query, i, "hovering token " + i + " makes it the query");
+      assert.strictEqual(state.layer, h.layer);
+      assert.strictEqual(state.head, h.head);
+      const row = strip.map((s) => s.weight);
+      strip.forEach((s, j) => {
+        assert(Math.abs(s.alpha - s.weight) < 2e-3, "head " + h.layer + "." + h.head + " token " + i +
+          ": the shading of token " + j + " (alpha " + s.alpha + ") is its weight " + s.weight);
+        if (j > i) assert(s.weight <= tolerance, "causal: token " + i + " pays " + s.weight + " to later token " + j);
+      });
+      const sum = row.reduce((a, b) => a + b, 0);
+      assert(Math.abs(sum - 1) <= (i + 1) * tolerance, "row " + i + " of head " + h.layer + "." + h.head + " sums to " + sum);
+      rows.push(row);
+    }
+    // The head's scores on this probe text, recomputed from what the page shaded.
+    const mean = (f) => rows.slice(1).reduce((a, row, k) => a + f(row, k + 1), 0) / (T - 1);
+    const shown = {
+      previous_token: mean((row, i) => row[i - 1]),
+      current_token: mean((row, i) => row[i]),
+      first_token: mean((row) => row[0]),
+    };
+    for (const [name, value] of Object.entries(shown)) {
+      assert(Math.abs(value - h[name]) <= tolerance, "head " + h.layer + "." + h.head + " " + name +
+        ": the page shades " + value.toFixed(4) + ", heads --json says " + h[name].toFixed(4));
+    }
+    // Another token's row is what the strip shows after hovering it: the shading changes.
+    const differs = rows.some((row) => row.some((w, j) => Math.abs(w - rows[T - 1][j]) > 0.01));
+    assert(differs, "head " + h.layer + "." + h.head + ": hovering different tokens changes the shading");
+  }
+}
+
+async function checkPage(browser, file, expect) {
+  const html = fs.readFileSync(file, "utf8");
+  const name = path.basename(file);
+  checkStaticPage(html, name);
+  const { page, problems } = await open(browser, file);
+  const explorer = await page.evaluate(() => ({ layers: window.tinygptExplorer.layers,
+    heads: window.tinygptExplorer.heads, tokens: window.tinygptExplorer.tokens }));
+  assert.strictEqual(explorer.layers * explorer.heads, expect.heads.length, name + ": heads in the page");
+
+  const picker = await page.$$eval("#head-picker tbody tr", (rows) => rows.map((r) => ({
+    layer: Number(r.dataset.layer), head: Number(r.dataset.head), role: r.dataset.role })));
+  assert.deepStrictEqual(picker, expect.heads.map((h) => ({ layer: h.layer, head: h.head, role: h.role })),
+    name + ": the head picker lists every head with its role");
+  const roleTable = await page.$$eval("#role-table tbody tr", (rows) => rows.map((r) => r.dataset.role));
+  assert.deepStrictEqual(roleTable.sort(), [...new Set(expect.heads.map((h) => h.role))].sort(), name + ": role table");
+  const grids = await page.$$eval("#grids canvas", (c) => c.length);
+  assert.strictEqual(grids, expect.heads.length, name + ": one heatmap per head in the layer grids");
+
+  if (expect.tokens) assert.deepStrictEqual(explorer.tokens, expect.tokens, name + ": the probe text as tokens");
+  if (expect.shading) await checkShading(page, expect.heads, explorer.tokens.length);
+
+  // Small multiples: every head of the layer, each strip shaded with its own row.
+  await page.select("#head-select", "all");
+  await page.hover('#tokens .tok[data-index="' + (explorer.tokens.length - 1) + '"]');
+  const multiples = await page.$$eval("#multiples .multiple", (m) => m.length);
+  assert.strictEqual(multiples, explorer.heads, name + ": small multiples show every head of the layer");
+  const layer = (await page.evaluate(() => window.tinygptExplorer.state())).layer;
+  for (let h = 0; h < explorer.heads; ++h) {
+    const strip = await readStrip(page, '#multiples .multiple[data-head="' + h + '"]');
+    const expected = await page.evaluate((l, hh, q, n) => [...Array(n).keys()].map((j) =>
+      window.tinygptExplorer.weight(l, hh, q, j)), layer, h, explorer.tokens.length - 1, explorer.tokens.length);
+    strip.forEach((s, j) => assert(Math.abs(s.weight - expected[j]) < 1e-5, name + ": small multiple " + h));
+  }
+
+  const series = await page.$$eval("svg path[data-series]", (p) => p.map((x) => x.dataset.series));
+  assert(series.includes("training loss per step"), name + ": loss curve");
+  const formation = series.filter((s) => s.startsWith("best previous-token"));
+  assert.strictEqual(formation.length, expect.formation ? explorer.layers : 0, name + ": formation curves");
+  const ablationRows = await page.$$eval("#ablation-table tbody tr", (r) => r.length);
+  assert.strictEqual(ablationRows, expect.ablation ? expect.heads.length : 0, name + ": ablation table");
+
+  checkNoProblems(problems, name);
+  await page.close();
+  console.log("ok: " + name + " (" + (html.length / 1024).toFixed(0) + " KiB)");
+}
+
+// A copy of the run whose log.jsonl carries head scores at every evaluation, as training writes
+// them once it records head formation: {heads: [{layer, head, role, previous_token, ...}],
+// in_context: {first_copy_loss, second_copy_loss, ratio}}.
+function runWithFormation(run, dir, heads) {
+  fs.rmSync(dir, { recursive: true, force: true });
+  fs.cpSync(run, dir, { recursive: true });
+  const logPath = path.join(dir, "log.jsonl");
+  const lines = fs.readFileSync(logPath, "utf8").split("\n").filter((l) => l).map((l) => {
+    const record = JSON.parse(l);
+    if ("train_loss" in record) {
+      record.heads = heads.map((h) => Object.assign({}, h, { previous_token: h.previous_token * record.step / 300 }));
+      record.in_context = { first_copy_loss: 3, second_copy_loss: 2, ratio: 2 / 3 };
+    }
+    return JSON.stringify(record);
+  });
+  fs.writeFileSync(logPath, lines.join("\n") + "\n");
+}
+
+// The page with every head given ablation results, as `heads --ablate --json` reports them.
+function pageWithAblation(file, out) {
+  const html = fs.readFileSync(file, "utf8");
+  const tag = '<script id="explorer-data" type="application/json">';
+  const start = html.indexOf(tag) + tag.length;
+  const end = html.indexOf("</script>", start);
+  const data = JSON.parse(html.slice(start, end));
+  data.heads.forEach((h, k) => Object.assign(h.scores, { ablated_second_copy_ratio: 0.1 * k, ablated_loss_delta: 0.01 * k }));
+  fs.writeFileSync(out, html.slice(0, start) + JSON.stringify(data).replace(/</g, "\\u003c") + html.slice(end));
+}
+
+// A photograph of `file` for the README: head --layer/--head (default: the page's choice) with
+// the attention of token --query (default: the last), the top --height pixels.
+async function screenshot(browser, file, out, args) {
+  const { page, problems } = await open(browser, file);
+  const height = Number(args.height || 1400);
+  await page.setViewport({ width: 1240, height: height, deviceScaleFactor: 1 });
+  if (args.layer !== undefined) {
+    await page.evaluate((l, h) => window.tinygptExplorer.select(l, h), Number(args.layer),
+      args.head === "all" ? "all" : Number(args.head));
+  }
+  const last = await page.evaluate(() => window.tinygptExplorer.tokens.length - 1);
+  const query = args.query !== undefined ? Number(args.query) : last;
+  await page.click('#tokens .tok[data-index="' + query + '"]');
+  await page.mouse.move(1200, 5);
+  await page.screenshot({ path: out, clip: { x: 0, y: 0, width: 1240, height: height } });
+  checkNoProblems(problems, path.basename(file));
+  console.log("screenshot: " + out);
+}
+
+async function main() {
+  const args = parseArgs();
+  const { browser, profile } = await launch(args.chromium);
+  try {
+    if (args.screenshot) {
+      await screenshot(browser, args.page, args.screenshot, args);
+      return;
+    }
+    const work = args.work;
+    fs.rmSync(work, { recursive: true, force: true });
+    fs.mkdirSync(work, { recursive: true });
+    const runDir = path.join(work, "run");
+    run(args.tinygpt, ["train", "--out", runDir, "--steps", "300", "--layers", "2", "--heads", "2",
+      "--d-model", "32", "--block", "48", "--batch", "8", "--eval-every", "100", "--eval-iters", "2",
+      "--lr", "1e-2", "--threads", "1"]);
+    const heads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--json", "--threads", "1"]));
+    await checkPage(browser, path.join(runDir, "report.html"), { heads: heads });
+
+    const probe = path.join(work, "probe.html");
+    const probeHeads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--text", PROBE, "--json",
+      "--html", probe, "--out", path.join(work, "probe-heads"), "--threads", "1"]));
+    await checkPage(browser, probe, { heads: probeHeads, tokens: [...PROBE], shading: true });
+
+    const history = path.join(work, "run-with-formation");
+    runWithFormation(runDir, history, heads);
+    const formationPage = path.join(work, "formation.html");
+    run(args.tinygpt, ["heads", "--model", history, "--html", formationPage, "--json", "--threads", "1"]);
+    await checkPage(browser, formationPage, { heads: heads, formation: true });
+    const ablationPage = path.join(work, "ablation.html");
+    pageWithAblation(formationPage, ablationPage);
+    await checkPage(browser, ablationPage, { heads: heads, formation: true, ablation: true });
+    console.log("passed");
+  } finally {
+    await browser.close();
+    // The browser may still be flushing its profile as it exits.
+    fs.rmSync(profile, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+  }
+}
+
+main().catch((e) => {
+  console.error("FAILED: " + (e && e.stack ? e.stack : e));
+  process.exit(1);
+});

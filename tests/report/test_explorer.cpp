@@ -1,0 +1,136 @@
+// The explorer page as text: the embedded data (tokens, quantised attention, heads, series), the
+// escaping that keeps it inside its <script> element, and no URL anywhere. Its behaviour in a
+// browser is tested by tests/browser/explorer_test.js.
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "data/message_contains.hpp"
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/report/explorer.hpp"
+
+using namespace tinygpt::report;
+using tinygpt::ValueError;
+using tinygpt::testing::MessageContains;
+
+namespace {
+
+// One layer, two heads, three tokens: head 0 looks at the previous token, head 1 spreads evenly.
+ExplorerData small_data() {
+  ExplorerData d;
+  d.title = "runs/x";
+  d.tokens = {"a", "</script>", "b"};
+  d.layers = 1;
+  d.heads = 2;
+  d.attention = {1, 0, 0, 1, 0, 0, 0, 1, 0,                    // head 0
+                 1, 0, 0, 0.5f, 0.5f, 0, 1.f / 3, 1.f / 3, 1.f / 3};  // head 1
+  d.head_entries = {{0, 0, "previous_token", {{"previous_token", 1.0}, {"entropy", 0.0}}},
+                    {0, 1, "diffuse", {{"previous_token", 0.42}, {"entropy", 1.0}}}};
+  d.step_loss = {{1, 3.5}, {2, 3.25}};
+  return d;
+}
+
+// The JSON inside <script id="explorer-data">.
+nlohmann::json embedded_data(const std::string& html) {
+  const std::string open = "<script id=\"explorer-data\" type=\"application/json\">";
+  const size_t start = html.find(open);
+  REQUIRE(start != std::string::npos);
+  const size_t end = html.find("</script>", start + open.size());
+  REQUIRE(end != std::string::npos);
+  return nlohmann::json::parse(html.substr(start + open.size(), end - start - open.size()));
+}
+
+std::string decode_base64(const std::string& text) {
+  const std::string alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  uint32_t bits = 0;
+  int count = 0;
+  for (char c : text) {
+    if (c == '=') break;
+    bits = (bits << 6) | static_cast<uint32_t>(alphabet.find(c));
+    count += 6;
+    if (count >= 8) {
+      count -= 8;
+      out += static_cast<char>((bits >> count) & 0xff);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("explorer: weights are quantised to bytes, byte / 255 within 1/510", "[report]") {
+  CHECK(quantize_weight(0.0f) == 0);
+  CHECK(quantize_weight(1.0f) == 255);
+  CHECK(quantize_weight(0.5f) == 128);
+  CHECK(quantize_weight(-0.25f) == 0);
+  CHECK(quantize_weight(2.0f) == 255);
+  CHECK(quantize_weight(std::numeric_limits<float>::quiet_NaN()) == 0);
+  for (float w = 0.0f; w <= 1.0f; w += 0.001f) {
+    CHECK(std::abs(quantize_weight(w) / 255.0 - w) <= 1.0 / 510 + 1e-7);
+  }
+}
+
+TEST_CASE("explorer: the page embeds the tokens, the quantised attention and the heads", "[report]") {
+  const std::string html = explorer_html(small_data());
+  const nlohmann::json data = embedded_data(html);
+  CHECK(data["tokens"] == nlohmann::json({"a", "</script>", "b"}));
+  CHECK(data["attention"]["layers"] == 1);
+  CHECK(data["attention"]["heads"] == 2);
+  CHECK(data["attention"]["t"] == 3);
+  const std::string bytes = decode_base64(data["attention"]["data"].get<std::string>());
+  REQUIRE(bytes.size() == 18);
+  const ExplorerData d = small_data();
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    CHECK(static_cast<uint8_t>(bytes[i]) == quantize_weight(d.attention[i]));
+  }
+  REQUIRE(data["heads"].size() == 2);
+  CHECK(data["heads"][1]["role"] == "diffuse");
+  CHECK(data["heads"][1]["scores"]["previous_token"] == 0.42);
+  CHECK(data["loss"]["step"] == nlohmann::json({{1, 3.5}, {2, 3.25}}));
+  CHECK(data["formation"].empty());
+  CHECK(data["in_context"].is_null());
+}
+
+TEST_CASE("explorer: the page is self-contained and no token can close its script", "[report]") {
+  const std::string html = explorer_html(small_data());
+  CHECK(html.find("http") == std::string::npos);
+  CHECK(html.find("<link") == std::string::npos);
+  CHECK(html.find(" src=") == std::string::npos);
+  CHECK(html.find("/*EXPLORER_DATA*/") == std::string::npos);
+  CHECK(html.find("<style>") != std::string::npos);
+  CHECK(html.find("window.tinygptExplorer") != std::string::npos);
+  // The token "</script>" is only in the data as an escaped '<'.
+  CHECK(html.find("\\u003c/script>") != std::string::npos);
+}
+
+TEST_CASE("explorer: formation snapshots and ablation scores are carried through", "[report]") {
+  ExplorerData d = small_data();
+  d.in_context = InContext{3.0, 1.5, 0.5};
+  d.formation = {{100, {{0, 0, "local", {{"previous_token", 0.3}}}}, InContext{3.2, 3.0, 0.94}},
+                 {200, {{0, 0, "previous_token", {{"previous_token", 0.9}}}}, std::nullopt}};
+  d.head_entries[0].scores.emplace_back("ablated_second_copy_ratio", 0.8);
+  const nlohmann::json data = embedded_data(explorer_html(d));
+  REQUIRE(data["formation"].size() == 2);
+  CHECK(data["formation"][0]["step"] == 100);
+  CHECK(data["formation"][0]["heads"][0]["scores"]["previous_token"] == 0.3);
+  CHECK(data["formation"][0]["in_context"]["ratio"] == 0.94);
+  CHECK(data["formation"][1]["in_context"].is_null());
+  CHECK(data["in_context"]["second_copy_loss"] == 1.5);
+  CHECK(data["heads"][0]["scores"]["ablated_second_copy_ratio"] == 0.8);
+}
+
+TEST_CASE("explorer: shapes that disagree are refused with the shapes in the message", "[report]") {
+  ExplorerData d = small_data();
+  d.attention.pop_back();
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("(L,H,T,T) = (1,2,3,3) needs 18"));
+  d = small_data();
+  d.head_entries.push_back({1, 0, "local", {}});
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("head entry 1.0 is outside 1 layers x 2 heads"));
+  d = small_data();
+  d.tokens.clear();
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("needs tokens"));
+}

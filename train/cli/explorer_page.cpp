@@ -1,0 +1,111 @@
+// The attention explorer page of a run (tinygpt::report draws it): this file gathers its data —
+// the probe text, the attention maps, the head report, and the run's log.jsonl (loss per step,
+// evaluations, and the head scores of each evaluation when training recorded them).
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/report/explorer.hpp"
+
+namespace tinygpt::cli {
+namespace {
+
+using nlohmann::json;
+
+// A head object as `heads --json` prints it and log.jsonl eval records hold it: every number
+// but the position is a score (role scores, and the ablation results when measured).
+report::HeadEntry head_entry(const json& object) {
+  report::HeadEntry entry;
+  entry.layer = object.value("layer", int64_t{0});
+  entry.head = object.value("head", int64_t{0});
+  entry.role = object.value("role", std::string());
+  for (const auto& [name, value] : object.items()) {
+    if (name != "layer" && name != "head" && value.is_number()) {
+      entry.scores.emplace_back(name, value.get<double>());
+    }
+  }
+  return entry;
+}
+
+std::optional<report::InContext> in_context_of(const json& object) {
+  if (!object.is_object() || !object.contains("first_copy_loss") || !object.contains("second_copy_loss")) {
+    return std::nullopt;
+  }
+  report::InContext c;
+  c.first_copy_loss = object["first_copy_loss"].get<double>();
+  c.second_copy_loss = object["second_copy_loss"].get<double>();
+  c.ratio = object.contains("ratio") && object["ratio"].is_number()
+                ? object["ratio"].get<double>()
+                : (c.first_copy_loss > 0 ? c.second_copy_loss / c.first_copy_loss : 0.0);
+  return c;
+}
+
+double number_or_nan(const json& record, const char* key) {
+  return record.contains(key) && record[key].is_number() ? record[key].get<double>() : NAN;
+}
+
+// The series of a log.jsonl: step records {step, loss, ...}, evaluation records {step,
+// train_loss, val_loss (null without a validation split), heads?, in_context?}. Lines that are
+// not JSON objects are skipped (a log is a record of the run, not an input to trust).
+void read_log(const std::string& path, report::ExplorerData& d) {
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    const json record = json::parse(line, nullptr, false);
+    if (record.is_discarded() || !record.is_object() || !record.contains("step")) continue;
+    const double step = number_or_nan(record, "step");
+    if (std::isnan(step)) continue;
+    if (const double loss = number_or_nan(record, "loss"); !std::isnan(loss)) d.step_loss.push_back({step, loss});
+    if (const double loss = number_or_nan(record, "train_loss"); !std::isnan(loss)) d.eval_train_loss.push_back({step, loss});
+    if (const double loss = number_or_nan(record, "val_loss"); !std::isnan(loss)) d.eval_val_loss.push_back({step, loss});
+    if (record.contains("heads") && record["heads"].is_array()) {
+      report::Snapshot snapshot;
+      snapshot.step = static_cast<int64_t>(step);
+      for (const json& head : record["heads"]) {
+        if (head.is_object()) snapshot.heads.push_back(head_entry(head));
+      }
+      if (record.contains("in_context")) snapshot.in_context = in_context_of(record["in_context"]);
+      d.formation.push_back(std::move(snapshot));
+    }
+  }
+}
+
+}  // namespace
+
+void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
+                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
+                        const std::vector<Tensor>& maps, const heads::HeadReport& report) {
+  const nn::GPTConfig& config = model.config();
+  report::ExplorerData d;
+  d.title = run_dir;
+  for (int64_t id : picture) d.tokens.push_back(tokenizer.token(id));
+  d.layers = config.n_layer;
+  d.heads = config.n_head;
+  for (const Tensor& map : maps) d.attention.insert(d.attention.end(), map.data<float>(), map.data<float>() + map.numel());
+
+  const json heads = json::parse(report.json());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    report::HeadEntry entry = head_entry(heads[i]);
+    entry.scores.emplace(entry.scores.begin(), "role_score", report.heads[i].role_score);
+    d.head_entries.push_back(std::move(entry));
+  }
+  d.in_context = report::InContext{report.first_copy_loss, report.second_copy_loss,
+                                   report.first_copy_loss > 0 ? report.second_copy_loss / report.first_copy_loss : 0.0};
+  read_log((std::filesystem::path(run_dir) / "log.jsonl").string(), d);
+
+  d.facts = {{"model", fmt::format("{} layers x {} heads, d_model {}, context {}", config.n_layer,
+                                   config.n_head, config.n_embd, config.block_size)},
+             {"parameters", std::to_string(model.num_parameters())},
+             {"vocabulary", std::to_string(tokenizer.vocab_size())},
+             {"probe text", fmt::format("{} tokens", picture.size())}};
+  if (!d.step_loss.empty()) {
+    d.facts.emplace_back("trained", fmt::format("{} steps", static_cast<int64_t>(d.step_loss.back().x)));
+  }
+  io::write_file_atomic(path, report::explorer_html(d));
+}
+
+}  // namespace tinygpt::cli

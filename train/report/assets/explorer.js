@@ -1,0 +1,536 @@
+// The attention explorer: reads the page's embedded data (the <script id="explorer-data">
+// element, written by tinygpt::report::explorer_html) and draws everything with the DOM, canvas
+// and SVG. Nothing is fetched. window.tinygptExplorer exposes the state for tests.
+"use strict";
+
+(function () {
+  // The SVG namespace, taken from a parsed <svg> so that the page holds no URL at all.
+  const SVG_NS = (function () {
+    const holder = document.createElement("div");
+    holder.innerHTML = "<svg></svg>";
+    return holder.firstChild.namespaceURI;
+  })();
+  const ROLE_SCORES = ["previous_token", "induction", "duplicate_token", "first_token",
+    "current_token", "local", "entropy"];
+  const ABLATION_RATIO = "ablated_second_copy_ratio";
+  const ABLATION_LOSS = "ablated_loss_delta";
+  const PALETTE = ["#c2410c", "#1d4ed8", "#15803d", "#7e22ce", "#b91c1c", "#0e7490",
+    "#a16207", "#be185d"];
+  // matplotlib's viridis at eleven evenly spaced points, as in the PNG plots (plot/colormap.cpp).
+  const VIRIDIS = [[68, 1, 84], [72, 36, 117], [65, 68, 135], [53, 95, 141], [42, 120, 142],
+    [33, 145, 140], [34, 168, 132], [68, 191, 112], [122, 209, 81], [189, 223, 38], [253, 231, 37]];
+
+  // ---- helpers -------------------------------------------------------------------------------
+
+  function el(tag, attrs, children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "text") node.textContent = value;
+      else if (key === "className") node.className = value;
+      else node.setAttribute(key, value);
+    }
+    for (const child of children || []) node.append(child);
+    return node;
+  }
+
+  function svg(tag, attrs) {
+    const node = document.createElementNS(SVG_NS, tag);
+    for (const [key, value] of Object.entries(attrs || {})) node.setAttribute(key, value);
+    return node;
+  }
+
+  function viridis(t) {
+    if (!(t > 0)) return VIRIDIS[0];
+    if (t >= 1) return VIRIDIS[VIRIDIS.length - 1];
+    const pos = t * (VIRIDIS.length - 1);
+    const i = Math.floor(pos);
+    const f = pos - i;
+    return VIRIDIS[i].map((a, k) => Math.round(a + f * (VIRIDIS[i + 1][k] - a)));
+  }
+
+  function fmt(x, digits) {
+    return typeof x === "number" && isFinite(x) ? x.toFixed(digits === undefined ? 2 : digits) : "–";
+  }
+
+  // What a token looks like on the page: whitespace and control characters made visible.
+  function tokenLabel(token) {
+    if (token === " ") return { text: "\u2423", special: true };
+    if (token === "\n") return { text: "\u21b5", special: true };
+    if (token === "\t") return { text: "\u21e5", special: true };
+    if (token.length === 1 && token.charCodeAt(0) < 32) {
+      return { text: "\\x" + token.charCodeAt(0).toString(16).padStart(2, "0"), special: true };
+    }
+    return { text: token, special: false };
+  }
+
+  function decodeBase64(text) {
+    const binary = atob(text);
+    const bytes = new Uint8Array(binary.length);
+    for (let i = 0; i < binary.length; ++i) bytes[i] = binary.charCodeAt(i);
+    return bytes;
+  }
+
+  // Round tick values covering [lo, hi].
+  function ticks(lo, hi, count) {
+    if (!(hi > lo)) return [lo];
+    const raw = (hi - lo) / count;
+    const magnitude = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * magnitude).find((s) => s >= raw);
+    const out = [];
+    for (let v = Math.ceil(lo / step) * step; v <= hi + step * 1e-9; v += step) out.push(+v.toFixed(10));
+    return out;
+  }
+
+  // ---- data ----------------------------------------------------------------------------------
+
+  const dataElement = document.getElementById("explorer-data");
+  let data;
+  try {
+    data = JSON.parse(dataElement.textContent);
+  } catch (e) {
+    document.getElementById("explore").append(
+      el("p", { className: "note", text: "This template has no data: tinygpt heads --html writes a page with it." }));
+    return;
+  }
+
+  const L = data.attention.layers;
+  const H = data.attention.heads;
+  const T = data.attention.t;
+  const levels = data.attention.levels;
+  const weights = decodeBase64(data.attention.data); // (L,H,T,T) bytes, weight = byte / levels
+  const headAt = new Map(data.heads.map((h) => [h.layer + "." + h.head, h]));
+
+  function weight(layer, head, query, key) {
+    return weights[((layer * H + head) * T + query) * T + key] / levels;
+  }
+
+  function headName(layer, head) {
+    return layer + "." + head;
+  }
+
+  function headInfo(layer, head) {
+    return headAt.get(headName(layer, head)) || { layer: layer, head: head, role: "?", scores: {} };
+  }
+
+  // The score that earned a head its role: its role score when the role is one, else its entropy.
+  function roleScore(h) {
+    if (h.scores.role_score !== undefined) return h.scores.role_score;
+    return h.scores[h.role] !== undefined ? h.scores[h.role] : h.scores.entropy;
+  }
+
+  // Score columns: the role scores first, then any other number the heads carry (ablation apart).
+  const scoreNames = (function () {
+    const names = ROLE_SCORES.filter((n) => data.heads.some((h) => h.scores[n] !== undefined));
+    for (const h of data.heads) {
+      for (const n of Object.keys(h.scores)) {
+        if (!names.includes(n) && n !== "role_score" && n !== ABLATION_RATIO && n !== ABLATION_LOSS) names.push(n);
+      }
+    }
+    return names;
+  })();
+
+  // ---- state ---------------------------------------------------------------------------------
+
+  const strongest = data.heads.reduce((best, h) => (best && roleScore(best) >= roleScore(h) ? best : h), null);
+  const state = {
+    layer: strongest ? strongest.layer : 0,
+    head: strongest ? strongest.head : 0, // a head index, or "all" for the small multiples
+    query: T - 1,                          // the token whose attention is shown
+    pinned: T - 1,                         // where the query returns when the pointer leaves
+  };
+
+  // ---- header --------------------------------------------------------------------------------
+
+  document.getElementById("title").textContent = data.title || "";
+  const facts = document.getElementById("facts");
+  for (const [name, value] of data.facts) {
+    facts.append(el("span", {}, [name + " ", el("b", { text: value })]));
+  }
+  if (data.in_context) {
+    const c = data.in_context;
+    document.getElementById("in-context").textContent =
+      "In-context: on random sequences repeated twice, mean loss " + fmt(c.first_copy_loss, 3) +
+      " on the first copy, " + fmt(c.second_copy_loss, 3) + " on the second (" +
+      fmt(100 * c.ratio, 0) + "% of the first).";
+  }
+
+  // ---- tokens and shading --------------------------------------------------------------------
+
+  const tokenStrip = document.getElementById("tokens");
+  const multiples = document.getElementById("multiples");
+  const layerSelect = document.getElementById("layer-select");
+  const headSelect = document.getElementById("head-select");
+
+  function makeStrip(container, layer, head) {
+    container.replaceChildren();
+    container.dataset.layer = layer;
+    container.dataset.head = head;
+    data.tokens.forEach((token, i) => {
+      const label = tokenLabel(token);
+      const span = el("span", {
+        className: "tok" + (label.special ? " special" : ""),
+        "data-index": i,
+        title: "token " + i + ": " + JSON.stringify(token),
+        text: label.text,
+      });
+      span.addEventListener("mouseenter", () => setQuery(i));
+      span.addEventListener("click", () => pin(i));
+      container.append(span);
+    });
+    container.addEventListener("mouseleave", () => setQuery(state.pinned));
+  }
+
+  // Shades a strip with the attention row of state.query in (layer, head); the values shown are
+  // kept in each token's data-weight.
+  function shadeStrip(container, layer, head) {
+    const spans = container.children;
+    for (let j = 0; j < spans.length; ++j) {
+      const span = spans[j];
+      span.classList.toggle("query", j === state.query);
+      span.classList.toggle("pinned", j === state.pinned && state.pinned !== state.query);
+      span.classList.toggle("future", j > state.query);
+      if (head === null) {
+        span.style.backgroundColor = "";
+        delete span.dataset.weight;
+        continue;
+      }
+      const w = weight(layer, head, state.query, j);
+      span.dataset.weight = w.toFixed(6);
+      span.style.backgroundColor = "rgba(234, 88, 12, " + Math.min(1, w).toFixed(3) + ")";
+      span.style.color = w > 0.55 ? "#fff" : "";
+    }
+  }
+
+  function buildMultiples() {
+    multiples.replaceChildren();
+    if (state.head !== "all") return;
+    for (let h = 0; h < H; ++h) {
+      const info = headInfo(state.layer, h);
+      const strip = el("div", { className: "tokens" });
+      makeStrip(strip, state.layer, h);
+      const title = el("h3", {}, ["head " + h + " ", el("span", { text: info.role + " " + fmt(roleScore(info)) })]);
+      title.addEventListener("click", () => select(state.layer, h));
+      multiples.append(el("div", { className: "multiple", "data-head": h }, [title, strip]));
+    }
+  }
+
+  function render() {
+    const all = state.head === "all";
+    shadeStrip(tokenStrip, state.layer, all ? null : state.head);
+    for (const strip of multiples.querySelectorAll(".tokens")) {
+      shadeStrip(strip, state.layer, Number(strip.dataset.head));
+    }
+    const token = JSON.stringify(data.tokens[state.query]);
+    document.getElementById("selection-label").textContent = all
+      ? "layer " + state.layer + ", all heads; attention from token " + state.query + " " + token
+      : "layer " + state.layer + " head " + state.head + " (" + headInfo(state.layer, state.head).role +
+        "); attention from token " + state.query + " " + token;
+    for (const row of document.querySelectorAll("#head-picker tbody tr")) {
+      row.classList.toggle("selected", Number(row.dataset.layer) === state.layer &&
+        (all || Number(row.dataset.head) === state.head));
+    }
+    for (const fig of document.querySelectorAll(".heatmap")) {
+      fig.classList.toggle("selected", Number(fig.dataset.layer) === state.layer &&
+        (all || Number(fig.dataset.head) === state.head));
+      drawHeatmap(fig.querySelector("canvas"), Number(fig.dataset.layer), Number(fig.dataset.head));
+    }
+    drawFormation();
+  }
+
+  function setQuery(i) {
+    if (i === state.query) return;
+    state.query = i;
+    render();
+  }
+
+  function pin(i) {
+    state.pinned = i;
+    state.query = i;
+    render();
+  }
+
+  function select(layer, head) {
+    state.layer = layer;
+    state.head = head;
+    layerSelect.value = String(layer);
+    fillHeadSelect();
+    headSelect.value = String(head);
+    buildMultiples();
+    render();
+  }
+
+  for (let l = 0; l < L; ++l) layerSelect.append(el("option", { value: l, text: "layer " + l }));
+  function fillHeadSelect() {
+    headSelect.replaceChildren(el("option", { value: "all", text: "all heads" }));
+    for (let h = 0; h < H; ++h) {
+      const info = headInfo(Number(layerSelect.value), h);
+      headSelect.append(el("option", { value: h, text: "head " + h + ": " + info.role }));
+    }
+  }
+  layerSelect.addEventListener("change", () => select(Number(layerSelect.value), state.head));
+  headSelect.addEventListener("change", () => {
+    select(state.layer, headSelect.value === "all" ? "all" : Number(headSelect.value));
+  });
+  makeStrip(tokenStrip, state.layer, state.head);
+
+  // ---- head picker and role table ------------------------------------------------------------
+
+  function scoreCell(value, isRole) {
+    const cell = el("td", { className: "score" + (isRole ? " role-score" : ""), text: fmt(value) });
+    if (typeof value === "number" && value >= 0 && value <= 1) {
+      cell.append(el("span", { className: "bar", style: "width: calc((100% - 8px) * " + value.toFixed(3) + ")" }));
+    }
+    return cell;
+  }
+
+  (function buildPicker() {
+    const table = document.getElementById("head-picker");
+    const header = el("tr", {}, [el("th", { className: "text", text: "head" }),
+      el("th", { className: "text", text: "role" }), el("th", { text: "role score" })]);
+    for (const n of scoreNames) header.append(el("th", { text: n.replace(/_/g, " ") }));
+    table.append(el("thead", {}, [header]));
+    const body = el("tbody");
+    for (const h of data.heads) {
+      const row = el("tr", { "data-layer": h.layer, "data-head": h.head, "data-role": h.role }, [
+        el("td", { className: "text", text: "L" + h.layer + " H" + h.head }),
+        el("td", { className: "text", text: h.role }),
+        scoreCell(roleScore(h), true)]);
+      for (const n of scoreNames) row.append(scoreCell(h.scores[n], n.replace(/_/g, "-") === h.role));
+      row.addEventListener("click", () => select(h.layer, h.head));
+      body.append(row);
+    }
+    table.append(body);
+  })();
+
+  (function buildRoleTable() {
+    const table = document.getElementById("role-table");
+    const roles = new Map();
+    for (const h of data.heads) {
+      if (!roles.has(h.role)) roles.set(h.role, []);
+      roles.get(h.role).push(h);
+    }
+    table.append(el("thead", {}, [el("tr", {}, [el("th", { className: "text", text: "role" }),
+      el("th", { text: "heads" }), el("th", { className: "text", text: "which (score)" })])]));
+    const body = el("tbody");
+    for (const [role, heads] of [...roles.entries()].sort((a, b) => b[1].length - a[1].length)) {
+      const which = heads.map((h) => "L" + h.layer + " H" + h.head + " (" + fmt(roleScore(h)) + ")").join(", ");
+      body.append(el("tr", { "data-role": role }, [el("td", { className: "text", text: role }),
+        el("td", { text: String(heads.length) }), el("td", { className: "text", text: which })]));
+    }
+    table.append(body);
+    if (data.in_context) {
+      document.getElementById("in-context-detail").textContent =
+        "Second-copy loss / first-copy loss: " + fmt(100 * data.in_context.ratio, 0) +
+        "% (far below 100% when induction heads copy from the first copy).";
+    }
+  })();
+
+  // ---- layer grids ---------------------------------------------------------------------------
+
+  const cell = Math.max(2, Math.min(8, Math.floor(192 / T)));
+
+  function drawHeatmap(canvas, layer, head) {
+    const ctx = canvas.getContext("2d");
+    const image = ctx.createImageData(T * cell, T * cell);
+    for (let i = 0; i < T; ++i) {
+      for (let j = 0; j < T; ++j) {
+        const [r, g, b] = viridis(weight(layer, head, i, j));
+        for (let y = i * cell; y < (i + 1) * cell; ++y) {
+          for (let x = j * cell; x < (j + 1) * cell; ++x) {
+            const o = (y * T * cell + x) * 4;
+            image.data[o] = r; image.data[o + 1] = g; image.data[o + 2] = b; image.data[o + 3] = 255;
+          }
+        }
+      }
+    }
+    ctx.putImageData(image, 0, 0);
+    // The query row, framed.
+    ctx.strokeStyle = "#ff3b30";
+    ctx.lineWidth = 1;
+    ctx.strokeRect(0.5, state.query * cell + 0.5, T * cell - 1, cell - 1);
+  }
+
+  (function buildGrids() {
+    const grids = document.getElementById("grids");
+    for (let l = 0; l < L; ++l) {
+      const grid = el("div", { className: "grid" });
+      const readout = el("div", { className: "grid-readout", text: "\u00a0" });
+      for (let h = 0; h < H; ++h) {
+        const info = headInfo(l, h);
+        const canvas = el("canvas", { width: T * cell, height: T * cell });
+        const fig = el("figure", { className: "heatmap", "data-layer": l, "data-head": h }, [
+          el("figcaption", { text: "head " + h + ": " + info.role + " " + fmt(roleScore(info)) }), canvas]);
+        fig.addEventListener("click", () => select(l, h));
+        canvas.addEventListener("mousemove", (event) => {
+          const rect = canvas.getBoundingClientRect();
+          const j = Math.floor((event.clientX - rect.left) / rect.width * T);
+          const i = Math.floor((event.clientY - rect.top) / rect.height * T);
+          if (i < 0 || j < 0 || i >= T || j >= T) return;
+          readout.textContent = "layer " + l + " head " + h + ": token " + i + " " +
+            JSON.stringify(data.tokens[i]) + " \u2192 token " + j + " " + JSON.stringify(data.tokens[j]) +
+            ": " + fmt(weight(l, h, i, j), 3);
+        });
+        grid.append(fig);
+      }
+      grids.append(el("div", { className: "layer" }, [el("h3", { text: "layer " + l }), grid, readout]));
+    }
+  })();
+
+  // ---- charts --------------------------------------------------------------------------------
+
+  // A line chart over [xMin, xMax]: every chart shares the training steps' x range so that the
+  // formation curves line up with the loss curve.
+  const stepRange = (function () {
+    const xs = [];
+    for (const s of [data.loss.step, data.loss.train, data.loss.val]) for (const p of s) xs.push(p[0]);
+    for (const s of data.formation) xs.push(s.step);
+    return xs.length ? [0, Math.max(...xs)] : [0, 1];
+  })();
+
+  function lineChart(container, series, options) {
+    const width = 1080, height = options.height || 240;
+    const m = { left: 52, right: 16, top: 10, bottom: 32 };
+    const [x0, x1] = stepRange;
+    let y0 = options.yMin, y1 = options.yMax;
+    const ys = series.flatMap((s) => s.points.map((p) => p[1])).filter((y) => isFinite(y));
+    if (y0 === undefined) y0 = ys.length ? Math.min(...ys) : 0;
+    if (y1 === undefined) y1 = ys.length ? Math.max(...ys) : 1;
+    if (!(y1 > y0)) y1 = y0 + 1;
+    const sx = (x) => m.left + (x - x0) / (x1 - x0 || 1) * (width - m.left - m.right);
+    const sy = (y) => height - m.bottom - (y - y0) / (y1 - y0) * (height - m.top - m.bottom);
+    const root = svg("svg", { viewBox: "0 0 " + width + " " + height, width: width, height: height,
+      role: "img", "aria-label": options.label });
+    for (const y of ticks(y0, y1, 5)) {
+      root.append(svg("line", { class: "grid-line", x1: m.left, x2: width - m.right, y1: sy(y), y2: sy(y) }));
+      const text = svg("text", { x: m.left - 6, y: sy(y) + 4, "text-anchor": "end", fill: "#5d6470" });
+      text.textContent = +y.toFixed(3);
+      root.append(text);
+    }
+    for (const x of ticks(x0, x1, 8)) {
+      root.append(svg("line", { class: "grid-line", x1: sx(x), x2: sx(x), y1: m.top, y2: height - m.bottom }));
+      const text = svg("text", { x: sx(x), y: height - m.bottom + 14, "text-anchor": "middle", fill: "#5d6470" });
+      text.textContent = x;
+      root.append(text);
+    }
+    const xLabel = svg("text", { x: (m.left + width - m.right) / 2, y: height - 4, "text-anchor": "middle", fill: "#5d6470" });
+    xLabel.textContent = "step";
+    root.append(xLabel);
+    root.append(svg("path", { class: "axis", fill: "none",
+      d: "M" + m.left + " " + m.top + "V" + (height - m.bottom) + "H" + (width - m.right) }));
+    for (const s of series) {
+      if (!s.points.length) continue;
+      const d = s.points.map((p, i) => (i ? "L" : "M") + sx(p[0]).toFixed(1) + " " + sy(p[1]).toFixed(1)).join("");
+      root.append(svg("path", { d: d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5,
+        "stroke-dasharray": s.dash || "", opacity: s.opacity || 1, "data-series": s.name }));
+      if (s.markers) {
+        for (const p of s.points) root.append(svg("circle", { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, fill: s.color }));
+      }
+    }
+    const legend = el("div", { className: "legend" });
+    for (const s of series.filter((s) => s.legend !== false)) {
+      legend.append(el("span", {}, [el("i", { style: "background:" + s.color }), s.name]));
+    }
+    container.append(el("div", { className: "chart" }, [el("div", { className: "chart-title", text: options.label }), root, legend]));
+  }
+
+  function scoreOf(snapshot, layer, head, name) {
+    const h = snapshot.heads.find((x) => x.layer === layer && x.head === head);
+    return h && typeof h.scores[name] === "number" ? h.scores[name] : NaN;
+  }
+
+  function drawFormation() {
+    const container = document.getElementById("formation");
+    container.replaceChildren();
+    const snaps = data.formation;
+    if (!snaps.length) {
+      container.append(el("p", { className: "note", text:
+        "This run's log.jsonl has no head scores per evaluation, so there are no formation curves." }));
+      return;
+    }
+    const best = (name, layer) => snaps.map((s) => [s.step, Math.max(...s.heads
+      .filter((h) => layer === undefined || h.layer === layer).map((h) => h.scores[name])
+      .filter((v) => typeof v === "number"))]).filter((p) => isFinite(p[1]));
+    const lines = [];
+    for (let l = 0; l < L; ++l) {
+      lines.push({ name: "best previous-token, layer " + l, points: best("previous_token", l), color: PALETTE[(2 * l) % PALETTE.length] });
+    }
+    lines.push({ name: "best induction", points: best("induction"), color: PALETTE[1] });
+    const ratio = snaps.filter((s) => s.in_context).map((s) => [s.step, s.in_context.ratio]);
+    if (ratio.length) lines.push({ name: "in-context ratio (second / first copy loss)", points: ratio, color: "#1d1f24", dash: "5 3" });
+    lineChart(container, lines, { label: "Best head scores and the in-context ratio", yMin: 0, yMax: Math.max(1, ...ratio.map((p) => p[1])) });
+
+    const heads = state.head === "all" ? [...Array(H).keys()] : [state.head];
+    const own = [];
+    heads.forEach((h, k) => {
+      for (const [name, dash] of [["previous_token", ""], ["induction", "4 2"]]) {
+        own.push({ name: "L" + state.layer + " H" + h + " " + name.replace("_", "-"),
+          points: snaps.map((s) => [s.step, scoreOf(s, state.layer, h, name)]).filter((p) => isFinite(p[1])),
+          color: PALETTE[k % PALETTE.length], dash: dash, legend: heads.length <= 2 });
+      }
+    });
+    lineChart(container, own, { label: "The selected head" + (heads.length > 1 ? "s" : "") +
+      " (solid: previous-token, dashed: induction)", yMin: 0, yMax: 1, height: 200 });
+  }
+
+  (function drawLoss() {
+    const container = document.getElementById("loss");
+    const loss = data.loss;
+    if (!loss.step.length && !loss.train.length && !loss.val.length) {
+      container.append(el("p", { className: "note", text: "No training log (log.jsonl) beside this model." }));
+      return;
+    }
+    lineChart(container, [
+      { name: "training loss per step", points: loss.step, color: "#9aa3b2", width: 1 },
+      { name: "train (evaluation)", points: loss.train, color: PALETTE[1], markers: true },
+      { name: "validation (evaluation)", points: loss.val, color: PALETTE[0], markers: true },
+    ], { label: "Cross-entropy loss (nats per character)" });
+  })();
+
+  // ---- ablation ------------------------------------------------------------------------------
+
+  (function buildAblation() {
+    const container = document.getElementById("ablation");
+    const ablated = data.heads.filter((h) => typeof h.scores[ABLATION_RATIO] === "number" ||
+      typeof h.scores[ABLATION_LOSS] === "number");
+    if (!ablated.length) {
+      container.append(el("p", { className: "note", text:
+        "No ablation results in this report (tinygpt heads --ablate measures each head by removing it)." }));
+      return;
+    }
+    const base = data.in_context ? data.in_context.ratio : NaN;
+    container.append(el("p", { className: "hint", text: "Each head removed in turn: the in-context ratio " +
+      "(second / first copy loss; " + fmt(100 * base, 0) + "% with every head) and the change of the loss on real text." }));
+    const table = el("table", { id: "ablation-table", className: "scores" });
+    table.append(el("thead", {}, [el("tr", {}, [el("th", { className: "text", text: "head removed" }),
+      el("th", { className: "text", text: "role" }), el("th", { text: "in-context ratio" }),
+      el("th", { text: "change" }), el("th", { text: "loss change" })])]));
+    const body = el("tbody");
+    const sorted = [...ablated].sort((a, b) => (b.scores[ABLATION_RATIO] || 0) - (a.scores[ABLATION_RATIO] || 0));
+    for (const h of sorted) {
+      const r = h.scores[ABLATION_RATIO];
+      body.append(el("tr", { "data-layer": h.layer, "data-head": h.head }, [
+        el("td", { className: "text", text: "L" + h.layer + " H" + h.head }),
+        el("td", { className: "text", text: h.role }),
+        scoreCell(r, false),
+        el("td", { text: isFinite(base) && typeof r === "number" ? (r >= base ? "+" : "") + fmt(100 * (r - base), 0) + " pts" : "–" }),
+        el("td", { text: typeof h.scores[ABLATION_LOSS] === "number" ? (h.scores[ABLATION_LOSS] >= 0 ? "+" : "") + fmt(h.scores[ABLATION_LOSS], 3) : "–" })]));
+    }
+    table.append(body);
+    container.append(table);
+  })();
+
+  select(state.layer, state.head);
+
+  // For tests and the console: the state and the values behind the shading.
+  window.tinygptExplorer = {
+    layers: L,
+    heads: H,
+    tokens: data.tokens.slice(),
+    state: () => Object.assign({}, state),
+    weight: weight,
+    select: select,
+    setQuery: setQuery,
+    pin: pin,
+    shading: () => [...tokenStrip.children].map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))),
+  };
+})();

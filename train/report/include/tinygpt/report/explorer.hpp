@@ -1,0 +1,69 @@
+#pragma once
+// The attention explorer: one self-contained HTML page (inline CSS, JS and data, no external URL)
+// that shows a run's attention heads interactively — the probe text as tokens with the attention
+// of the hovered token shaded on the others, a head picker with each head's role and scores, the
+// layer grids, the role table, the head-formation and loss curves and the ablation table.
+//
+// Takes plain data only; the caller (the CLI) gathers it from a model and a run directory.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tinygpt::report {
+
+// One head's role and its named scores, in display order, e.g. {"previous_token", 0.96}. Any
+// name is carried through; the page knows a few (the role scores, and the ablation results
+// "ablated_second_copy_ratio" and "ablated_loss_delta", which add the ablation table).
+struct HeadEntry {
+  int64_t layer = 0;
+  int64_t head = 0;
+  std::string role;
+  std::vector<std::pair<std::string, double>> scores;
+};
+
+// The in-context line: mean loss on the first and the second copy of a repeated random sequence.
+struct InContext {
+  double first_copy_loss = 0.0;
+  double second_copy_loss = 0.0;
+  double ratio = 0.0;  // second / first
+};
+
+// The head scores of one evaluation during training (a log.jsonl eval record with "heads").
+struct Snapshot {
+  int64_t step = 0;
+  std::vector<HeadEntry> heads;
+  std::optional<InContext> in_context;
+};
+
+struct Point {
+  double x = 0.0;
+  double y = 0.0;
+};
+
+struct ExplorerData {
+  std::string title;                      // e.g. the run directory
+  std::vector<std::pair<std::string, std::string>> facts;  // shown under the title, e.g. {"layers", "2"}
+  std::vector<std::string> tokens;        // the probe text, one string per token (T)
+  int64_t layers = 0;
+  int64_t heads = 0;
+  std::vector<float> attention;           // (L,H,T,T) row-major, rows are queries, each sums to 1
+  std::vector<HeadEntry> head_entries;    // every head, layer by layer, head by head
+  std::optional<InContext> in_context;
+  std::vector<Point> step_loss;           // training loss per step
+  std::vector<Point> eval_train_loss;     // the evaluations' losses
+  std::vector<Point> eval_val_loss;
+  std::vector<Snapshot> formation;        // head scores over training (may be empty)
+};
+
+// Attention weights are stored in the page quantised to one byte, q = round(255 * w) (w clamped
+// to [0, 1]), base64-encoded; the page shows q / 255, within 1/510 of w.
+constexpr int kAttentionLevels = 255;
+uint8_t quantize_weight(float w);
+
+// The page. Throws ValueError when the shapes do not agree (attention.size() != L*H*T*T, a head
+// entry outside L x H, no tokens).
+std::string explorer_html(const ExplorerData& data);
+
+}  // namespace tinygpt::report
