@@ -86,6 +86,14 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--block", block, "context length in characters")->check(integer_in(1, 65536))->capture_default_str();
   cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")
       ->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd.add_option("--pos", pos,
+                 "position scheme: learned (GPT-2's table), sinusoidal (fixed, added), rope (rotary "
+                 "q and k), alibi (linear score bias) or none")
+      ->check(CLI::IsMember({"learned", "sinusoidal", "rope", "alibi", "none"}))->capture_default_str();
+  cmd.add_option("--kv-heads", kv_heads,
+                 "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; "
+                 "default: --heads)")
+      ->check(integer_in(1, 64));
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -96,8 +104,18 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.n_head = heads;
   c.n_embd = d_model;
   c.dropout = dropout;
+  c.position_embedding = nn::parse_position_embedding(pos);
+  c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
   if (d_model % heads != 0) {
     throw ValueError(fmt::format("--d-model {} is not divisible by --heads {}", d_model, heads));
+  }
+  if (heads % c.n_kv_head != 0) {
+    throw ValueError(fmt::format("--kv-heads {} does not divide --heads {}", c.n_kv_head, heads));
+  }
+  if (c.position_embedding == nn::PositionEmbedding::rope && (d_model / heads) % 2 != 0) {
+    throw ValueError(fmt::format(
+        "--pos rope needs an even head width, but --d-model {} / --heads {} = {}", d_model, heads,
+        d_model / heads));
   }
   if (!(dropout >= 0.0 && dropout < 1.0)) {
     throw ValueError(fmt::format("--dropout must be in [0, 1), got {}", dropout));

@@ -54,7 +54,7 @@ struct TrainFlags {
 // Flags that define the run; a resumed run takes them from its checkpoint. The others (--steps,
 // --eval-every, --eval-iters, --threads) may change when resuming.
 const char* const kFixedWhenResuming[] = {
-    "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch",
+    "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--pos", "--kv-heads", "--batch",
     "--lr", "--min-lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--beta1",
     "--beta2", "--grad-clip", "--seed", "--optimizer", "--momentum", "--val-fraction", "--force"};
 
@@ -175,11 +175,13 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   train::ProgressReporter progress(run.options.steps);
   progress.message(fmt::format(
-      "{} {}: {} parameters ({} layers, {} heads, d_model {}, context {}), vocabulary {}, "
-      "{} training tokens",
+      "{} {}: {} parameters ({} layers, {} heads, {} key/value heads, d_model {}, context {}, {} "
+      "positions), vocabulary {}, {} training tokens",
       resuming ? "resuming" : "training", run.data_source, model->num_parameters(),
-      model->config().n_layer, model->config().n_head, model->config().n_embd,
-      model->config().block_size, tokenizer->vocab_size(), dataset.size(data::Split::train)));
+      model->config().n_layer, model->config().n_head, model->config().kv_heads(),
+      model->config().n_embd, model->config().block_size,
+      nn::position_embedding_name(model->config().position_embedding), tokenizer->vocab_size(),
+      dataset.size(data::Split::train)));
 
   auto checkpoint = [&] {
     run.step = trainer.steps_done();
