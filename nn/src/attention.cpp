@@ -4,13 +4,12 @@
 #include <limits>
 
 #include "tinygpt/autograd/ops.hpp"
-#include "tinygpt/autograd/ops.hpp"
 
 namespace tinygpt::nn {
 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double dropout_p, bool training,
-                                             Generator* gen) {
+                                             Generator* gen, bool alibi) {
   const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
                   q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
   if (!ok) {
@@ -21,6 +20,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   }
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
+  if (alibi) scores = alibi_bias(scores);
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
@@ -68,7 +68,12 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
         "MultiHeadSelfAttention: d_model {} must be a positive multiple of n_heads {}", c,
         options.n_heads));
   }
-  c_attn = register_module("c_attn", std::make_shared<Linear>(c, 3 * c, options.bias, init));
+  if (options.n_kv_heads < 0 || options.n_heads % options.kv_heads() != 0) {
+    throw ValueError(fmt::format("MultiHeadSelfAttention: n_kv_heads {} does not divide n_heads {}",
+                                 options.n_kv_heads, options.n_heads));
+  }
+  const int64_t kv = options.kv_heads() * (c / options.n_heads);  // (KV) columns of k and of v
+  c_attn = register_module("c_attn", std::make_shared<Linear>(c, c + 2 * kv, options.bias, init));
   c_proj = register_module("c_proj", std::make_shared<Linear>(c, c, options.bias, init));
   resid_dropout =
       register_module("resid_dropout", std::make_shared<Dropout>(options.dropout, noise));
@@ -86,25 +91,37 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
                                  lengths.size(), b));
   }
-  const Tensor packed = c_attn->forward(x);  // (B,T,3C)
+  const int64_t kvh = options_.kv_heads(), kv = kvh * d;
+  const bool alibi = options_.position == PositionEmbedding::alibi;
+  Tensor packed = c_attn->forward(x);  // (B,T,C+2KV)
+  if (options_.position == PositionEmbedding::rope) {
+    // q and k turn by their absolute positions: with a cache these continue the cached ones.
+    packed = rotary_embedding(packed, d, c + kv, cache != nullptr ? cache->length() : 0,
+                              options_.rope_theta);
+  }
   const bool dropping = is_training() && options_.dropout > 0.0;
   last_weights_ = Tensor();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_) {
-    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h)));
+    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi)));
   }
-  // (B,T,3C) -> (3,B,H,T,d): q, k and v of every head from one projection.
-  const Tensor qkv = permute(reshape(packed, {b, t, 3, h, d}), {2, 0, 3, 1, 4});
-  const Tensor q = reshape(narrow(qkv, 0, 0, 1), {b, h, t, d});
-  Tensor k = reshape(narrow(qkv, 0, 1, 1), {b, h, t, d});
-  Tensor v = reshape(narrow(qkv, 0, 2, 1), {b, h, t, d});
+  // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
+  const std::vector<Tensor> parts = split(packed, {c, kv, kv}, 2);
+  const auto heads = [&](const Tensor& part, int64_t n) {
+    return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
+  };
+  const Tensor q = heads(parts[0], h);
+  Tensor k = heads(parts[1], kvh);
+  Tensor v = heads(parts[2], kvh);
   if (cache != nullptr) {
     if (cache->k.defined()) {
-      k = concat({cache->k, k}, 2);  // (B,H,T_past+T,d)
+      k = concat({cache->k, k}, 2);  // (B,Hkv,T_past+T,d)
       v = concat({cache->v, v}, 2);
     }
     cache->k = k.detach();
     cache->v = v.detach();
   }
+  k = repeat_heads(k, h / kvh);  // (B,H,Tk,d): query head i reads key/value head i / (H / Hkv)
+  v = repeat_heads(v, h / kvh);
   const int64_t tk = k.size(2);
   Tensor mask;
   if (options_.causal) mask = causal_mask(t, tk);  // (T,Tk)
@@ -113,7 +130,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)
   }
   const auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout,
-                                                         is_training(), noise_.get());
+                                                         is_training(), noise_.get(), alibi);
   last_weights_ = weights.detach();
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
   const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {b, t, c});

@@ -22,6 +22,16 @@ void GPTConfig::validate() const {
   if (!(dropout >= 0.0 && dropout < 1.0)) {
     throw ValueError(fmt::format("GPTConfig: dropout must be in [0, 1), got {}", dropout));
   }
+  if (n_kv_head < 0 || n_head % kv_heads() != 0) {
+    throw ValueError(fmt::format("GPTConfig: n_kv_head {} does not divide n_head {}", n_kv_head, n_head));
+  }
+  if (position_embedding == PositionEmbedding::rope && (n_embd / n_head) % 2 != 0) {
+    throw ValueError(fmt::format("GPTConfig: rope needs an even head width, got n_embd {} / n_head {} = {}",
+                                 n_embd, n_head, n_embd / n_head));
+  }
+  if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
+    throw ValueError(fmt::format("GPTConfig: rope_theta must be positive, got {}", rope_theta));
+  }
   if (!(layer_norm_epsilon > 0.0)) {
     throw ValueError(fmt::format("GPTConfig: layer_norm_epsilon must be positive, got {}",
                                  layer_norm_epsilon));
@@ -33,7 +43,8 @@ Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
   attn = register_module(
       "attn", std::make_shared<MultiHeadSelfAttention>(
-                  AttentionOptions{config.n_embd, config.n_head, config.dropout, true, config.bias},
+                  AttentionOptions{config.n_embd, config.n_head, config.dropout, true, config.bias,
+                                   config.n_kv_head, config.position_embedding, config.rope_theta},
                   init, noise));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
   mlp = register_module("mlp", std::make_shared<MLP>(config.n_embd, config.dropout, config.bias,
@@ -48,7 +59,9 @@ Tensor Block::forward(const Tensor& x, const std::vector<int64_t>& lengths, KVCa
 Transformer::Transformer(const GPTConfig& config, Generator& init,
                          std::shared_ptr<Generator> noise) {
   wte = register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, init));
-  wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, init));
+  if (config.position_embedding == PositionEmbedding::learned) {
+    wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, init));
+  }
   drop = register_module("drop", std::make_shared<Dropout>(config.dropout, noise));
   h = register_module("h", std::make_shared<ModuleList<Block>>());
   for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(std::make_shared<Block>(config, init, noise));
@@ -103,24 +116,40 @@ Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
     throw ValueError(fmt::format("GPT: cache has {} layers, the model {}", cache->size(),
                                  config_.n_layer));
   }
-  const int64_t t = tokens.size(1);
   const int64_t past = cache != nullptr ? (*cache)[0].length() : 0;
-  if (past + t > config_.block_size) {
-    throw IndexError(fmt::format("GPT: sequence length {} exceeds the context length {}",
-                                 past + t, config_.block_size));
-  }
-  std::vector<int64_t> positions(static_cast<size_t>(t));
-  for (int64_t i = 0; i < t; ++i) positions[static_cast<size_t>(i)] = past + i;
-  const Tensor pos = Tensor::from_ids(positions, {t});
-
-  Tensor x = transformer->drop->forward(transformer->wte->forward(tokens) +
-                                        transformer->wpe->forward(pos));  // (B,T,C)
+  Tensor x = transformer->drop->forward(embed(tokens, past));  // (B,T,C)
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     x = (*transformer->h)[i].forward(x, lengths, cache != nullptr ? &(*cache)[i] : nullptr);
   }
   x = transformer->ln_f->forward(x);
   const Tensor& head = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
   return matmul(x, head, false, true);                                       // (B,T,V)
+}
+
+Tensor GPT::embed(const Tensor& tokens, int64_t past) {
+  const int64_t t = tokens.size(1);
+  const Tensor tok = transformer->wte->forward(tokens);  // (B,T,C)
+  switch (config_.position_embedding) {
+    case PositionEmbedding::learned: {
+      if (past + t > config_.block_size) {
+        throw IndexError(fmt::format(
+            "GPT: sequence length {} exceeds the context length {} (learned positions)", past + t,
+            config_.block_size));
+      }
+      std::vector<int64_t> positions(static_cast<size_t>(t));
+      for (int64_t i = 0; i < t; ++i) positions[static_cast<size_t>(i)] = past + i;
+      return tok + transformer->wpe->forward(Tensor::from_ids(positions, {t}));
+    }
+    case PositionEmbedding::sinusoidal:
+      return tok + sinusoidal_positions(past, t, config_.n_embd, tok.dtype());
+    default:  // rope and alibi act inside attention; none adds nothing
+      return tok;
+  }
+}
+
+int64_t GPT::kv_cache_bytes(int64_t length) const {
+  return 2 * config_.n_layer * config_.kv_heads() * length * (config_.n_embd / config_.n_head) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 Tensor GPT::loss(const Tensor& tokens, const Tensor& targets) {

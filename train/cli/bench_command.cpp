@@ -117,7 +117,8 @@ void run_bench(const BenchFlags& f) {
   // backward, plus 12 L C T for attention's two (T x T) products over the full square. N leaves
   // out the position embedding (a lookup); the tied token embedding counts once, as the LM head.
   const int64_t n_params = model.num_parameters();
-  const int64_t n_matmul_params = n_params - model.transformer->wpe->weight.numel();
+  const int64_t n_matmul_params =
+      n_params - (model.transformer->wpe ? model.transformer->wpe->weight.numel() : 0);
   const double flops_per_token = 6.0 * static_cast<double>(n_matmul_params) +
                                  12.0 * static_cast<double>(cfg.n_layer * cfg.n_embd * cfg.block_size);
   const double flops_per_step = flops_per_token * static_cast<double>(tokens_per_step);
@@ -164,8 +165,10 @@ void run_bench(const BenchFlags& f) {
         {"params", n_params},
         {"flops_per_step", flops_per_step},
         {"final_loss", last_loss},
+        {"kv_cache_bytes", model.kv_cache_bytes(cfg.block_size)},
         {"config",
-         {{"layers", cfg.n_layer}, {"heads", cfg.n_head}, {"d_model", cfg.n_embd},
+         {{"layers", cfg.n_layer}, {"heads", cfg.n_head}, {"kv_heads", cfg.kv_heads()},
+          {"pos", nn::position_embedding_name(cfg.position_embedding)}, {"d_model", cfg.n_embd},
           {"block", cfg.block_size}, {"batch", f.batch}, {"vocab", vocab}}},
         {"allocator",
          {{"system_allocations", end.system_allocations},
@@ -188,8 +191,10 @@ void run_bench(const BenchFlags& f) {
   }
 
   constexpr double kMiB = 1024.0 * 1024.0;
-  fmt::print("tinygpt bench: {} layers, {} heads, d_model {}, context {}, batch {}, vocab {} ({})\n",
-             cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.block_size, f.batch, vocab, source);
+  fmt::print("tinygpt bench: {} layers, {} heads ({} key/value), d_model {}, context {}, {} "
+             "positions, batch {}, vocab {} ({})\n",
+             cfg.n_layer, cfg.n_head, cfg.kv_heads(), cfg.n_embd, cfg.block_size,
+             nn::position_embedding_name(cfg.position_embedding), f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
   fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; OpenBLAS "
              "single-threaded inside it)\n",
@@ -208,6 +213,9 @@ void run_bench(const BenchFlags& f) {
     fmt::print("  MFU             {:.3f}\n", mfu);
   }
   fmt::print("  peak RSS        {:.1f} MB\n", rss);
+  fmt::print("  KV cache        {} bytes at context {}, batch 1 (2 x layers x kv_heads x T x d_head "
+             "x 4)\n",
+             model.kv_cache_bytes(cfg.block_size), cfg.block_size);
   fmt::print("  allocator       {} system allocations ({} during the timed steps), {} cache hits, "
              "peak in use {:.1f} MiB, cached {:.1f} MiB\n",
              end.system_allocations, steady_allocs, end.cache_hits,

@@ -35,6 +35,8 @@ struct ModelFlags {
   int64_t d_model = 64;
   int64_t block = 64;
   double dropout = 0.0;
+  std::string pos = "learned";  // --pos: learned, sinusoidal, rope, alibi or none
+  int64_t kv_heads = 0;         // --kv-heads: 0 means --heads
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data

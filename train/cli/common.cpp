@@ -79,6 +79,14 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--block", block, "context length in characters")->check(integer_in(1, 65536))->capture_default_str();
   cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")
       ->check(number_in(0.0, 1.0, true))->capture_default_str();
+  cmd.add_option("--pos", pos,
+                 "position scheme: learned (GPT-2's table), sinusoidal (fixed, added), rope (rotary "
+                 "q and k), alibi (linear score bias) or none")
+      ->check(CLI::IsMember({"learned", "sinusoidal", "rope", "alibi", "none"}))->capture_default_str();
+  cmd.add_option("--kv-heads", kv_heads,
+                 "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; "
+                 "default: --heads)")
+      ->check(integer_in(1, 64));
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -89,6 +97,8 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.n_head = heads;
   c.n_embd = d_model;
   c.dropout = dropout;
+  c.position_embedding = nn::parse_position_embedding(pos);
+  c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
   return c;  // checked by GPTConfig::validate where a model is built
 }
 

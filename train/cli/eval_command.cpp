@@ -18,6 +18,7 @@ struct EvalFlags {
   std::string split = "val";
   double val_fraction = 0.1;
   int64_t batch = 32;
+  int64_t block = 0;  // 0: the model's context
   int threads = 0;
   bool json = false;
 };
@@ -29,12 +30,19 @@ void run_eval(const EvalFlags& f) {
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;
+  const int64_t block = f.block > 0 ? f.block : loaded.config.block_size;
+  if (block > loaded.config.block_size && nn::has_context_limit(loaded.config.position_embedding)) {
+    throw ValueError(fmt::format(
+        "--block {} exceeds the context {} of {}, whose learned position embeddings stop there; "
+        "only models trained with --pos sinusoidal, rope, alibi or none run on longer windows",
+        block, loaded.config.block_size, f.model));
+  }
   const data::TextDataset dataset =
-      data::make_dataset(text, f.data, loaded.tokenizer, loaded.config.block_size, f.val_fraction);
+      data::make_dataset(text, f.data, loaded.tokenizer, block, f.val_fraction);
   const int64_t windows = dataset.num_windows(split);
   if (windows == 0) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",
-                                 f.data, f.split, loaded.config.block_size + 1));
+                                 f.data, f.split, block + 1));
   }
   // Every window has the same length, so the mean of window-batch means weighted by their size
   // is the mean over every predicted token.
@@ -51,12 +59,13 @@ void run_eval(const EvalFlags& f) {
     throw ValueError(fmt::format("{}: the loss over the {} split of {} is not finite ({})",
                                  f.model, f.split, f.data, loss));
   }
-  const int64_t tokens = windows * loaded.config.block_size;
+  const int64_t tokens = windows * block;
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}}.dump());
   } else {
-    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted characters\n",
-               f.split, f.data, loss, std::exp(loss), tokens);
+    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted characters "
+               "(windows of {})\n",
+               f.split, f.data, loss, std::exp(loss), tokens, block);
   }
 }
 
@@ -70,6 +79,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--data", flags->data, "UTF-8 text file (builtin:toy for the toy corpus)")->required();
   cmd->add_option("--split", flags->split, "val, train or all")->check(CLI::IsMember({"val", "train", "all"}))->capture_default_str();
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split")->check(number_in(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--block", flags->block,
+                  "window length (default: the model's context); longer than it tests length "
+                  "extrapolation, refused for learned positions")
+      ->check(integer_in(1, 65536));
   cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->add_flag("--json", flags->json, "print {\"loss\", \"perplexity\", \"tokens\"} as JSON");

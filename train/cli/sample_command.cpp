@@ -1,5 +1,6 @@
 // tinygpt sample: generate text from a trained model with a key/value cache.
 #include <algorithm>
+#include <chrono>
 #include <limits>
 
 #include "commands.hpp"
@@ -14,6 +15,7 @@ struct SampleFlags {
   std::string model;
   std::string prompt;
   int threads = 1;
+  bool verbose = false;
   nn::SampleOptions options;
 };
 
@@ -30,11 +32,27 @@ void run_sample(const SampleFlags& f) {
     prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
   }
   std::fputs(f.prompt.c_str(), stdout);
+  const auto start = std::chrono::steady_clock::now();
   nn::generate(*loaded.model, prompt, f.options, [&](int64_t id) {
     std::fputs(loaded.tokenizer.token(id).c_str(), stdout);
     std::fflush(stdout);
   });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::fputs("\n", stdout);
+  if (f.verbose) {
+    const nn::GPTConfig& c = loaded.config;
+    const int64_t d = c.n_embd / c.n_head;
+    // The window, so the cache, never holds more than the context.
+    const int64_t positions = std::min<int64_t>(c.block_size, static_cast<int64_t>(prompt.size()) + f.options.tokens);
+    fmt::print(stderr,
+               "{} characters in {:.3f} s ({:.1f} characters/s); positions {}, {} heads, {} "
+               "key/value heads\nKV cache: {} bytes at {} positions (2 x {} layers x {} kv_heads x "
+               "{} x d_head {} x 4 bytes)\n",
+               f.options.tokens, seconds, seconds > 0 ? f.options.tokens / seconds : 0.0,
+               nn::position_embedding_name(c.position_embedding), c.n_head, c.kv_heads(),
+               loaded.model->kv_cache_bytes(positions), positions, c.n_layer, c.kv_heads(),
+               positions, d);
+  }
 }
 
 }  // namespace
@@ -49,6 +67,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(integer_in(0, 256))->capture_default_str();
+  cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");
   cmd->callback([flags] { run_sample(*flags); });
 }
 

@@ -53,7 +53,8 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
   const auto text = [](const auto& value) { return fmt::format("{}", value); };
   return {{"--layers", text(m.layers)},       {"--heads", text(m.heads)},
           {"--d-model", text(m.d_model)},     {"--block", text(m.block)},
-          {"--dropout", text(m.dropout)},     {"--batch", text(o.batch)},
+          {"--dropout", text(m.dropout)},     {"--pos", m.pos},
+          {"--kv-heads", text(m.kv_heads)},   {"--batch", text(o.batch)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
           {"--warmup", text(o.warmup)},       {"--lr-decay-steps", text(o.lr_decay_steps)},
           {"--weight-decay", text(o.weight_decay)}, {"--beta1", text(o.beta1)},
@@ -66,7 +67,8 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
 TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
   const nn::GPTConfig& c = run.model().config();
-  f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout};
+  f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
+             nn::position_embedding_name(c.position_embedding), c.kv_heads()};
   f.options = run.options();
   f.data = run.data_source();
   f.val_fraction = run.val_fraction();
@@ -116,11 +118,12 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   const nn::GPTConfig& config = run.model().config();
   train::ProgressReporter progress(run.options().steps);
   progress.message(fmt::format(
-      "{} {}: {} parameters ({} layers, {} heads, d_model {}, context {}), vocabulary {}, "
-      "{} training tokens",
+      "{} {}: {} parameters ({} layers, {} heads, {} key/value heads, d_model {}, context {}, {} "
+      "positions), vocabulary {}, {} training tokens",
       resuming ? "resuming" : "training", run.data_source(), run.model().num_parameters(),
-      config.n_layer, config.n_head, config.n_embd, config.block_size,
-      run.tokenizer().vocab_size(), run.dataset().size(data::Split::train)));
+      config.n_layer, config.n_head, config.kv_heads(), config.n_embd, config.block_size,
+      nn::position_embedding_name(config.position_embedding), run.tokenizer().vocab_size(),
+      run.dataset().size(data::Split::train)));
 
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();

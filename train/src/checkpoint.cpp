@@ -1,5 +1,6 @@
 #include "tinygpt/train/checkpoint.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <set>
@@ -94,7 +95,15 @@ void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& w
     }
   };
   expect("transformer.wte.weight", Shape({config.vocab_size, config.n_embd}));
-  expect("transformer.wpe.weight", Shape({config.block_size, config.n_embd}));
+  const bool learned = config.position_embedding == nn::PositionEmbedding::learned;
+  if (learned) {
+    expect("transformer.wpe.weight", Shape({config.block_size, config.n_embd}));
+  } else if (std::any_of(weights.tensors.begin(), weights.tensors.end(),
+                         [](const auto& t) { return t.first == "transformer.wpe.weight"; })) {
+    throw FormatError(fmt::format(
+        "{}: has transformer.wpe.weight, but config.json says position_embedding_type \"{}\"",
+        source, nn::position_embedding_name(config.position_embedding)));
+  }
   std::set<std::string> layers;  // the "<i>" of every "transformer.h.<i>.<rest>"
   const std::string prefix = "transformer.h.";
   for (const auto& [name, tensor] : weights.tensors) {
@@ -138,6 +147,9 @@ std::string config_to_json(const nn::GPTConfig& c) {
                   {"attn_pdrop", c.dropout},
                   {"tie_word_embeddings", c.tie_weights},
                   {"bias", c.bias},
+                  {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
+                  {"rope_theta", c.rope_theta},
+                  {"num_key_value_heads", c.kv_heads()},
                   {"torch_dtype", "float32"}};
   return j.dump(2) + "\n";
 }
@@ -154,6 +166,17 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   c.dropout = j.contains("resid_pdrop") ? field<double>(j, "resid_pdrop", source) : 0.0;
   c.tie_weights = j.contains("tie_word_embeddings") ? field<bool>(j, "tie_word_embeddings", source) : true;
   c.bias = j.contains("bias") ? field<bool>(j, "bias", source) : true;
+  // Checkpoints from before the attention variants have none of these: learned, multi-head.
+  try {
+    if (j.contains("position_embedding_type")) {
+      c.position_embedding =
+          nn::parse_position_embedding(field<std::string>(j, "position_embedding_type", source));
+    }
+  } catch (const ValueError& e) {
+    throw FormatError(fmt::format("{}: position_embedding_type: {}", source, e.what()));
+  }
+  if (j.contains("rope_theta")) c.rope_theta = field<double>(j, "rope_theta", source);
+  c.n_kv_head = j.contains("num_key_value_heads") ? field<int64_t>(j, "num_key_value_heads", source) : c.n_head;
   try {
     c.validate();
   } catch (const Error& e) {

@@ -20,8 +20,16 @@ using detail::gemm;
 // (T, T) is ever held; the products are single-threaded BLAS calls on strided views of qkv.
 constexpr int64_t kBlock = 64;
 
-// One (batch, head) pair's matrices inside qkv (B,T,3C): row i of Q is q + i * ld, of K
-// k + i * ld, of V v + i * ld, with ld = 3C. Its rows of y (B,T,C) start at y_offset, C apart.
+// Where the heads lie in qkv (B,T,W): the C = H d query columns first, then the keys and the
+// values of the KV = kv_heads d columns each (W = C + 2 KV); query head h reads key/value head
+// h / group, group = H / kv_heads (grouped-query attention; group 1 is multi-head attention).
+struct Layout {
+  int64_t t, c, kv, d, group;
+  int64_t width() const { return c + 2 * kv; }
+};
+
+// One (batch, head) pair's matrices inside qkv: row i of Q is q + i * ld, of K k + i * ld, of V
+// v + i * ld, with ld = W. Its rows of y (B,T,C) start at y_offset, C apart.
 template <class T>
 struct Head {
   T *q, *k, *v;
@@ -29,12 +37,20 @@ struct Head {
 };
 
 template <class T>
-Head<T> head_of(T* qkv, int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) {
-  T* base = qkv + b * t * 3 * c + h * d;
-  return {base, base + c, base + 2 * c, 3 * c};
+Head<T> head_of(T* qkv, int64_t b, int64_t h, const Layout& l) {
+  T* row0 = qkv + b * l.t * l.width();
+  T* kv = row0 + l.c + (h / l.group) * l.d;
+  return {row0 + h * l.d, kv, kv + l.kv, l.width()};
 }
 
-int64_t y_offset(int64_t b, int64_t h, int64_t t, int64_t c, int64_t d) { return b * t * c + h * d; }
+int64_t y_offset(int64_t b, int64_t h, const Layout& l) { return b * l.t * l.c + h * l.d; }
+
+// ALiBi: adds -slope (i - j) to the scores of query position i against keys j < valid.
+template <class T>
+void add_alibi(T* row, int64_t valid, int64_t i, T slope) {
+#pragma omp simd
+  for (int64_t j = 0; j < valid; ++j) row[j] += slope * static_cast<T>(j - i);
+}
 
 // Scores of queries i0..i0+rows against keys 0..keys-1 (keys = i0 + rows), scaled:
 // s (rows, keys) = scale Q K^T.
@@ -44,16 +60,18 @@ void scores(const Head<const T>& hd, int64_t i0, int64_t rows, int64_t keys, int
   gemm(false, true, rows, keys, d, scale, hd.q + i0 * hd.ld, hd.ld, hd.k, hd.ld, T(0), s, keys);
 }
 
-// Forward of one (batch, head): y = softmax(causal(scale Q K^T)) V, and each row's log-sum-exp.
+// Forward of one (batch, head): y = softmax(causal(scale Q K^T + bias)) V, and each row's
+// log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise.
 template <class T>
 void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                  T scale, T* s) {
+                  T scale, T slope, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
     scores(hd, i0, rows, keys, d, scale, s);
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * keys;
       const int64_t valid = i0 + r + 1;  // query i0 + r sees keys 0..i0 + r
+      if (slope != T(0)) add_alibi(row, valid, i0 + r, slope);
       T top = row[0];
       for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
       T sum = 0;
@@ -74,15 +92,12 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
 
 // Backward of one (batch, head), query block by query block, with P recomputed from the saved
 // log-sum-exp: dV += P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K,
-// dK += dS^T Q. dK and dV are summed over the blocks in order, so the result does not depend
+// dK += dS^T Q. dK and dV are added to (the caller zeroes them, then runs the query heads that
+// share them one after another), summed over the blocks in order, so the result does not depend
 // on the thread count.
 template <class T>
 void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
-                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T* p, T* ds) {
-  for (int64_t i = 0; i < t; ++i) {
-    std::fill_n(dh.k + i * dh.ld, d, T(0));
-    std::fill_n(dh.v + i * dh.ld, d, T(0));
-  }
+                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope, T* p, T* ds) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
     const T* dy_block = dy + i0 * ldy;
@@ -98,6 +113,7 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
       for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
       T* prow = p + r * keys;
       T* dsrow = ds + r * keys;
+      if (slope != T(0)) add_alibi(prow, valid, i0 + r, slope);
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) {
         // <= 0 in exact arithmetic; clamped so rounding can never make a weight above 1 (and
@@ -114,8 +130,8 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
   }
 }
 
-// Calls f(b, h, thread_scratch) for every (batch, head) pair on the OpenMP team; each thread
-// owns `per_thread` elements of `scratch`.
+// Calls f(b, h, thread_scratch) for every pair of a batch row b < `b` and a head h < `h` on the
+// OpenMP team; each thread owns `per_thread` elements of `scratch`.
 template <class T, class F>
 void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&& f) {
   T* base = scratch.data<T>();
@@ -126,16 +142,33 @@ void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&
   }
 }
 
+// ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
+template <class T>
+std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
+  std::vector<T> out(static_cast<size_t>(n_heads), T(0));
+  if (alibi) {
+    const std::vector<double> slopes = alibi_slopes(n_heads);
+    std::transform(slopes.begin(), slopes.end(), out.begin(), [](double m) { return static_cast<T>(m); });
+  }
+  return out;
+}
+
 }  // namespace
 
-Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads) {
-  if (qkv.ndim() != 3 || qkv.size(2) % 3 != 0 || n_heads <= 0 ||
-      (qkv.size(2) / 3) % n_heads != 0) {
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi) {
+  if (n_kv_heads == 0) n_kv_heads = n_heads;
+  const bool heads_ok = n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0;
+  // W = C + 2 C kv_heads / heads = C (heads + 2 kv_heads) / heads
+  const int64_t w = qkv.ndim() == 3 ? qkv.size(2) : 0, parts = n_heads + 2 * n_kv_heads;
+  if (qkv.ndim() != 3 || !heads_ok || w % parts != 0) {
     throw ShapeError(fmt::format(
-        "causal_self_attention: expects qkv (B,T,3C) with C a multiple of n_heads {}, got {}",
-        n_heads, qkv.shape().str()));
+        "causal_self_attention: expects qkv (B,T,C + 2 C kv_heads/heads) with heads {} a multiple "
+        "of kv_heads {} and C of heads, got {}",
+        n_heads, n_kv_heads, qkv.shape().str()));
   }
-  const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = w / parts;
+  const Layout layout{t, n_heads * d, n_kv_heads * d, d, n_heads / n_kv_heads};
+  const int64_t c = layout.c;
   Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
   Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
   const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
@@ -148,15 +181,17 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads) {
       T* py = y.data<T>();
       T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
+      const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
       for_each_head<T>(b, n_heads, scratch, panel, [&](int64_t bi, int64_t hi, T* s) {
-        forward_head(head_of(pqkv, bi, hi, t, c, d), py + y_offset(bi, hi, t, c, d), c,
-                     pl + (bi * n_heads + hi) * t, t, d, scale, s);
+        forward_head(head_of(pqkv, bi, hi, layout), py + y_offset(bi, hi, layout), c,
+                     pl + (bi * n_heads + hi) * t, t, d, scale, slopes[static_cast<size_t>(hi)], s);
       });
     });
   }
   return record("causal_self_attention", y, {qkv},
-                [qkv = qkv.detach(), y = y.detach(), lse, n_heads, panel](const Tensor& g) {
-    const int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, d = c / n_heads;
+                [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, n_kv_heads, alibi,
+                 panel](const Tensor& g) {
+    const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
     Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel}, qkv.dtype());
@@ -168,10 +203,21 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads) {
       T* pd = dqkv.data<T>();
       const T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
-      for_each_head<T>(b, n_heads, scratch, 2 * panel, [&](int64_t bi, int64_t hi, T* s) {
-        const int64_t yo = y_offset(bi, hi, t, c, d);
-        backward_head(head_of(pqkv, bi, hi, t, c, d), head_of(pd, bi, hi, t, c, d), py + yo,
-                      pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale, s, s + panel);
+      const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
+      // One task per key/value head: the query heads sharing it add into its dK and dV in turn.
+      for_each_head<T>(b, n_kv_heads, scratch, 2 * panel, [&](int64_t bi, int64_t kvi, T* s) {
+        const int64_t first = kvi * layout.group;
+        const Head<T> shared = head_of(pd, bi, first, layout);
+        for (int64_t i = 0; i < t; ++i) {
+          std::fill_n(shared.k + i * shared.ld, d, T(0));
+          std::fill_n(shared.v + i * shared.ld, d, T(0));
+        }
+        for (int64_t hi = first; hi < first + layout.group; ++hi) {
+          const int64_t yo = y_offset(bi, hi, layout);
+          backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo,
+                        pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale,
+                        slopes[static_cast<size_t>(hi)], s, s + panel);
+        }
       });
     });
     return std::vector<Tensor>{dqkv};

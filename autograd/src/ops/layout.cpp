@@ -1,4 +1,5 @@
 // Ops that move elements around: reshape (shares data), transpose/permute, slicing, concat/split.
+#include <algorithm>
 #include <numeric>
 
 #include "../tensor_impl.hpp"
@@ -200,6 +201,32 @@ std::vector<Tensor> chunk(const Tensor& x, int64_t chunks, int64_t axis) {
   for (int64_t start = 0; start < len; start += each) sizes.push_back(std::min(each, len - start));
   if (sizes.empty()) sizes.push_back(0);
   return split(x, sizes, ax);
+}
+
+// Grouped-query attention's sharing: head h of the output is head h / repeats of x, the key/value
+// head a group of query heads shares. The backward sums each group's gradients onto its head.
+Tensor repeat_heads(const Tensor& x, int64_t repeats) {
+  if (x.ndim() != 4 || repeats <= 0) {
+    throw ShapeError(fmt::format("repeat_heads: expects x (B,H,T,d) and repeats > 0, got {} and {}",
+                                 x.shape().str(), repeats));
+  }
+  if (repeats == 1) return x;
+  const int64_t b = x.size(0), h = x.size(1), block = x.size(2) * x.size(3);
+  Tensor out = Tensor::empty({b, h * repeats, x.size(2), x.size(3)}, x.dtype());
+  dispatch_float(x.dtype(), "repeat_heads", [&](auto tag) {
+    using T = decltype(tag);
+    const T* src = x.data<T>();
+    T* dst = out.data<T>();
+    for (int64_t bh = 0; bh < b * h; ++bh) {
+      for (int64_t r = 0; r < repeats; ++r) {
+        std::copy_n(src + bh * block, block, dst + (bh * repeats + r) * block);
+      }
+    }
+  });
+  return record("repeat_heads", out, {x}, [shape = x.shape(), repeats](const Tensor& g) {
+    // (B,H*r,T,d) -> (B,H,r,T,d), summed over r
+    return Grads{sum(reshape(g, {shape[0], shape[1], repeats, shape[2], shape[3]}), {2})};
+  });
 }
 
 }  // namespace tinygpt

@@ -88,13 +88,38 @@ Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 // x where mask == 0, `value` where mask != 0; mask (any dtype) broadcasts to x's shape.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
+// Grouped-query attention's sharing (ops/shape.cpp): x (B,KV,T,d) -> (B,KV*repeats,T,d), head h
+// being head h / repeats of x; the backward sums each group's gradients.
+Tensor repeat_heads(const Tensor& x, int64_t repeats);
+
 // ---- Fused causal self-attention (ops/attention.cpp) ----
-// qkv (B,T,3C) = [q | k | v], each C = n_heads x d with heads side by side (GPT-2's c_attn
-// layout) -> y (B,T,C) with the heads side by side again. Equals softmax(causal(q k^T /
-// sqrt(d))) v per head, but never holds the (T,T) weights: the forward saves each query row's
-// log-sum-exp and the backward recomputes the weights from it, as FlashAttention does, so memory
-// grows linearly in T and the heads are read in place (no split, permute or merge copies).
-Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads);
+// qkv (B,T,C + 2 KV) = [q | k | v]: q holds n_heads heads of width d side by side (C = n_heads
+// d), k and v n_kv_heads each (KV = n_kv_heads d; 0 means n_heads, GPT-2's (B,T,3C) c_attn
+// layout) -> y (B,T,C) with the heads side by side again. Query head h attends with key/value
+// head h / (n_heads / n_kv_heads) (grouped-query attention; n_kv_heads 1 is multi-query).
+// Equals softmax(causal(q k^T / sqrt(d) + bias)) v per head, with ALiBi's bias -m_h (i - j) when
+// `alibi`, but never holds the (T,T) weights: the forward saves each query row's log-sum-exp and
+// the backward recomputes the weights from it, as FlashAttention does, so memory grows linearly
+// in T and the heads are read in place (no split, permute or merge copies).
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0,
+                             bool alibi = false);
+
+// ---- Positions inside attention (ops/rotary.cpp, ops/alibi.cpp) ----
+// Rotary position embedding in Hugging Face's LLaMA/GPT-NeoX "rotate half" form: x (B,T,W); the
+// first `rotated` columns (a multiple of head_dim, which is even) are heads of width d =
+// head_dim, each rotated at position offset + t: dimension i < d/2 pairs with i + d/2,
+//   out[i] = x[i] cos a - x[i + d/2] sin a,  out[i + d/2] = x[i + d/2] cos a + x[i] sin a,
+// a = (offset + t) theta^(-2i/d). Columns from `rotated` on are copied (the values of a packed
+// qkv, which RoPE leaves alone).
+Tensor rotary_embedding(const Tensor& x, int64_t head_dim, int64_t rotated, int64_t offset = 0,
+                        double theta = 10000.0);
+// ALiBi's head slopes as the paper's reference code (get_slopes) gives them: 2^(-8h/n), h = 1..n,
+// for n a power of two; otherwise those of the power of two below n followed by every other
+// slope of twice that power.
+std::vector<double> alibi_slopes(int64_t n_heads);
+// scores (B,H,Tq,Tk) + ALiBi's bias -m_h (i - j) for query position i and key position j, the
+// queries being the last Tq of the Tk positions (as with a KV cache). The gradient passes through.
+Tensor alibi_bias(const Tensor& scores);
 
 // ---- Lookup, loss, normalisation, dropout (ops/<name>.cpp: one file each) ----
 // weight (V, C), ids (...) of dtype i64 -> (..., C). Backward scatter-adds into weight rows.

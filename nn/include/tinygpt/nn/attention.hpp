@@ -5,6 +5,7 @@
 
 #include "tinygpt/nn/dropout.hpp"
 #include "tinygpt/nn/linear.hpp"
+#include "tinygpt/nn/position.hpp"
 
 namespace tinygpt::nn {
 
@@ -16,10 +17,11 @@ struct AttentionResult {
 // softmax(Q K^T / sqrt(d) + mask) V for Q (B,H,Tq,d) and K, V (B,H,Tk,d); Tq may differ from Tk.
 // `mask` (optional) broadcasts to (B,H,Tq,Tk); where it is nonzero the weight is exactly 0, and a
 // row with every key masked gets all-zero weights. Dropout on the weights needs `gen` when
-// training with dropout_p > 0.
+// training with dropout_p > 0. `alibi` adds ALiBi's bias to the scores (alibi_bias in ops.hpp).
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask = {}, double dropout_p = 0.0,
-                                             bool training = false, Generator* gen = nullptr);
+                                             bool training = false, Generator* gen = nullptr,
+                                             bool alibi = false);
 
 // (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
 // Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
@@ -29,7 +31,7 @@ Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk);
 
 // Keys and values of the positions already processed, for incremental decoding.
 struct KVCache {
-  Tensor k, v;  // (B,H,T_past,d), undefined before the first step
+  Tensor k, v;  // (B,Hkv,T_past,d): kv_heads heads, RoPE applied; undefined before the first step
   int64_t length() const { return k.defined() ? k.size(2) : 0; }
 };
 
@@ -39,10 +41,18 @@ struct AttentionOptions {
   double dropout = 0.0;  // on the attention weights and on the output
   bool causal = true;
   bool bias = true;
+  int64_t n_kv_heads = 0;  // key/value heads, dividing n_heads; 0 means n_heads
+  // rope rotates q and k, alibi biases the scores; the others are not attention's concern.
+  PositionEmbedding position = PositionEmbedding::learned;
+  double rope_theta = 10000.0;
+
+  int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
 
-// Fused QKV projection (c_attn, (C,3C)), heads split by reshape, scaled dot-product attention,
-// output projection (c_proj). The (B,H,T,T) weights of the last forward stay available.
+// Fused QKV projection (c_attn, (C, C + 2 kv_heads d): queries, then keys, then values), heads
+// split by reshape, scaled dot-product attention in which query head h uses key/value head
+// h / (n_heads / kv_heads), output projection (c_proj). The (B,H,T,T) weights of the last
+// forward stay available.
 class MultiHeadSelfAttention : public Module {
  public:
   MultiHeadSelfAttention(const AttentionOptions& options, Generator& init,
@@ -61,7 +71,7 @@ class MultiHeadSelfAttention : public Module {
   void set_keep_attention_weights(bool keep) { keep_weights_ = keep; }
   const AttentionOptions& options() const { return options_; }
 
-  std::shared_ptr<Linear> c_attn;  // (C, 3C): q, k, v side by side
+  std::shared_ptr<Linear> c_attn;  // (C, C + 2 KV): q, k, v side by side; KV = 3C's C for MHA
   std::shared_ptr<Linear> c_proj;  // (C, C)
   std::shared_ptr<Dropout> resid_dropout;  // on the output; weights get theirs inside attention
 

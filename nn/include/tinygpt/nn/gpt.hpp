@@ -1,11 +1,12 @@
 #pragma once
 // A GPT-2 style causal language model. Submodules are named as Hugging Face's GPT2LMHeadModel
 // names them, so state_dict() already has GPT-2's tensor names and shapes:
-//   transformer.wte.weight (V,C)         transformer.wpe.weight (T,C)
-//   transformer.h.{i}.ln_1.{weight,bias} transformer.h.{i}.attn.c_attn.{weight (C,3C), bias}
+//   transformer.wte.weight (V,C)         transformer.wpe.weight (T,C), only for learned positions
+//   transformer.h.{i}.ln_1.{weight,bias} transformer.h.{i}.attn.c_attn.{weight (C,C+2KV), bias}
 //   transformer.h.{i}.attn.c_proj.{weight (C,C), bias}   transformer.h.{i}.ln_2.{weight,bias}
 //   transformer.h.{i}.mlp.c_fc.{weight (C,4C), bias}     transformer.h.{i}.mlp.c_proj.{weight (4C,C), bias}
 //   transformer.ln_f.{weight,bias}       lm_head.weight (V,C), only when not tied to wte
+// (KV = n_kv_head x head width: C with multi-head attention, where c_attn is GPT-2's (C,3C).)
 #include <memory>
 #include <vector>
 
@@ -26,7 +27,11 @@ struct GPTConfig {
   bool bias = true;
   bool tie_weights = true;  // the LM head reuses the token embedding
   double layer_norm_epsilon = 1e-5;
+  PositionEmbedding position_embedding = PositionEmbedding::learned;
+  double rope_theta = 10000.0;  // RoPE's base
+  int64_t n_kv_head = 0;        // key/value heads (grouped-query); 0 means n_head, 1 multi-query
 
+  int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   void validate() const;  // ValueError naming the first bad field
 };
 
@@ -49,7 +54,7 @@ class Transformer : public Module {
   Transformer(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise);
 
   std::shared_ptr<Embedding> wte;  // (V,C)
-  std::shared_ptr<Embedding> wpe;  // (T,C)
+  std::shared_ptr<Embedding> wpe;  // (T,C), null unless the positions are learned
   std::shared_ptr<Dropout> drop;
   std::shared_ptr<ModuleList<Block>> h;
   std::shared_ptr<LayerNorm> ln_f;
@@ -69,7 +74,8 @@ class GPT : public Module {
   GPT(const GPTConfig& config, uint64_t seed);
 
   // tokens (B,T) i64 -> logits (B,T,V). `lengths` masks padded keys per sequence; with `cache`
-  // (one KVCache per layer), tokens continue the cached positions.
+  // (one KVCache per layer), tokens continue the cached positions. Only learned positions limit
+  // the length to block_size; the other schemes run on any length.
   Tensor forward(const Tensor& tokens, const std::vector<int64_t>& lengths = {},
                  std::vector<KVCache>* cache = nullptr);
   // Mean cross-entropy of the next-token predictions; targets equal to kIgnoreIndex are skipped.
@@ -84,11 +90,17 @@ class GPT : public Module {
   std::vector<Tensor> attention_weights() const;
   void set_keep_attention_weights(bool keep);
   std::vector<KVCache> make_cache() const { return std::vector<KVCache>(config_.n_layer); }
+  // Bytes of f32 keys and values the cache holds at `length` positions, batch 1:
+  // 2 x layers x kv_heads x length x head width x 4.
+  int64_t kv_cache_bytes(int64_t length) const;
 
   std::shared_ptr<Transformer> transformer;
   std::shared_ptr<LMHead> lm_head;  // null when tied
 
  private:
+  // Token embeddings plus the positions' (learned or sinusoidal) of tokens (B,T) at past..: (B,T,C).
+  Tensor embed(const Tensor& tokens, int64_t past);
+
   GPTConfig config_;
   std::shared_ptr<Generator> noise_;
 };
