@@ -4,13 +4,12 @@
 #include <limits>
 
 #include "tinygpt/autograd/ops.hpp"
-#include "tinygpt/autograd/ops.hpp"
 
 namespace tinygpt::nn {
 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double dropout_p, bool training,
-                                             Generator* gen) {
+                                             Generator* gen, const Hook& edit_weights) {
   const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
                   q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
   if (!ok) {
@@ -25,6 +24,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
   Tensor weights = softmax(scores, -1);
+  if (edit_weights) weights = edit_weights(weights);
   Tensor dropped = weights;
   if (training && dropout_p > 0.0) {
     if (gen == nullptr) throw ValueError("scaled_dot_product_attention: dropout needs a generator");
@@ -89,12 +89,14 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   const Tensor packed = c_attn->forward(x);  // (B,T,3C)
   const bool dropping = is_training() && options_.dropout > 0.0;
   last_weights_ = Tensor();
-  if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_) {
+  const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
+  if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
+      !hooked) {
     return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h)));
   }
   // (B,T,3C) -> (3,B,H,T,d): q, k and v of every head from one projection.
   const Tensor qkv = permute(reshape(packed, {b, t, 3, h, d}), {2, 0, 3, 1, 4});
-  const Tensor q = reshape(narrow(qkv, 0, 0, 1), {b, h, t, d});
+  Tensor q = reshape(narrow(qkv, 0, 0, 1), {b, h, t, d});
   Tensor k = reshape(narrow(qkv, 0, 1, 1), {b, h, t, d});
   Tensor v = reshape(narrow(qkv, 0, 2, 1), {b, h, t, d});
   if (cache != nullptr) {
@@ -105,6 +107,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     cache->k = k.detach();
     cache->v = v.detach();
   }
+  if (hooked) {
+    q = hooks_->run(HookPoint::attn_q, q);
+    k = hooks_->run(HookPoint::attn_k, k);
+    v = hooks_->run(HookPoint::attn_v, v);
+  }
   const int64_t tk = k.size(2);
   Tensor mask;
   if (options_.causal) mask = causal_mask(t, tk);  // (T,Tk)
@@ -112,9 +119,14 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
     mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)
   }
-  const auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout,
-                                                         is_training(), noise_.get());
+  Hook edit_pattern;
+  if (hooked && hooks_->has(HookPoint::attn_pattern)) {
+    edit_pattern = [this](const Tensor& w) { return hooks_->run(HookPoint::attn_pattern, w); };
+  }
+  auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout,
+                                                   is_training(), noise_.get(), edit_pattern);
   last_weights_ = weights.detach();
+  if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
   const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
   return resid_dropout->forward(c_proj->forward(merged));
