@@ -6,7 +6,9 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
+#include "tinygpt/plot/loss_plot.hpp"
 
 namespace tinygpt::cli {
 
@@ -70,8 +72,20 @@ struct HeadProbeSet {
 };
 HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
                          const std::string& text, const std::string& data_source);
-// Prints the head table (or JSON) and writes the heatmaps into out_dir; returns the report.
+// Writes the heatmaps into out_dir and, when print_table, prints the head table (followed by the
+// ablation table when given) and a terminal preview; returns the report.
 heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                             const HeadProbeSet& set, const std::string& out_dir, bool json);
+                             const HeadProbeSet& set, const std::string& out_dir, bool print_table,
+                             const heads::EachHeadAblation* ablation = nullptr);
+
+// The training and validation losses of log.jsonl records (steps and evaluations).
+struct LossSeries {
+  std::vector<plot::LossPoint> train, val;
+};
+LossSeries loss_series(const std::vector<nlohmann::json>& log);
+// Draws <out_dir>/heads_over_time.png from the records' "heads" and "in_context" fields beside the
+// loss, and prints when each head formed; does nothing when no record has them.
+void report_formation(const std::vector<nlohmann::json>& log, const std::string& out_dir,
+                      const std::string& title);
 
 }  // namespace tinygpt::cli

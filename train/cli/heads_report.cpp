@@ -1,5 +1,5 @@
-// The head report shared by `tinygpt heads` and the end of `tinygpt train`: the role table (or
-// JSON), one heatmap per head, a grid per layer, and on a terminal a shaded preview.
+// The head report shared by `tinygpt heads` and the end of `tinygpt train`: the role table (and
+// the ablation table), one heatmap per head, a grid per layer, and on a terminal a shaded preview.
 #include <unistd.h>
 
 #include <filesystem>
@@ -11,7 +11,8 @@
 namespace tinygpt::cli {
 
 heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                             const HeadProbeSet& set, const std::string& out_dir, bool json) {
+                             const HeadProbeSet& set, const std::string& out_dir, bool print_table,
+                             const heads::EachHeadAblation* ablation) {
   const heads::HeadReport report = heads::analyze_heads(model, set.probes);
   const std::vector<Tensor> maps = heads::attention_maps(model, set.picture);  // per layer (H,T,T)
   std::vector<std::string> labels;
@@ -38,11 +39,9 @@ heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
     plot::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
                           grid, t, labels, titles, fmt::format("layer {}", layer));
   }
-  if (json) {
-    fmt::print("{}\n", report.json());
-    return report;
-  }
+  if (!print_table) return report;
   fmt::print("{}", report.table());
+  if (ablation != nullptr) fmt::print("\n{}\n", ablation->table(report));
   fmt::print("heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
   if (isatty(STDOUT_FILENO) && strongest != nullptr) {
     fmt::print("\nlayer {} head {} ({}) on \"{}\":\n", strongest->layer, strongest->head,

@@ -17,6 +17,7 @@
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
 #include "tinygpt/train/progress.hpp"
+#include "tinygpt/heads/formation.hpp"
 
 namespace tinygpt::cli {
 namespace {
@@ -63,16 +64,10 @@ struct LossLog {
   std::vector<std::string> lines;
 
   void add(const json& entry) { lines.push_back(entry.dump()); }
-  // The training curve: every step's loss, and the evaluations' train and val losses.
-  void save_curve(const std::string& path, const std::string& title) const {
-    std::vector<plot::LossPoint> steps, val;
-    for (const auto& line : lines) {
-      const json e = json::parse(line);
-      const double step = e.value("step", 0.0);
-      if (e.contains("loss")) steps.push_back({step, e["loss"].get<double>()});
-      if (e.contains("val_loss") && e["val_loss"].is_number()) val.push_back({step, e["val_loss"].get<double>()});
-    }
-    plot::save_loss_curve(path, steps, val, title);
+  std::vector<json> records() const {
+    std::vector<json> out;
+    for (const auto& line : lines) out.push_back(json::parse(line));
+    return out;
   }
   std::string text() const {
     std::string out;
@@ -189,6 +184,12 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
                            {{"log.jsonl", log.text()}});
   };
 
+  // Every evaluation also scores the heads (formation over time; the probes need a context of 4).
+  const bool track_heads = model->config().block_size >= 4;
+  const HeadProbeSet head_probes =
+      track_heads ? make_probes(*tokenizer, model->config().block_size, "", run.data_source)
+                  : HeadProbeSet{};
+
   const int64_t first_step = trainer.steps_done();
   const auto start = std::chrono::steady_clock::now();
   // Runs a step or an evaluation. If it diverged, nothing more is written and the error says
@@ -211,8 +212,10 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     progress.on_step(s);
     if (s.step % run.options.eval_every == 0 || trainer.done()) {
       const train::EvalStats e = unless_diverged([&] { return trainer.evaluate(); });
-      log.add({{"step", e.step}, {"train_loss", e.train_loss},
-               {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}});
+      json record = {{"step", e.step}, {"train_loss", e.train_loss},
+                     {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}};
+      if (track_heads) record.update(heads::formation_record(*model, head_probes.probes));
+      log.add(record);
       progress.on_eval(e);
       if (!std::isnan(e.val_loss) && !(e.val_loss >= run.best_val_loss)) run.best_val_loss = e.val_loss;
       checkpoint();
@@ -226,16 +229,20 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       progress.tokens_per_second(), run.best_val_loss, f.out));
 
   const std::string curve = (fs::path(f.out) / "loss.png").string();
-  log.save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source,
-                                    model->config().n_layer, model->config().n_embd));
-  fmt::print("loss curve: {}\n\n", curve);
+  const std::string title = fmt::format("{}: {} layers, d_model {}", run.data_source,
+                                        model->config().n_layer, model->config().n_embd);
+  const std::vector<json> records = log.records();
+  const LossSeries losses = loss_series(records);
+  plot::save_loss_curve(curve, losses.train, losses.val, title);
+  fmt::print("loss curve: {}\n", curve);
+  report_formation(records, f.out, title);
   if (model->config().block_size < 4) {
     progress.message("context shorter than 4: no head analysis (it probes with repeated sequences)");
     return;
   }
   const HeadProbeSet probes =
       make_probes(*tokenizer, model->config().block_size, "", run.data_source);
-  show_heads(*model, *tokenizer, probes, (fs::path(f.out) / "heads").string(), false);
+  show_heads(*model, *tokenizer, probes, (fs::path(f.out) / "heads").string(), true);
 }
 
 }  // namespace
