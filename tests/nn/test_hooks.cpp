@@ -12,14 +12,6 @@ std::vector<double> logits_of(nn::GPT& model, const Tensor& ids) {
   return model.forward(ids).to_vector();
 }
 
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
-  INFO("largest difference " << worst);
-  REQUIRE(worst <= tol);
-}
-
 // (1,H,1,1) multipliers: 0 for `head`, 1 for the others.
 Tensor head_mask(int64_t heads, int64_t head, DType dtype) {
   std::vector<double> m(static_cast<size_t>(heads), 1.0);
@@ -55,7 +47,7 @@ TEST_CASE("hooks: run_with_cache records every point with its shape, and they ad
   const std::vector<double> plain = logits_of(model, ids);
   const nn::ActivationCache cache = model.run_with_cache(ids);
   REQUIRE(cache.activations.size() == 20);
-  require_close(cache.logits.to_vector(), plain, 1e-5);  // the general path agrees with the fused
+  require_all_close(cache.logits.to_vector(), plain, 1e-5);  // the general path agrees with the fused
   CHECK(cache["blocks.0.resid_pre"].shape() == Shape{2, 6, 8});
   CHECK(cache["blocks.1.attn.q"].shape() == Shape{2, 2, 6, 4});
   CHECK(cache["blocks.1.attn.k"].shape() == Shape{2, 2, 6, 4});
@@ -64,10 +56,10 @@ TEST_CASE("hooks: run_with_cache records every point with its shape, and they ad
   CHECK(cache["blocks.1.attn.z"].shape() == Shape{2, 2, 6, 4});
   CHECK(cache["blocks.1.mlp_out"].shape() == Shape{2, 6, 8});
   CHECK_FALSE(cache["blocks.0.resid_post"].requires_grad());
-  require_close(cache["blocks.1.resid_pre"].to_vector(), cache["blocks.0.resid_post"].to_vector(), 0);
-  require_close(cache["blocks.0.resid_mid"].to_vector(),
+  require_all_close(cache["blocks.1.resid_pre"].to_vector(), cache["blocks.0.resid_post"].to_vector(), 0);
+  require_all_close(cache["blocks.0.resid_mid"].to_vector(),
                 (cache["blocks.0.resid_pre"] + cache["blocks.0.attn_out"]).to_vector(), 1e-6);
-  require_close(cache["blocks.0.resid_post"].to_vector(),
+  require_all_close(cache["blocks.0.resid_post"].to_vector(),
                 (cache["blocks.0.resid_mid"] + cache["blocks.0.mlp_out"]).to_vector(), 1e-6);
   // Causal rows of the pattern sum to 1 with nothing above the diagonal.
   const Tensor rows = sum(cache["blocks.0.attn.pattern"], {-1});
@@ -79,7 +71,7 @@ TEST_CASE("hooks: run_with_cache records every point with its shape, and they ad
   REQUIRE(only.activations.size() == 1);
   CHECK(only.contains("blocks.0.attn.pattern"));
   // The recording hooks are gone: the forward is the plain one again (fused, no weights kept).
-  require_close(logits_of(model, ids), plain, 0);
+  require_all_close(logits_of(model, ids), plain, 0);
   CHECK_FALSE(model.attention_weights()[0].defined());
 }
 
@@ -97,7 +89,7 @@ TEST_CASE("hooks: zeroing a head's z equals zeroing its rows of c_proj", "[nn][h
   w.copy_(Tensor::from(values, w.shape()));
   const Tensor mask = head_mask(2, head, DType::f32);
   const nn::HookId id = model.add_hook("blocks.1.attn.z", [&](const Tensor& z) { return z * mask; });
-  require_close(logits_of(model, ids), logits_of(edited, ids), 1e-5);
+  require_all_close(logits_of(model, ids), logits_of(edited, ids), 1e-5);
   CHECK(model.remove_hook(id));
   CHECK_FALSE(model.remove_hook(id));
 }
@@ -120,7 +112,7 @@ TEST_CASE("hooks: ScopedHooks removes its hooks when the scope ends", "[nn][hook
     const std::vector<double> zeroed = logits_of(model, ids);
     CHECK(zeroed != plain);
   }
-  require_close(logits_of(model, ids), plain, 0);
+  require_all_close(logits_of(model, ids), plain, 0);
 }
 
 TEST_CASE("gradcheck: f64 gradients flow through editing hooks on z, the pattern and resid",
