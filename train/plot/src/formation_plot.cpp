@@ -35,6 +35,8 @@ void save_formation_plot(const std::string& path, const std::vector<LossPoint>& 
   ChartAxes loss_axes = axes_for(losses, "step", "loss");
   const Range unit{-0.02, 1.02};
   ChartAxes score_axes = axes_for(score_series, "step", "score", &unit);
+  // Scores rise and the copy ratio falls late in training: the top-left is where lines are not.
+  score_axes.legend_left = true;
   // One step axis for both: the union of their data's.
   std::vector<ChartSeries> all = losses;
   all.insert(all.end(), score_series.begin(), score_series.end());

@@ -102,8 +102,9 @@ void draw_series(Canvas& canvas, const PlotArea& area, const std::vector<LossPoi
   }
 }
 
-// A boxed key in the top-right corner of the plot, naming the series that have points.
-void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSeries>& series) {
+// A boxed key in a top corner of the plot, naming the series that have points.
+void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSeries>& series,
+                 bool left) {
   std::vector<const ChartSeries*> entries;
   for (const ChartSeries& s : series) {
     if (!s.points.empty()) entries.push_back(&s);
@@ -118,7 +119,8 @@ void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSe
   }
   const int box_w = kPad + kSample + style::kGap + name_width + kPad;
   const int box_h = 2 * kPad + static_cast<int>(entries.size()) * row - 2 * style::kGap;
-  const int box_x = area.x + area.width - box_w - kPad, box_y = area.y + kPad;
+  const int box_x = left ? area.x + kPad : area.x + area.width - box_w - kPad;
+  const int box_y = area.y + kPad;
   canvas.fill_rect(box_x, box_y, box_w, box_h, style::kBackground);
   canvas.stroke_rect(box_x, box_y, box_w, box_h, style::kGridLine);
   for (std::size_t i = 0; i < entries.size(); ++i) {
@@ -211,7 +213,7 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
     draw_text_centered(canvas, center_x, area.y + area.height / 2, "no data", style::kSoftInk,
                        kTextScale);
   }
-  draw_legend(canvas, area, series);
+  draw_legend(canvas, area, series, axes.legend_left);
   return {area.x, area.y, area.width, area.height};
 }
 

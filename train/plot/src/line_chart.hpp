@@ -24,6 +24,7 @@ struct ChartAxes {
   Range x, y;
   AxisTicks x_ticks, y_ticks;
   std::string x_name, y_name;
+  bool legend_left = false;  // the legend's corner: top-right (a falling loss leaves it free) or top-left
 };
 
 // The series' points in step order without non-finite steps (a non-finite value stays: it
