@@ -9,7 +9,7 @@ namespace tinygpt::nn {
 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double dropout_p, bool training,
-                                             Generator* gen, bool alibi) {
+                                             Generator* gen, bool alibi, const Hook& edit_weights) {
   const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
                   q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
   if (!ok) {
@@ -25,6 +25,7 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
   Tensor weights = softmax(scores, -1);
+  if (edit_weights) weights = edit_weights(weights);
   Tensor dropped = weights;
   if (training && dropout_p > 0.0) {
     if (gen == nullptr) throw ValueError("scaled_dot_product_attention: dropout needs a generator");
@@ -101,7 +102,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   }
   const bool dropping = is_training() && options_.dropout > 0.0;
   last_weights_ = Tensor();
-  if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_) {
+  const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
+  if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
+      !hooked) {
     return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi)));
   }
   // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
@@ -109,7 +112,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   const auto heads = [&](const Tensor& part, int64_t n) {
     return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
   };
-  const Tensor q = heads(parts[0], h);
+  Tensor q = heads(parts[0], h);
   Tensor k = heads(parts[1], kvh);
   Tensor v = heads(parts[2], kvh);
   if (cache != nullptr) {
@@ -120,6 +123,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     cache->k = k.detach();
     cache->v = v.detach();
   }
+  if (hooked) {
+    q = hooks_->run(HookPoint::attn_q, q);
+    k = hooks_->run(HookPoint::attn_k, k);  // (B,Hkv,Tk,d)
+    v = hooks_->run(HookPoint::attn_v, v);
+  }
   k = repeat_heads(k, h / kvh);  // (B,H,Tk,d): query head i reads key/value head i / (H / Hkv)
   v = repeat_heads(v, h / kvh);
   const int64_t tk = k.size(2);
@@ -129,9 +137,14 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
     mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)
   }
-  const auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout,
-                                                         is_training(), noise_.get(), alibi);
+  Hook edit_pattern;
+  if (hooked && hooks_->has(HookPoint::attn_pattern)) {
+    edit_pattern = [this](const Tensor& w) { return hooks_->run(HookPoint::attn_pattern, w); };
+  }
+  auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
+                                                   noise_.get(), alibi, edit_pattern);
   last_weights_ = weights.detach();
+  if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
   const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
   return resid_dropout->forward(c_proj->forward(merged));

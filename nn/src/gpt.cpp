@@ -51,9 +51,16 @@ Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator
                                                      init, noise));
 }
 
-Tensor Block::forward(const Tensor& x, const std::vector<int64_t>& lengths, KVCache* cache) {
-  const Tensor h = x + attn->forward(ln_1->forward(x), lengths, cache);
-  return h + mlp->forward(ln_2->forward(h));
+Tensor Block::forward(const Tensor& input, const std::vector<int64_t>& lengths, KVCache* cache) {
+  const Tensor x = hook(HookPoint::resid_pre, input);  // (B,T,C)
+  const Tensor h = hook(HookPoint::resid_mid,
+                        x + hook(HookPoint::attn_out, attn->forward(ln_1->forward(x), lengths, cache)));
+  return hook(HookPoint::resid_post, h + hook(HookPoint::mlp_out, mlp->forward(ln_2->forward(h))));
+}
+
+void Block::set_hooks(const LayerHooks* hooks) {
+  hooks_ = hooks;
+  attn->set_hooks(hooks);
 }
 
 Transformer::Transformer(const GPTConfig& config, Generator& init,
@@ -104,6 +111,10 @@ GPT::GPT(const GPTConfig& config, uint64_t seed)
     lm_head = register_module("lm_head", std::make_shared<LMHead>(config.n_embd, config.vocab_size));
   }
   init_gpt2(*this, config.n_layer, init);
+  for (int64_t i = 0; i < config.n_layer; ++i) {
+    hooks_.push_back(std::make_unique<LayerHooks>(i));
+    (*transformer->h)[static_cast<size_t>(i)].set_hooks(hooks_.back().get());
+  }
 }
 
 Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
@@ -164,6 +175,59 @@ std::vector<Tensor> GPT::attention_weights() const {
   std::vector<Tensor> out;
   for (const auto& block : *transformer->h) out.push_back(block->attn->attention_weights());
   return out;
+}
+
+
+std::vector<std::string> GPT::hook_names() const {
+  std::vector<std::string> names;
+  for (int64_t layer = 0; layer < config_.n_layer; ++layer) {
+    for (int p = 0; p < kNumHookPoints; ++p) names.push_back(hook_name(layer, static_cast<HookPoint>(p)));
+  }
+  return names;
+}
+
+HookId GPT::add_hook(const std::string& name, Hook hook) {
+  if (!hook) throw ValueError(fmt::format("add_hook: the hook for {} is empty", name));
+  for (int64_t layer = 0; layer < config_.n_layer; ++layer) {
+    for (int p = 0; p < kNumHookPoints; ++p) {
+      if (hook_name(layer, static_cast<HookPoint>(p)) == name) {
+        hooks_[static_cast<size_t>(layer)]->add(static_cast<HookPoint>(p), next_hook_id_, std::move(hook));
+        return next_hook_id_++;
+      }
+    }
+  }
+  std::string points;
+  for (int p = 0; p < kNumHookPoints; ++p) {
+    points += (p > 0 ? ", " : "") + std::string(hook_point_name(static_cast<HookPoint>(p)));
+  }
+  throw ValueError(fmt::format("add_hook: no hook point '{}'; names are blocks.{{L}}.{{point}} "
+                               "with L in [0, {}) and point one of {}",
+                               name, config_.n_layer, points));
+}
+
+bool GPT::remove_hook(HookId id) {
+  for (auto& layer : hooks_) {
+    if (layer->remove(id)) return true;
+  }
+  return false;
+}
+
+void GPT::clear_hooks() {
+  for (auto& layer : hooks_) layer->clear();
+}
+
+ActivationCache GPT::run_with_cache(const Tensor& tokens, const HookFilter& filter) {
+  ActivationCache cache;
+  ScopedHooks recording(*this);
+  for (const std::string& name : hook_names()) {
+    if (filter && !filter(name)) continue;
+    recording.add(name, [&cache, name](const Tensor& value) {
+      cache.activations.emplace_back(name, value.detach());
+      return value;
+    });
+  }
+  cache.logits = forward(tokens);
+  return cache;
 }
 
 }  // namespace tinygpt::nn

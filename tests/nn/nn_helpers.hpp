@@ -1,4 +1,7 @@
 #pragma once
+#include <algorithm>
+#include <cmath>
+
 #include "gradcheck_helpers.hpp"
 #include "tinygpt/nn.hpp"
 
@@ -20,6 +23,16 @@ inline Tensor random_ids(const Shape& shape, int64_t vocab, uint64_t seed) {
   std::vector<int64_t> ids(static_cast<size_t>(shape.numel()));
   for (auto& id : ids) id = gen.randint(vocab);
   return Tensor::from_ids(ids, shape);
+}
+
+// Fails with the largest difference unless every element of got is within tol of want.
+inline void require_all_close(const std::vector<double>& got, const std::vector<double>& want,
+                              double tol) {
+  REQUIRE(got.size() == want.size());
+  double worst = 0.0;
+  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
+  INFO("largest difference " << worst);
+  REQUIRE(worst <= tol);
 }
 
 // Gradient-checks `module`'s forward with respect to all its parameters (and `inputs` that

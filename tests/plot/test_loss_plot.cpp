@@ -5,6 +5,8 @@
 #include "png_test_helpers.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/plot/axis_ticks.hpp"
+#include "tinygpt/plot/attribution_plot.hpp"
+#include "tinygpt/plot/formation_plot.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
 
 using namespace tinygpt::plot;
@@ -135,4 +137,27 @@ TEST_CASE("format_tick shows the decimals the step needs and never -0", "[plot][
   CHECK(format_tick(2.0, 0.5) == "2.0");
   CHECK(format_tick(0.015, 0.005) == "0.015");
   CHECK(format_tick(-1e-17, 0.1) == "0.0");
+}
+
+TEST_CASE("formation plot: loss and score series in their colours on one step axis",
+          "[plot][formation]") {
+  ScratchDir dir;
+  std::vector<LossPoint> train, prev;
+  for (int s = 0; s <= 100; s += 10) {
+    train.push_back({double(s), 3.0 - s / 50.0});
+    prev.push_back({double(s), s / 100.0});
+  }
+  save_formation_plot(dir.file("f.png"), train, {}, {{"prev", prev}, {"ratio", {}}}, "formation");
+  const Png png = read_png(dir.file("f.png"));
+  CHECK(pixels_of(png, kTrainLossColor) > 300);
+  CHECK(pixels_of(png, score_color(0)) > 300);
+  CHECK(pixels_of(png, score_color(1)) == 0);  // an empty series is not even in the legend
+}
+
+TEST_CASE("attribution plot: rows of cells; mismatched rows are refused", "[plot][attribution]") {
+  ScratchDir dir;
+  save_attribution_plot(dir.file("a.png"), {{0.1, 0.9}, {0.5, 0.5}}, {"attn", "grad"}, {"a", "b"}, "t");
+  CHECK(read_png(dir.file("a.png")).width > 0);
+  CHECK_THROWS_AS(save_attribution_plot(dir.file("b.png"), {{0.1}}, {"attn"}, {"a", "b"}, "t"),
+                  tinygpt::ShapeError);
 }

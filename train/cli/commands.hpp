@@ -7,7 +7,9 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
+#include "tinygpt/plot/loss_plot.hpp"
 
 namespace tinygpt::cli {
 
@@ -66,11 +68,13 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
 // Where the head report goes.
 struct HeadsOutput {
   std::string heatmap_dir;  // one PNG per head and a grid per layer
-  bool json = false;        // print JSON instead of the table
+  bool json = false;        // the caller prints JSON: no table
   std::string html;         // the attention explorer page ("" for none)
   std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
+  const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
 };
-// Prints the head table (or JSON), writes the heatmaps and the explorer page; returns the report.
+// Writes the heatmaps and the explorer page and, unless json, prints the head table (followed by
+// the ablation table when given) and a terminal preview; returns the report.
 heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
                              const HeadProbeSet& set, const HeadsOutput& out);
 
@@ -79,5 +83,15 @@ heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
                         const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report);
+
+// The training and validation losses of log.jsonl records (steps and evaluations).
+struct LossSeries {
+  std::vector<plot::LossPoint> train, val;
+};
+LossSeries loss_series(const std::vector<nlohmann::json>& log);
+// Draws <out_dir>/heads_over_time.png from the records' "heads" and "in_context" fields beside the
+// loss, and prints when each head formed; does nothing when no record has them.
+void report_formation(const std::vector<nlohmann::json>& log, const std::string& out_dir,
+                      const std::string& title);
 
 }  // namespace tinygpt::cli

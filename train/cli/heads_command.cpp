@@ -1,11 +1,17 @@
-// tinygpt heads: score every attention head's role and draw its attention pattern.
+// tinygpt heads: score every attention head's role and draw its attention pattern; optionally
+// remove heads (ablation) and attribute one prediction to the tokens before it.
 #include <cctype>
+#include <cmath>
 #include <filesystem>
+#include <limits>
+#include <optional>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
+#include "tinygpt/heads/attribution.hpp"
+#include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 namespace tinygpt::cli {
@@ -20,6 +26,9 @@ struct HeadsFlags {
   std::string html;
   bool json = false;
   int threads = 0;
+  std::string ablate;        // "" when given without a mode: zero
+  std::string ablate_heads;  // "L.H,L.H"
+  int64_t attribute = -1;    // query position, -1 = none
 };
 
 // Windows of the text a run trained on (its validation split when it has one).
@@ -75,6 +84,76 @@ HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
   return set;
 }
 
+namespace {
+
+// The mean rank correlation with gradient x input over every query position with at least two
+// earlier tokens: per layer's raw attention, then rollout.
+std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& ids) {
+  std::vector<double> total;
+  std::vector<int64_t> counts;
+  for (int64_t pos = 2; pos < static_cast<int64_t>(ids.size()); ++pos) {
+    const heads::Attribution a = heads::attribute(model, ids, pos);
+    std::vector<double> values = a.attention_spearman;
+    values.push_back(a.rollout_spearman);
+    total.resize(values.size(), 0.0);
+    counts.resize(values.size(), 0);
+    for (size_t i = 0; i < values.size(); ++i) {
+      if (std::isnan(values[i])) continue;
+      total[i] += values[i];
+      ++counts[i];
+    }
+  }
+  for (size_t i = 0; i < total.size(); ++i) total[i] = counts[i] > 0 ? total[i] / counts[i] : NAN;
+  return total;
+}
+
+// --attribute POS: the table, the picture, and the agreement over all positions of the text.
+nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
+                                const std::vector<int64_t>& ids, int64_t pos,
+                                const std::string& out_dir, bool print) {
+  if (pos >= static_cast<int64_t>(ids.size())) {
+    throw ValueError(fmt::format("--attribute: position {} is outside the probe text's {} "
+                                 "characters (positions 0 to {})",
+                                 pos, ids.size(), ids.size() - 1));
+  }
+  const heads::Attribution a = heads::attribute(model, ids, pos);
+  std::vector<std::string> labels;
+  for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
+  std::vector<std::vector<double>> rows = a.attention;
+  std::vector<std::string> names;
+  for (size_t l = 0; l < a.attention.size(); ++l) names.push_back(fmt::format("attention L{}", l));
+  rows.push_back(a.rollout);
+  names.push_back("rollout");
+  rows.push_back(a.grad_x_input);
+  names.push_back("grad x input");
+  const std::string png = (fs::path(out_dir) / fmt::format("attribution_pos{}.png", pos)).string();
+  fs::create_directories(out_dir);
+  plot::save_attribution_plot(
+      png, rows, names, labels,
+      fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
+                  tokenizer.token(a.target)));
+  const std::vector<double> mean = mean_spearman(model, ids);
+  nlohmann::json out = {{"position", pos},
+                        {"target", tokenizer.token(a.target)},
+                        {"attention", a.attention},
+                        {"rollout", a.rollout},
+                        {"grad_x_input", a.grad_x_input},
+                        {"attention_spearman", a.attention_spearman},
+                        {"rollout_spearman", a.rollout_spearman},
+                        {"mean_attention_spearman", std::vector<double>(mean.begin(), mean.end() - 1)},
+                        {"mean_rollout_spearman", mean.back()}};
+  if (!print) return out;
+  fmt::print("\nattribution of the prediction at position {} of \"{}\" ({} '{}'):\n{}",
+             pos, tokenizer.decode(ids), a.target_is_next ? "the next character" : "the model's top guess",
+             tokenizer.token(a.target), heads::attribution_table(a, labels));
+  std::string line = "mean over query positions 2.." + std::to_string(ids.size() - 1) + ":";
+  for (size_t l = 0; l + 1 < mean.size(); ++l) line += fmt::format(" attention layer {} {:.2f},", l, mean[l]);
+  fmt::print("{} rollout {:.2f}\nattribution picture: {}\n", line, mean.back(), png);
+  return out;
+}
+
+}  // namespace
+
 void add_heads_command(CLI::App& app) {
   auto flags = std::make_shared<HeadsFlags>();
   CLI::App* cmd = app.add_subcommand("heads", "Score each attention head's role and draw its attention");
@@ -84,8 +163,19 @@ void add_heads_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print one JSON object per head instead of the table");
   cmd->add_option("--html", flags->html,
                   "also write the attention explorer, one self-contained HTML page, to this file");
+  cmd->add_option("--ablate", flags->ablate,
+                  "remove each head in turn (zero: its output set to 0; mean: to its mean output "
+                  "on the text) and report the in-context ratio and text loss without it")
+      ->expected(0, 1)->type_name("[zero|mean]");
+  cmd->add_option("--ablate-heads", flags->ablate_heads,
+                  "remove these heads together (LAYER.HEAD,...; mode from --ablate, default zero)")
+      ->type_name("L.H,L.H");
+  cmd->add_option("--attribute", flags->attribute,
+                  "for this query position of the picture text: raw attention per layer, "
+                  "attention rollout and gradient x input of each earlier token (printed and drawn)")
+      ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
-  cmd->callback([flags] {
+  cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
     train::LoadedModel loaded = train::load_model(flags->model);
     // The induction probe is a random sequence of at least 2 characters, repeated.
@@ -93,6 +183,16 @@ void add_heads_command(CLI::App& app) {
       throw ValueError(fmt::format(
           "{} has a context of {}; the head probes need at least 4 characters", flags->model,
           loaded.config.block_size));
+    }
+    const bool ablate_each = cmd->count("--ablate") > 0;
+    const heads::AblationMode mode = with_context("--ablate", [&] {
+      return heads::parse_ablation_mode(flags->ablate.empty() ? "zero" : flags->ablate);
+    });
+    std::vector<heads::HeadRef> removed;
+    if (!flags->ablate_heads.empty()) {
+      removed = with_context("--ablate-heads", [&] {
+        return heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
+      });
     }
     std::string source;
     if (flags->text.empty()) {
@@ -107,7 +207,47 @@ void add_heads_command(CLI::App& app) {
     out.json = flags->json;
     out.html = flags->html;
     out.run_dir = flags->model;
-    show_heads(*loaded.model, loaded.tokenizer, set, out);
+    const std::string& out_dir = out.heatmap_dir;
+    nn::GPT& model = *loaded.model;
+
+    std::optional<heads::HeadAblation> ablation;
+    std::optional<heads::EachHeadAblation> each;
+    if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
+    if (ablate_each) each = heads::ablate_each_head(*ablation);
+    out.ablation = each ? &*each : nullptr;
+    const heads::HeadReport report = show_heads(model, loaded.tokenizer, set, out);
+
+    nlohmann::json extra = nlohmann::json::object();
+    if (!removed.empty()) {
+      const heads::AblationResult r = ablation->run(removed);
+      const heads::AblationResult& base = ablation->baseline();
+      extra["ablated_heads"] = heads::head_list_str(removed);
+      extra["ablation"] = heads::ablation_mode_name(mode);
+      extra["second_copy_ratio"] = base.second_copy_ratio;
+      extra["ablated_second_copy_ratio"] = r.second_copy_ratio;
+      extra["loss"] = base.text_loss;
+      extra["ablated_loss_delta"] = r.text_loss - base.text_loss;
+      if (!flags->json) {
+        fmt::print("\nremoving heads {} together ({}): second/first copy loss {:.0f}% -> {:.0f}%, "
+                   "text loss {:.3f} -> {:.3f} ({:+.3f})\n",
+                   heads::head_list_str(removed), heads::ablation_mode_name(mode),
+                   100.0 * base.second_copy_ratio, 100.0 * r.second_copy_ratio, base.text_loss,
+                   r.text_loss, r.text_loss - base.text_loss);
+      }
+    }
+    if (flags->attribute >= 0) {
+      extra["attribution"] =
+          show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, out_dir, !flags->json);
+    }
+    if (flags->json) {
+      nlohmann::json list = each ? each->heads_json(report) : report.heads_json();
+      if (extra.empty()) {
+        fmt::print("{}\n", list.dump(2));
+      } else {
+        extra["heads"] = std::move(list);
+        fmt::print("{}\n", extra.dump(2));
+      }
+    }
   });
 }
 

@@ -1,6 +1,6 @@
-// The head report shared by `tinygpt heads` and the end of `tinygpt train`: the role table (or
-// JSON), one heatmap per head, a grid per layer, the explorer page, and on a terminal a shaded
-// preview.
+// The head report shared by `tinygpt heads` and the end of `tinygpt train`: the role table (and
+// the ablation table), one heatmap per head, a grid per layer, the explorer page, and on a
+// terminal a shaded preview.
 #include <unistd.h>
 
 #include <filesystem>
@@ -43,11 +43,9 @@ heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
   if (!out.html.empty()) {
     save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report);
   }
-  if (out.json) {
-    fmt::print("{}\n", report.json());
-    return report;
-  }
+  if (out.json) return report;  // the caller prints the JSON
   fmt::print("{}", report.table());
+  if (out.ablation != nullptr) fmt::print("\n{}\n", out.ablation->table(report));
   fmt::print("heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
   if (!out.html.empty()) fmt::print("attention explorer: {}\n", out.html);
   if (isatty(STDOUT_FILENO) && strongest != nullptr) {

@@ -2,6 +2,9 @@
 #include <chrono>
 #include <filesystem>
 #include <limits>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
@@ -9,11 +12,13 @@
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/run.hpp"
+#include "tinygpt/heads/formation.hpp"
 
 namespace tinygpt::cli {
 namespace {
 
 namespace fs = std::filesystem;
+using nlohmann::json;
 
 // The library's TrainOptions suit a few quick steps; the command's defaults are the demo run:
 // the default model on the toy corpus forms previous-token and induction heads in about a
@@ -125,13 +130,20 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       nn::position_embedding_name(config.position_embedding), run.tokenizer().vocab_size(),
       run.dataset().size(data::Split::train)));
 
+  // Every evaluation also scores the heads (formation over time; the probes need a context of 4).
+  const bool track_heads = config.block_size >= 4;
+  const HeadProbeSet head_probes =
+      track_heads ? make_probes(run.tokenizer(), config.block_size, "", run.data_source())
+                  : HeadProbeSet{};
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
   while (!run.done()) {
     const train::StepStats s = run.step();
     progress.on_step(s);
     if (s.step % run.options().eval_every == 0 || run.done()) {
-      progress.on_eval(run.evaluate());
+      const std::string formation =
+          track_heads ? heads::formation_record(run.model(), head_probes.probes).dump() : "";
+      progress.on_eval(run.evaluate(formation));
       run.save();
     }
   }
@@ -143,9 +155,14 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       progress.tokens_per_second(), run.best_val_loss(), run.dir()));
 
   const std::string curve = (fs::path(run.dir()) / "loss.png").string();
-  run.log().save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source(),
-                                          config.n_layer, config.n_embd));
-  fmt::print("loss curve: {}\n\n", curve);
+  const std::string title = fmt::format("{}: {} layers, d_model {}", run.data_source(),
+                                        config.n_layer, config.n_embd);
+  run.log().save_curve(curve, title);
+  fmt::print("loss curve: {}\n", curve);
+  std::vector<json> records;
+  std::istringstream lines(run.log().text());
+  for (std::string line; std::getline(lines, line);) records.push_back(json::parse(line));
+  report_formation(records, run.dir(), title);
   if (config.block_size < 4) {
     progress.message("context shorter than 4: no head analysis (it probes with repeated sequences)");
     return;

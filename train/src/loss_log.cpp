@@ -28,9 +28,10 @@ void LossLog::add(const StepStats& s) {
   lines_.push_back(entry.dump());
 }
 
-void LossLog::add(const EvalStats& e) {
-  const json entry = {{"step", e.step}, {"train_loss", e.train_loss},
-                      {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}};
+void LossLog::add(const EvalStats& e, const std::string& extra_fields) {
+  json entry = {{"step", e.step}, {"train_loss", e.train_loss},
+                {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}};
+  if (!extra_fields.empty()) entry.update(json::parse(extra_fields));
   lines_.push_back(entry.dump());
 }
 

@@ -115,9 +115,9 @@ StepStats Run::step() {
   return s;
 }
 
-EvalStats Run::evaluate() {
+EvalStats Run::evaluate(const std::string& extra_fields) {
   const EvalStats e = unless_diverged([&] { return trainer_->evaluate(); });
-  log_.add(e);
+  log_.add(e, extra_fields);
   if (!std::isnan(e.val_loss) && !(e.val_loss >= state_.best_val_loss)) state_.best_val_loss = e.val_loss;
   return e;
 }

@@ -6,6 +6,7 @@
 #include "tinygpt/nn/embedding.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/layer_norm.hpp"
 #include "tinygpt/nn/linear.hpp"
 #include "tinygpt/nn/mlp.hpp"

@@ -1,23 +1,13 @@
 #include "tinygpt/heads/head_analysis.hpp"
 
-#include <algorithm>
-#include <cmath>
 #include <set>
 
-#include <nlohmann/json.hpp>
-
+#include "probe_runs.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::heads {
 namespace {
-
-Tensor batch_of(const std::vector<std::vector<int64_t>>& rows) {
-  std::vector<int64_t> flat;
-  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
-  return Tensor::from_ids(flat, {static_cast<int64_t>(rows.size()),
-                                 static_cast<int64_t>(rows.empty() ? 0 : rows[0].size())});
-}
 
 // Runs the model on `rows` and calls score(layer, head, A (T*T floats)) for every sequence.
 template <class Score>
@@ -34,22 +24,6 @@ Tensor for_each_pattern(nn::GPT& model, const std::vector<std::vector<int64_t>>&
     }
   }
   return logits;
-}
-
-// Mean next-token loss of positions [first, last) predicting position + 1.
-double mean_loss(const Tensor& log_probs, const std::vector<std::vector<int64_t>>& rows,
-                 int64_t first, int64_t last) {
-  const int64_t t = log_probs.size(1), v = log_probs.size(2);
-  const float* lp = log_probs.data<float>();
-  double total = 0.0;
-  int64_t count = 0;
-  for (size_t s = 0; s < rows.size(); ++s) {
-    for (int64_t i = first; i < last; ++i) {
-      total -= lp[(static_cast<int64_t>(s) * t + i) * v + rows[s][static_cast<size_t>(i + 1)]];
-      ++count;
-    }
-  }
-  return count > 0 ? total / static_cast<double>(count) : 0.0;
 }
 
 // Keeps the attention weights for the guard's lifetime (the fused path does not make them).
@@ -70,19 +44,7 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   KeepAttention keep(model);
   model.eval();
   HeadReport report;
-  const auto alphabet_size = static_cast<int64_t>(probes.alphabet.size());
-  report.period = probes.period > 0
-                      ? probes.period
-                      : std::min({config.block_size / 2, int64_t{32}, alphabet_size});
-  if (2 * report.period > config.block_size || report.period < 2) {
-    throw ValueError(fmt::format("analyze_heads: two copies of period {} do not fit context {}",
-                                 report.period, config.block_size));
-  }
-  if (report.period > alphabet_size) {
-    throw ValueError(fmt::format("analyze_heads: a copy of period {} needs that many distinct "
-                                 "tokens, the alphabet has {}",
-                                 report.period, alphabet_size));
-  }
+  report.period = probe_period(config, probes);
   const int64_t n_heads = config.n_layer * config.n_head;
   report.heads.resize(static_cast<size_t>(n_heads));
   for (int64_t i = 0; i < n_heads; ++i) {
@@ -103,19 +65,7 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
     s.entropy += text_weight * normalized_entropy(a, t);
   });
 
-  // Each copy has no token twice (the first `period` draws of a shuffle), so every token of the
-  // second copy has exactly one previous occurrence and the induction target is unambiguous, as
-  // with random tokens from a large vocabulary.
-  Generator gen(probes.seed);
-  std::vector<std::vector<int64_t>> repeated;
-  for (int64_t r = 0; r < probes.num_random; ++r) {
-    std::vector<int64_t> copy = probes.alphabet;
-    gen.shuffle_front(copy, report.period);
-    copy.resize(static_cast<size_t>(report.period));
-    std::vector<int64_t> seq = copy;  // inserting a vector's own range into it is undefined
-    seq.insert(seq.end(), copy.begin(), copy.end());
-    repeated.push_back(std::move(seq));
-  }
+  const std::vector<std::vector<int64_t>> repeated = repeated_sequences(probes, report.period);
   const double random_weight = 1.0 / static_cast<double>(probes.num_random);
   const Tensor logits =
       for_each_pattern(model, repeated, [&](int64_t layer, int64_t head, const float* a, int64_t t) {
@@ -123,9 +73,9 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
         s.induction += random_weight * induction_score(a, t, report.period);
         s.duplicate_token += random_weight * duplicate_token_score(a, t, report.period);
       });
-  const Tensor log_probs = log_softmax(logits, -1).to(DType::f32);  // (B,2P,V)
-  report.first_copy_loss = mean_loss(log_probs, repeated, 0, report.period - 1);
-  report.second_copy_loss = mean_loss(log_probs, repeated, report.period, 2 * report.period - 1);
+  const CopyLosses losses = copy_losses(logits, repeated, report.period);
+  report.first_copy_loss = losses.first;
+  report.second_copy_loss = losses.second;
   for (auto& s : report.heads) assign_role(s);
   return report;
 }
@@ -161,12 +111,23 @@ std::string HeadReport::table() const {
   out += fmt::format(
       "in-context: on random sequences repeated twice (period {}), mean loss {:.3f} on the first "
       "copy, {:.3f} on the second ({:.0f}% of the first)\n",
-      period, first_copy_loss, second_copy_loss,
-      first_copy_loss > 0 ? 100.0 * second_copy_loss / first_copy_loss : 0.0);
+      period, first_copy_loss, second_copy_loss, 100.0 * second_copy_ratio());
   return out;
 }
 
-std::string HeadReport::json() const {
+double HeadReport::second_copy_ratio() const {
+  return first_copy_loss > 0 ? second_copy_loss / first_copy_loss : 0.0;
+}
+
+std::string HeadReport::json() const { return heads_json().dump(2); }
+
+nlohmann::json HeadReport::in_context_json() const {
+  return {{"first_copy_loss", first_copy_loss},
+          {"second_copy_loss", second_copy_loss},
+          {"ratio", second_copy_ratio()}};
+}
+
+nlohmann::json HeadReport::heads_json() const {
   nlohmann::json list = nlohmann::json::array();
   for (const auto& s : heads) {
     list.push_back({{"layer", s.layer},
@@ -180,7 +141,7 @@ std::string HeadReport::json() const {
                     {"local", s.local},
                     {"entropy", s.entropy}});
   }
-  return list.dump(2);
+  return list;
 }
 
 }  // namespace tinygpt::heads

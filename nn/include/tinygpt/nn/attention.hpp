@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tinygpt/nn/dropout.hpp"
+#include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/linear.hpp"
 #include "tinygpt/nn/position.hpp"
 
@@ -18,10 +19,12 @@ struct AttentionResult {
 // `mask` (optional) broadcasts to (B,H,Tq,Tk); where it is nonzero the weight is exactly 0, and a
 // row with every key masked gets all-zero weights. Dropout on the weights needs `gen` when
 // training with dropout_p > 0. `alibi` adds ALiBi's bias to the scores (alibi_bias in ops.hpp).
+// `edit_weights` (optional) replaces the weights before dropout and the product with v (the
+// attn.pattern hook point); `weights` is then its result.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask = {}, double dropout_p = 0.0,
                                              bool training = false, Generator* gen = nullptr,
-                                             bool alibi = false);
+                                             bool alibi = false, const Hook& edit_weights = {});
 
 // (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
 // Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
@@ -65,11 +68,13 @@ class MultiHeadSelfAttention : public Module {
 
   // (B,H,T,Tk) attention weights of the last forward, kept when keep_attention_weights is on
   // (undefined otherwise). Off, plain causal attention takes the fused path, which never
-  // materialises the weights (see fused_attention.hpp); masks, a cache or attention dropout use
-  // the general path either way.
+  // materialises the weights (see fused_attention.hpp); masks, a cache, attention dropout or a
+  // hook on an attn.* point use the general path either way.
   const Tensor& attention_weights() const { return last_weights_; }
   void set_keep_attention_weights(bool keep) { keep_weights_ = keep; }
   const AttentionOptions& options() const { return options_; }
+  // The block's hooks (attn.q ... attn.z points; see hooks.hpp), or null; owned by the GPT.
+  void set_hooks(const LayerHooks* hooks) { hooks_ = hooks; }
 
   std::shared_ptr<Linear> c_attn;  // (C, C + 2 KV): q, k, v side by side; KV = 3C's C for MHA
   std::shared_ptr<Linear> c_proj;  // (C, C)
@@ -80,6 +85,7 @@ class MultiHeadSelfAttention : public Module {
   std::shared_ptr<Generator> noise_;
   bool keep_weights_ = false;
   Tensor last_weights_;
+  const LayerHooks* hooks_ = nullptr;
 };
 
 }  // namespace tinygpt::nn

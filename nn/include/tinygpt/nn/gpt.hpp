@@ -12,6 +12,7 @@
 
 #include "tinygpt/nn/attention.hpp"
 #include "tinygpt/nn/embedding.hpp"
+#include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/layer_norm.hpp"
 #include "tinygpt/nn/mlp.hpp"
 
@@ -41,11 +42,19 @@ class Block : public Module {
   Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise);
   Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths = {},
                  KVCache* cache = nullptr);
+  // The block's hook points (hooks.hpp), or null; owned by the GPT.
+  void set_hooks(const LayerHooks* hooks);
 
   std::shared_ptr<LayerNorm> ln_1;
   std::shared_ptr<MultiHeadSelfAttention> attn;
   std::shared_ptr<LayerNorm> ln_2;
   std::shared_ptr<MLP> mlp;
+
+ private:
+  Tensor hook(HookPoint point, const Tensor& value) const {
+    return hooks_ != nullptr ? hooks_->run(point, value) : value;
+  }
+  const LayerHooks* hooks_ = nullptr;
 };
 
 // The body: embeddings, blocks, final LayerNorm.
@@ -94,6 +103,18 @@ class GPT : public Module {
   // 2 x layers x kv_heads x length x head width x 4.
   int64_t kv_cache_bytes(int64_t length) const;
 
+  // Hook points (hooks.hpp): add_hook registers `hook` at a point named "blocks.{L}.{point}"
+  // (ValueError listing the valid names otherwise) and returns an id for remove_hook.
+  HookId add_hook(const std::string& name, Hook hook);
+  bool remove_hook(HookId id);  // false when no hook has that id
+  void clear_hooks();
+  // Every hook point's name, layer by layer in forward order.
+  std::vector<std::string> hook_names() const;
+  // forward(tokens) recording the activations whose names pass `filter` (all when empty),
+  // detached, next to the logits. Hooks already registered run first, so the cache holds the
+  // values the forward actually continued with.
+  ActivationCache run_with_cache(const Tensor& tokens, const HookFilter& filter = {});
+
   std::shared_ptr<Transformer> transformer;
   std::shared_ptr<LMHead> lm_head;  // null when tied
 
@@ -103,6 +124,26 @@ class GPT : public Module {
 
   GPTConfig config_;
   std::shared_ptr<Generator> noise_;
+  std::vector<std::unique_ptr<LayerHooks>> hooks_;  // one per block; blocks point into them
+  HookId next_hook_id_ = 0;
+};
+
+// Hooks added for a scope and removed when it ends, an exception included:
+//   ScopedHooks ablate(model);
+//   ablate.add("blocks.1.attn.z", [](const Tensor& z) { return z * head_mask; });
+class ScopedHooks {
+ public:
+  explicit ScopedHooks(GPT& model) : model_(model) {}
+  ~ScopedHooks() {
+    for (HookId id : ids_) model_.remove_hook(id);
+  }
+  ScopedHooks(const ScopedHooks&) = delete;
+  ScopedHooks& operator=(const ScopedHooks&) = delete;
+  void add(const std::string& name, Hook hook) { ids_.push_back(model_.add_hook(name, std::move(hook))); }
+
+ private:
+  GPT& model_;
+  std::vector<HookId> ids_;
 };
 
 }  // namespace tinygpt::nn

@@ -18,7 +18,9 @@ class LossLog {
   static LossLog parse(const std::string& text, int64_t step);
 
   void add(const StepStats& s);
-  void add(const EvalStats& e);
+  // `extra_fields` (a JSON object, or empty) adds its fields to the evaluation's record, e.g.
+  // the head scores of heads::formation_record.
+  void add(const EvalStats& e, const std::string& extra_fields = "");
   std::string text() const;  // the log.jsonl bytes
   // The training curve as a PNG: every step's loss, and the evaluations' validation losses.
   void save_curve(const std::string& path, const std::string& title) const;

@@ -58,7 +58,9 @@ class Run {
   // One training step or one evaluation, logged. If it diverges (DivergedError) nothing is
   // written, and the error says which checkpoint the directory keeps.
   StepStats step();
-  EvalStats evaluate();  // also keeps the best validation loss
+  // Also keeps the best validation loss. `extra_fields` (a JSON object, or empty) adds its fields
+  // to the evaluation's log record.
+  EvalStats evaluate(const std::string& extra_fields = "");
   // Commits weights, config, tokenizer, optimiser state, run state (step, generator states) and
   // log as one checkpoint.
   void save();

@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/heads/head_scores.hpp"
 
@@ -25,8 +27,14 @@ struct HeadReport {
   double first_copy_loss = 0.0;   // mean next-token loss inside the first copy
   double second_copy_loss = 0.0;  // and inside the second, where copying makes it predictable
 
+  // second_copy_loss / first_copy_loss (0 when the first is 0): ~1 without copying, -> 0 with.
+  double second_copy_ratio() const;
   std::string table() const;  // aligned text, one row per head, then the in-context line
-  std::string json() const;   // [{"layer":0,"head":0,"role":...,"previous_token":...}, ...]
+  std::string json() const;   // heads_json() as indented text
+  // [{"layer":0,"head":0,"role":...,"previous_token":...,"induction":...}, ...]: every score.
+  nlohmann::json heads_json() const;
+  // {"first_copy_loss":..., "second_copy_loss":..., "ratio": second_copy_ratio()}
+  nlohmann::json in_context_json() const;
   int64_t distinct_roles() const;
 };
 
