@@ -54,7 +54,7 @@ struct TrainFlags {
 // Flags that define the run; a resumed run takes them from its checkpoint. The others (--steps,
 // --eval-every, --eval-iters, --threads) may change when resuming.
 const char* const kFixedWhenResuming[] = {
-    "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch",
+    "--data", "--layers", "--heads", "--d-model", "--block", "--dropout", "--batch", "--grad-accum",
     "--lr", "--min-lr", "--warmup", "--lr-decay-steps", "--weight-decay", "--beta1",
     "--beta2", "--grad-clip", "--seed", "--optimizer", "--momentum", "--val-fraction", "--force"};
 
@@ -142,6 +142,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     model = std::move(loaded.model);
     tokenizer = std::make_unique<data::CharTokenizer>(std::move(loaded.tokenizer));
   } else {
+    if (f.options.batch % f.options.grad_accum != 0) {
+      throw ValueError(fmt::format(
+          "--batch {} is not divisible by --grad-accum {}: a step splits its batch into equal "
+          "micro-batches", f.options.batch, f.options.grad_accum));
+    }
     if (f.options.min_lr > f.options.lr) {
       throw ValueError(fmt::format(
           "--min-lr {} is above --lr {}: the learning rate decays from --lr down to --min-lr",
@@ -180,6 +185,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       resuming ? "resuming" : "training", run.data_source, model->num_parameters(),
       model->config().n_layer, model->config().n_head, model->config().n_embd,
       model->config().block_size, tokenizer->vocab_size(), dataset.size(data::Split::train)));
+  if (trainer.micro_batches() > 1) {
+    progress.message(fmt::format("batch {} per step, accumulated over {} micro-batches of {}",
+                                 run.options.batch, trainer.micro_batches(),
+                                 trainer.micro_batch_rows()));
+  }
 
   auto checkpoint = [&] {
     run.step = trainer.steps_done();
@@ -253,6 +263,11 @@ void add_train_command(CLI::App& app) {
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());
   const CLI::Validator count = integer_in(0, std::numeric_limits<int64_t>::max());
   cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum,
+                  "split each step's batch into N micro-batches whose gradients are summed "
+                  "(token-weighted) before one clip and update: the same step in less memory; "
+                  "N must divide --batch")
+      ->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--steps", o.steps, "total optimisation steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate (the default suits the small default model; use ~1e-3 for larger ones)")->check(positive_number())->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(non_negative)->capture_default_str();
