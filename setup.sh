@@ -14,7 +14,8 @@ shift || true
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev)
-[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
+# test: clang for the fuzzer; Open MPI for the data-parallel test (mpirun -np 2).
+[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev openmpi-bin libopenmpi-dev)
 
 missing=()
 for p in "${packages[@]}"; do

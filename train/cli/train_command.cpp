@@ -5,6 +5,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -12,6 +13,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -111,13 +113,41 @@ void check_output_dir(const TrainFlags& f) {
   fs::remove(probe);
 }
 
+// The OpenMP team of each rank: --threads if given, else the cores of this machine shared among
+// the ranks on it (2 ranks on 2 cores: 1 thread each), so they never oversubscribe the cores.
+int threads_per_rank(int requested, const dist::Communicator& world) {
+  if (requested > 0 || world.size() == 1) return requested;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / world.local_size());
+}
+
+void check_mpi_build() {
+  const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!dist::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
+    throw ValueError(fmt::format(
+        "started by mpirun with {} ranks, but this tinygpt was built without MPI (CMake found "
+        "none): install libopenmpi-dev and rebuild", ranks));
+  }
+}
+
 void run_train(TrainFlags f, const CLI::App& cmd) {
-  set_num_threads(f.threads);
+  check_mpi_build();
+  // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
+  // rank 0 alone writes the checkpoint, log, pictures and progress.
+  dist::Communicator& world = dist::world();
+  const bool root = world.is_root();
+  set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
   train::RunState run;
   std::unique_ptr<nn::GPT> model;
   std::unique_ptr<data::CharTokenizer> tokenizer;
+  std::unique_ptr<data::TextDataset> dataset;
+  std::unique_ptr<train::Trainer> trainer_ptr;
+  LossLog log;
+  const std::string log_path = (fs::path(resuming ? f.resume : f.out) / "log.jsonl").string();
 
+  // Setup fails on every rank or on none, with one message (the lowest failing rank's).
+  world.together([&] {
   if (resuming) {
     for (const char* flag : kFixedWhenResuming) {
       if (cmd.count(flag) > 0) {
@@ -160,43 +190,53 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   const std::string text = load_text(run.data_source);
   if (!resuming) tokenizer = std::make_unique<data::CharTokenizer>(data::CharTokenizer::fit(text));
-  const data::TextDataset dataset =
+  dataset = std::make_unique<data::TextDataset>(
       make_dataset(text, run.data_source, *tokenizer,
-                   resuming ? model->config().block_size : f.model.block, run.val_fraction);
+                   resuming ? model->config().block_size : f.model.block, run.val_fraction));
   if (!resuming) model = std::make_unique<nn::GPT>(f.model.config(tokenizer->vocab_size()), run.options.seed);
 
-  train::Trainer trainer(*model, dataset, run.options);
+  trainer_ptr = std::make_unique<train::Trainer>(*model, *dataset, run.options, world);
   // Every check has passed: only now is --out created, so a refused run leaves nothing behind.
-  if (!resuming) check_output_dir(f);
-  LossLog log;
-  const std::string log_path = (fs::path(f.out) / "log.jsonl").string();
+  if (!resuming && root) check_output_dir(f);
   if (resuming) {
-    train::load_optimizer_state(f.out, trainer.optimizer(), run.step);
-    trainer.data_generator().set_state(run.data_rng);
+    train::load_optimizer_state(f.out, trainer_ptr->optimizer(), run.step);
+    trainer_ptr->data_generator().set_state(run.data_rng);
     model->dropout_generator().set_state(run.dropout_rng);
-    trainer.set_steps_done(run.step);
+    trainer_ptr->set_steps_done(run.step);
     log = LossLog::read(log_path, run.step);
   }
+  });
+  train::Trainer& trainer = *trainer_ptr;
+  run.ranks = world.size();
 
-  train::ProgressReporter progress(run.options.steps);
+  // The other ranks report to nowhere.
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(
+      root ? nullptr : std::fopen("/dev/null", "w"), [](std::FILE* file) { return file ? std::fclose(file) : 0; });
+  train::ProgressReporter progress(run.options.steps, root ? stderr : nowhere.get());
   progress.message(fmt::format(
       "{} {}: {} parameters ({} layers, {} heads, d_model {}, context {}), vocabulary {}, "
       "{} training tokens",
       resuming ? "resuming" : "training", run.data_source, model->num_parameters(),
       model->config().n_layer, model->config().n_head, model->config().n_embd,
-      model->config().block_size, tokenizer->vocab_size(), dataset.size(data::Split::train)));
+      model->config().block_size, tokenizer->vocab_size(), dataset->size(data::Split::train)));
   if (trainer.micro_batches() > 1) {
-    progress.message(fmt::format("batch {} per step, accumulated over {} micro-batches of {}",
-                                 run.options.batch, trainer.micro_batches(),
-                                 trainer.micro_batch_rows()));
+    progress.message(fmt::format(
+        "batch {} per step: {} micro-batches of {} ({} rank{} x grad-accum {})", run.options.batch,
+        trainer.micro_batches(), trainer.micro_batch_rows(), world.size(),
+        world.size() > 1 ? "s" : "", run.options.grad_accum));
   }
 
   auto checkpoint = [&] {
     run.step = trainer.steps_done();
     run.data_rng = trainer.data_generator().state();
     run.dropout_rng = model->dropout_generator().state();
-    train::save_checkpoint(f.out, *model, *tokenizer, &trainer.optimizer(), &run,
-                           {{"log.jsonl", log.text()}});
+    // Rank 0 writes; a failure there stops every rank.
+    world.together([&] {
+      if (root) {
+        train::save_checkpoint(f.out, *model, *tokenizer, &trainer.optimizer(), &run,
+                               {{"log.jsonl", log.text()}});
+      }
+    });
   };
 
   const int64_t first_step = trainer.steps_done();
@@ -235,6 +275,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       trainer.steps_done() - first_step, train::format_duration(seconds),
       progress.tokens_per_second(), run.best_val_loss, f.out));
 
+  if (!root) return;
   const std::string curve = (fs::path(f.out) / "loss.png").string();
   log.save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source,
                                     model->config().n_layer, model->config().n_embd));
