@@ -275,6 +275,12 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       trainer.steps_done() - first_step, train::format_duration(seconds),
       progress.tokens_per_second(), run.best_val_loss, f.out));
 
+  if (world.size() > 1) {
+    const double steps = static_cast<double>(trainer.steps_done() - first_step);
+    progress.message(fmt::format(
+        "all-reduce across {} ranks: {:.2f} ms and {:.2f} MB per step", world.size(),
+        1e3 * world.stats().seconds / steps, static_cast<double>(world.stats().bytes) / steps / 1e6));
+  }
   if (!root) return;
   const std::string curve = (fs::path(f.out) / "loss.png").string();
   log.save_curve(curve, fmt::format("{}: {} layers, d_model {}", run.data_source,
