@@ -15,8 +15,10 @@ shift || true
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev)
-# The browser test of the attention explorer: Debian's chromium, driven by puppeteer-core (npm).
-[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev chromium nodejs)
+# test: clang for the fuzzer; Open MPI for the data-parallel test (mpirun -np 2); Debian's chromium,
+# driven by puppeteer-core (npm), for the browser test of the attention explorer.
+[ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev openmpi-bin libopenmpi-dev
+                                chromium nodejs)
 # Debian's npm, unless the nodejs installed brings its own (NodeSource's does, and conflicts with it).
 [ "$job" = test ] && ! command -v npm > /dev/null && packages+=(npm)
 

@@ -8,6 +8,8 @@
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/version.hpp"
+#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/train/trainer.hpp"
 
 namespace {
 
@@ -55,8 +57,26 @@ void settle_openmp_waiting(char** argv) {
 
 }  // namespace
 
+// An error under mpirun. One every rank raised together (a collective setup or save, a divergence
+// seen in the summed numbers) is reported once, by rank 0, and every rank exits; one only this
+// rank has seen is reported with its rank and ends the whole run (the others would wait forever).
+int report_failure(const std::exception& e) {
+  tinygpt::dist::Communicator& world = tinygpt::dist::world();
+  const bool shared = dynamic_cast<const tinygpt::dist::CollectiveError*>(&e) != nullptr ||
+                      dynamic_cast<const tinygpt::train::DivergedError*>(&e) != nullptr;
+  if (world.size() == 1 || (shared && world.is_root())) {
+    fmt::print(stderr, "tinygpt: error: {}\n", one_line(e.what()));
+  } else if (!shared) {
+    fmt::print(stderr, "tinygpt: error: rank {}: {}\n", world.rank(), one_line(e.what()));
+    std::fflush(stderr);
+    world.abort(1);
+  }
+  return 1;
+}
+
 int main(int argc, char** argv) {
   settle_openmp_waiting(argv);
+  const tinygpt::dist::Session mpi(argc, argv);
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};
   app.require_subcommand(1);
@@ -79,8 +99,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "tinygpt: error: {}\n", one_line(e.what()));
-    return 1;
+    return report_failure(e);
   }
   return 0;
 }

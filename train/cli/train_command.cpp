@@ -2,7 +2,13 @@
 #include <chrono>
 #include <filesystem>
 #include <limits>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
 #include <sstream>
+#include <thread>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -10,6 +16,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/run.hpp"
 #include "tinygpt/heads/formation.hpp"
@@ -60,6 +67,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--d-model", text(m.d_model)},     {"--block", text(m.block)},
           {"--dropout", text(m.dropout)},     {"--pos", m.pos},
           {"--kv-heads", text(m.kv_heads)},   {"--batch", text(o.batch)},
+          {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
           {"--warmup", text(o.warmup)},       {"--lr-decay-steps", text(o.lr_decay_steps)},
           {"--weight-decay", text(o.weight_decay)}, {"--beta1", text(o.beta1)},
@@ -98,7 +106,24 @@ void check_resume_flags(const TrainFlags& given, const CLI::App& cmd, train::Run
   }
 }
 
-train::Run resume_run(const TrainFlags& f, const CLI::App& cmd) {
+// The OpenMP team of each rank: --threads if given, else the cores of this machine shared among
+// the ranks on it (2 ranks on 2 cores: 1 thread each), so they never oversubscribe the cores.
+int threads_per_rank(int requested, const dist::Communicator& world) {
+  if (requested > 0 || world.size() == 1) return requested;
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return std::max(1, cores / world.local_size());
+}
+
+void check_mpi_build() {
+  const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
+  if (!dist::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
+    throw ValueError(fmt::format(
+        "started by mpirun with {} ranks, but this tinygpt was built without MPI (CMake found "
+        "none): install libopenmpi-dev and rebuild", ranks));
+  }
+}
+
+train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, dist::Communicator& world) {
   std::error_code ec;
   if (cmd.count("--out") > 0 && f.out != f.resume && !fs::equivalent(f.out, f.resume, ec)) {
     throw ValueError(fmt::format("--resume writes back into {}; do not also pass --out {}",
@@ -108,20 +133,34 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd) {
   if (cmd.count("--steps") > 0) changes.steps = f.options.steps;
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
-  train::Run run = train::Run::resume(f.resume, changes);
+  train::Run run = train::Run::resume(f.resume, changes, world);
   check_resume_flags(f, cmd, run);
   return run;
 }
 
 void run_train(const TrainFlags& f, const CLI::App& cmd) {
-  set_num_threads(f.threads);
+  check_mpi_build();
+  // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
+  // rank 0 alone writes the checkpoint, log, pictures and progress.
+  dist::Communicator& world = dist::world();
+  const bool root = world.is_root();
+  set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
-  train::Run run = resuming ? resume_run(f, cmd)
-                            : train::Run::start(f.out, f.model.config(), f.options,
-                                                f.data.empty() ? data::kToyCorpus : f.data,
-                                                f.val_fraction, f.force);
+  std::optional<train::Run> started;
+  // Setup fails on every rank or on none, with one message (the lowest failing rank's).
+  world.together([&] {
+    started.emplace(resuming ? resume_run(f, cmd, world)
+                             : train::Run::start(f.out, f.model.config(), f.options,
+                                                 f.data.empty() ? data::kToyCorpus : f.data,
+                                                 f.val_fraction, f.force, world));
+  });
+  train::Run& run = *started;
   const nn::GPTConfig& config = run.model().config();
-  train::ProgressReporter progress(run.options().steps);
+  // The other ranks report to nowhere.
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(
+      root ? nullptr : std::fopen("/dev/null", "w"),
+      [](std::FILE* file) { return file ? std::fclose(file) : 0; });
+  train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
   progress.message(fmt::format(
       "{} {}: {} parameters ({} layers, {} heads, {} key/value heads, d_model {}, context {}, {} "
       "positions), vocabulary {}, {} training tokens",
@@ -129,6 +168,12 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       config.n_layer, config.n_head, config.kv_heads(), config.n_embd, config.block_size,
       nn::position_embedding_name(config.position_embedding), run.tokenizer().vocab_size(),
       run.dataset().size(data::Split::train)));
+  if (run.trainer().micro_batches() > 1) {
+    progress.message(fmt::format(
+        "batch {} per step: {} micro-batches of {} ({} rank{} x grad-accum {})", run.options().batch,
+        run.trainer().micro_batches(), run.trainer().micro_batch_rows(), world.size(),
+        world.size() > 1 ? "s" : "", run.options().grad_accum));
+  }
 
   // Every evaluation also scores the heads (formation over time; the probes need a context of 4).
   const bool track_heads = config.block_size >= 4;
@@ -154,6 +199,14 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       run.steps_done() - first_step, train::format_duration(seconds),
       progress.tokens_per_second(), run.best_val_loss(), run.dir()));
 
+  const train::Trainer& trainer = run.trainer();
+  if (world.size() > 1) {
+    const double steps = static_cast<double>(trainer.steps_done() - first_step);
+    progress.message(fmt::format(
+        "all-reduce across {} ranks: {:.2f} ms and {:.2f} MB per step", world.size(),
+        1e3 * world.stats().seconds / steps, static_cast<double>(world.stats().bytes) / steps / 1e6));
+  }
+  if (!root) return;
   const std::string curve = (fs::path(run.dir()) / "loss.png").string();
   const std::string title = fmt::format("{}: {} layers, d_model {}", run.data_source(),
                                         config.n_layer, config.n_embd);
@@ -191,6 +244,11 @@ void add_train_command(CLI::App& app) {
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());
   const CLI::Validator count = integer_in(0, std::numeric_limits<int64_t>::max());
   cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--grad-accum", o.grad_accum,
+                  "split each step's batch into N micro-batches whose gradients are summed "
+                  "(token-weighted) before one clip and update: the same step in less memory; "
+                  "N must divide --batch")
+      ->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
   // The flags a resumed run may change count once, the last time they are given, so that
   // "--steps M --resume DIR" can be put after the command line that started the run.
   const auto last_counts = [](CLI::Option* option) {

@@ -21,7 +21,7 @@ using io::read_file;
 using io::SafetensorsFile;
 
 // TrainOptions <-> JSON, field by field (used by trainer_state.json).
-NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, lr, min_lr, warmup, lr_decay_steps,
+NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, grad_accum, lr, min_lr, warmup, lr_decay_steps,
                                    weight_decay, beta1, beta2, grad_clip, optimizer, momentum,
                                    eval_every, eval_iters, seed)
 
@@ -58,7 +58,9 @@ T field(const json& j, const char* key, const std::string& source) {
   }
 }
 
-TrainOptions options_from_json(const json& j, const std::string& source) {
+TrainOptions options_from_json(json j, const std::string& source) {
+  // Runs saved before gradient accumulation existed took one micro-batch per step.
+  if (j.is_object() && !j.contains("grad_accum")) j["grad_accum"] = 1;
   try {
     return j.get<TrainOptions>();
   } catch (const json::exception& e) {
@@ -201,6 +203,7 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
   if (run != nullptr) {
     const json state = {{"format_version", 1},
                         {"step", run->step},
+                        {"ranks", run->ranks},
                         {"options", run->options},
                         {"data_source", run->data_source},
                         {"val_fraction", run->val_fraction},
@@ -263,6 +266,7 @@ RunState read_run_state(const std::string& dir) {
   run.options = options_from_json(field<json>(j, "options", path), path);
   run.data_source = field<std::string>(j, "data_source", path);
   run.val_fraction = field<double>(j, "val_fraction", path);
+  run.ranks = j.contains("ranks") ? field<int64_t>(j, "ranks", path) : 1;
   run.data_rng = parse_state(field<std::string>(j, "data_rng", path), path);
   run.dropout_rng = parse_state(field<std::string>(j, "dropout_rng", path), path);
   run.best_val_loss = j.contains("best_val_loss") && j["best_val_loss"].is_number()

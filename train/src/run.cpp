@@ -36,16 +36,21 @@ void prepare_directory(const std::string& dir, bool force) {
 }  // namespace
 
 Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-         std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset)
+         std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
+         dist::Communicator& world)
     : dir_(std::move(dir)),
+      world_(&world),
       state_(std::move(state)),
       tokenizer_(std::move(tokenizer)),
       model_(std::move(model)),
       dataset_(std::move(dataset)),
-      trainer_(std::make_unique<Trainer>(*model_, *dataset_, state_.options)) {}
+      trainer_(std::make_unique<Trainer>(*model_, *dataset_, state_.options, world)) {
+  state_.ranks = world.size();
+}
 
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
-               const std::string& data_source, double val_fraction, bool force) {
+               const std::string& data_source, double val_fraction, bool force,
+               dist::Communicator& world) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -59,13 +64,14 @@ Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions option
   auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
       text, state.data_source, tokenizer, config.block_size, val_fraction));
   auto model = std::make_unique<nn::GPT>(config, state.options.seed);
-  Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset));
+  Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset),
+          world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
-  prepare_directory(dir, force);
+  if (world.is_root()) prepare_directory(dir, force);
   return run;
 }
 
-Run Run::resume(const std::string& dir, const ResumeChanges& changes) {
+Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Communicator& world) {
   SavedRun saved = load_run(dir);
   RunState& state = saved.state;
   state.options.steps = changes.steps.value_or(state.options.steps);
@@ -82,7 +88,7 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes) {
                          saved.model.config.block_size, state.val_fraction));
   const int64_t step = state.step;
   Run run(dir, std::move(state), std::move(saved.model.tokenizer), std::move(saved.model.model),
-          std::move(dataset));
+          std::move(dataset), world);
   try {
     run.trainer_->optimizer().load_state(saved.optimizer.tensors, step);
   } catch (const Error& e) {
@@ -127,8 +133,13 @@ void Run::save() {
   state_.step = trainer_->steps_done();
   state_.data_rng = trainer_->data_generator().state();
   state_.dropout_rng = model_->dropout_generator().state();
-  save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
-                  {{"log.jsonl", log_.text()}});
+  // The root rank writes; a failure there stops every rank.
+  world_->together([&] {
+    if (world_->is_root()) {
+      save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
+                      {{"log.jsonl", log_.text()}});
+    }
+  });
 }
 
 }  // namespace tinygpt::train

@@ -1,6 +1,7 @@
 #include "tinygpt/train/trainer.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <cmath>
 
 #include "tinygpt/autograd/ops.hpp"
@@ -13,6 +14,11 @@ void TrainOptions::validate() const {
   auto fail = [](const std::string& what) { throw ValueError("train: " + what); };
   if (steps < 1) fail(fmt::format("steps must be at least 1, got {}", steps));
   if (batch < 1) fail(fmt::format("batch must be at least 1, got {}", batch));
+  if (grad_accum < 1) fail(fmt::format("grad-accum must be at least 1, got {}", grad_accum));
+  if (batch % grad_accum != 0) {
+    fail(fmt::format("batch {} is not divisible by grad-accum {}: a step splits its batch into "
+                     "equal micro-batches", batch, grad_accum));
+  }
   if (!(lr > 0)) fail(fmt::format("lr must be positive, got {}", lr));
   if (!(min_lr >= 0)) fail(fmt::format("min_lr must be >= 0, got {}", min_lr));
   if (min_lr > lr) {
@@ -36,9 +42,17 @@ CosineSchedule TrainOptions::schedule() const {
   return {lr, min_lr, warmup, lr_decay_steps > 0 ? lr_decay_steps : steps};
 }
 
-Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options)
-    : model_(model), dataset_(dataset), options_(std::move(options)), data_gen_(options_.seed) {
+Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
+                 dist::Communicator& comm)
+    : model_(model), dataset_(dataset), options_(std::move(options)), comm_(comm),
+      data_gen_(options_.seed) {
   options_.validate();
+  if (options_.batch % micro_batches() != 0) {
+    throw ValueError(fmt::format(
+        "train: batch {} cannot be split across {} ranks x {} micro-batches (grad-accum): it "
+        "must be a multiple of {}", options_.batch, comm_.size(), options_.grad_accum,
+        micro_batches()));
+  }
   auto groups = decay_groups(model_, options_.weight_decay);
   if (options_.optimizer == "sgd") {
     optimizer_ = std::make_unique<SGD>(std::move(groups), options_.lr, options_.momentum);
@@ -49,21 +63,82 @@ Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions 
   params_ = model_.parameters();
 }
 
+double Trainer::accumulate_gradient(const data::Batch& micro, double share) {
+  optimizer_->zero_grad();
+  const Tensor loss = model_.loss(micro.inputs, micro.targets);
+  loss.backward(Tensor::full(loss.shape(), share, loss.dtype()));  // share 1: plain backward()
+  return share * loss.item();
+}
+
+void Trainer::add_to_sum(bool first) {
+  size_t total = 0;
+  for (const Tensor& p : params_) total += static_cast<size_t>(p.numel());
+  summed_grads_.resize(total);
+  float* sum = summed_grads_.data();
+  for (const Tensor& p : params_) {
+    const int64_t n = p.numel();
+    if (!p.grad().defined()) {
+      if (first) std::fill(sum, sum + n, 0.0f);
+    } else if (first) {
+      std::copy(p.grad().data<float>(), p.grad().data<float>() + n, sum);
+    } else {
+      const float* g = p.grad().data<float>();
+      for (int64_t i = 0; i < n; ++i) sum[i] += g[i];
+    }
+    sum += n;
+  }
+}
+
+void Trainer::sum_to_grads() {
+  const float* sum = summed_grads_.data();
+  for (Tensor& p : params_) {
+    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape()));
+    Tensor grad = p.grad();  // a handle on the same buffer
+    std::copy(sum, sum + p.numel(), grad.data<float>());
+    sum += p.numel();
+  }
+}
+
 StepStats Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   model_.train();
+  // Every rank draws the whole batch, as a single process does, and takes its rows: the data
+  // stream, and so a resume, does not depend on how the batch is split.
   const data::Batch batch =
       dataset_.sample_batch(data::Split::train, options_.batch, data_gen_);  // (B,T) each
-  optimizer_->zero_grad();
-  profile_mark("(step: batch, zero_grad)");
-  const Tensor loss = model_.loss(batch.inputs, batch.targets);
-  const double loss_value = loss.item();
+  profile_mark("(step: batch)");
+  const int64_t parts = micro_batches();
+  const int64_t rows = micro_batch_rows();
+  // Each micro-batch's share of the batch's tokens: its mean loss times this, summed over the
+  // micro-batches, is the batch's mean loss, and likewise for the gradients.
+  const double share = static_cast<double>(rows * dataset_.block_size()) /
+                       static_cast<double>(batch.inputs.numel());
+  double loss_value = 0.0;
+  if (parts == 1) {
+    loss_value = accumulate_gradient(batch, share);
+  } else {
+    for (int64_t k = 0; k < options_.grad_accum; ++k) {
+      const int64_t first = (comm_.rank() * options_.grad_accum + k) * rows;
+      const data::Batch micro{narrow(batch.inputs, 0, first, rows),
+                              narrow(batch.targets, 0, first, rows)};  // (rows,T) each
+      loss_value += accumulate_gradient(micro, share);
+      add_to_sum(k == 0);
+    }
+  }
+  StepStats stats;
+  if (comm_.size() > 1) {
+    const double before = comm_.stats().seconds;
+    comm_.allreduce_sum(summed_grads_.data(), static_cast<int64_t>(summed_grads_.size()));
+    comm_.allreduce_sum(&loss_value, 1);
+    stats.allreduce_seconds = comm_.stats().seconds - before;
+    profile_mark("(step: allreduce)");
+  }
+  if (parts > 1) sum_to_grads();
+  // Checked on the summed values, so every rank of a run takes the same decision.
   if (!std::isfinite(loss_value)) {
     throw DivergedError(fmt::format("training diverged: loss is {} at step {}", loss_value,
                                     step_ + 1));
   }
-  loss.backward();
-  StepStats stats;
   stats.grad_norm = clip_grad_norm(params_, options_.grad_clip);
   profile_mark("(step: clip_grad_norm)");
   if (!std::isfinite(stats.grad_norm)) {
@@ -87,12 +162,20 @@ EvalStats Trainer::evaluate() {
   NoGradGuard no_grad;
   model_.eval();
   Generator gen(options_.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(step_ + 1)));
+  // Rank r evaluates batches r, r + P, ... (all ranks draw them all, to stay in step); the
+  // per-batch losses are then summed across ranks (x + 0 is exact) and averaged in batch order,
+  // so every rank, and a single process, gets the same bits.
   auto mean_loss = [&](data::Split split) {
-    double total = 0.0;
+    std::vector<double> losses(static_cast<size_t>(options_.eval_iters), 0.0);
     for (int64_t i = 0; i < options_.eval_iters; ++i) {
       const data::Batch batch = dataset_.sample_batch(split, options_.batch, gen);
-      total += model_.loss(batch.inputs, batch.targets).item();
+      if (i % comm_.size() == comm_.rank()) {
+        losses[static_cast<size_t>(i)] = model_.loss(batch.inputs, batch.targets).item();
+      }
     }
+    comm_.allreduce_sum(losses.data(), options_.eval_iters);
+    double total = 0.0;
+    for (const double loss : losses) total += loss;
     return total / static_cast<double>(options_.eval_iters);
   };
   EvalStats stats;

@@ -5,7 +5,8 @@
 //   tokenizer.json         {"vocab": [characters in id order]}
 // and, for resuming a run exactly:
 //   optimizer.safetensors  the optimiser's moments ("exp_avg.<param>", ...)
-//   trainer_state.json     step, options, data source, generator states, best validation loss
+//   trainer_state.json     step, ranks, options (grad_accum among them), data source, generator
+//                          states, best validation loss
 //
 // All files of one save are committed together (io/commit.hpp), so a checkpoint is never
 // half-written; saves and loads of one directory hold its lock, so a load (tinygpt sample during
@@ -28,6 +29,7 @@ struct RunState {
   std::string data_source;  // a file path, or "builtin:toy"
   double val_fraction = 0.1;
   int64_t step = 0;
+  int64_t ranks = 1;  // processes of the data-parallel run that saved it (informational)
   Generator::State data_rng{};
   Generator::State dropout_rng{};
   double best_val_loss = 0.0;  // NaN before the first evaluation

@@ -28,6 +28,7 @@
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_log.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::train {
@@ -47,12 +48,16 @@ class Run {
   // checked (TrainOptions::validate, GPTConfig::validate, the data against the context) before
   // anything is written; then `dir` is created. Throws IOError if `dir` already holds a
   // checkpoint, unless `force`; the first save() replaces it.
+  // In a data-parallel run every rank starts (or resumes) the same run with its `world`; only
+  // the root rank touches the directory, and save() commits there once for all ranks.
   static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
-                   const std::string& data_source, double val_fraction = 0.1, bool force = false);
+                   const std::string& data_source, double val_fraction = 0.1, bool force = false,
+                   dist::Communicator& world = dist::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source. Throws ValueError when the run's total of steps
   // (changed or not) is already reached, and the loaders' errors for a missing or damaged file.
-  static Run resume(const std::string& dir, const ResumeChanges& changes = {});
+  static Run resume(const std::string& dir, const ResumeChanges& changes = {},
+                    dist::Communicator& world = dist::world());
 
   bool done() const { return trainer_->done(); }
   // One training step or one evaluation, logged. If it diverges (DivergedError) nothing is
@@ -76,15 +81,18 @@ class Run {
   const data::CharTokenizer& tokenizer() const { return tokenizer_; }
   const data::TextDataset& dataset() const { return *dataset_; }
   const LossLog& log() const { return log_; }
+  const Trainer& trainer() const { return *trainer_; }
 
  private:
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-      std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset);
+      std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
+      dist::Communicator& world);
   // f(), with a DivergedError's message telling what the directory keeps.
   template <class F>
   auto unless_diverged(F&& f);
 
   std::string dir_;
+  dist::Communicator* world_;
   RunState state_;  // as of the last save (or the start), apart from best_val_loss
   data::CharTokenizer tokenizer_;
   std::unique_ptr<nn::GPT> model_;  // held by pointer: the trainer refers to it and the dataset

@@ -3,10 +3,18 @@
 // `tinygpt train`. One step: sample a batch, forward, backward, clip, set the scheduled lr,
 // update. Everything random comes from generators whose states are part of TrainerState, so a
 // run saved at step k and resumed ends bit-identical to an uninterrupted one.
+//
+// A step's batch can be split into micro-batches: grad_accum of them in turn in this process,
+// times the ranks of a data-parallel run (dist::Communicator), each rank taking its slice of the
+// same drawn batch. Each micro-batch's gradient is weighted by its share of the batch's tokens,
+// so the summed gradient is the gradient of the whole batch's mean loss (up to rounding); the
+// gradient norm, the clip and the update are those of one step on the whole batch.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/optim.hpp"
 
@@ -14,7 +22,8 @@ namespace tinygpt::train {
 
 struct TrainOptions {
   int64_t steps = 2000;
-  int64_t batch = 12;
+  int64_t batch = 12;      // sequences per step, over all micro-batches and ranks
+  int64_t grad_accum = 1;  // micro-batches per step in each process; must divide batch
   double lr = 1e-3;
   double min_lr = 1e-4;
   int64_t warmup = 100;
@@ -39,7 +48,8 @@ struct StepStats {
   double lr = 0.0;
   double grad_norm = 0.0;
   double seconds = 0.0;  // wall time of this step
-  int64_t tokens = 0;    // tokens processed by this step
+  int64_t tokens = 0;    // tokens processed by this step, over all ranks
+  double allreduce_seconds = 0.0;  // of `seconds`, the time spent summing across ranks
 };
 
 struct EvalStats {
@@ -57,16 +67,23 @@ class DivergedError : public Error {
 
 class Trainer {
  public:
-  Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options);
+  // `comm`: the ranks this trainer is one of; the default is a single process. Throws
+  // ValueError unless batch splits evenly into comm.size() x grad_accum micro-batches.
+  Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
+          dist::Communicator& comm = dist::single_process());
 
   StepStats step();
   // Mean loss over eval_iters batches of each split, in eval mode, drawn from a generator seeded
-  // by (seed, step) so evaluating never disturbs the training stream. Throws DivergedError when
-  // a mean loss is not finite.
+  // by (seed, step) so evaluating never disturbs the training stream; the ranks share the
+  // batches out and every rank returns the same numbers. Throws DivergedError when a mean loss
+  // is not finite.
   EvalStats evaluate();
   bool done() const { return step_ >= options_.steps; }
   int64_t steps_done() const { return step_; }
   const TrainOptions& options() const { return options_; }
+  // Micro-batches per step over all ranks, and sequences in each.
+  int64_t micro_batches() const { return comm_.size() * options_.grad_accum; }
+  int64_t micro_batch_rows() const { return options_.batch / micro_batches(); }
 
   Optimizer& optimizer() { return *optimizer_; }
   Generator& data_generator() { return data_gen_; }
@@ -74,11 +91,20 @@ class Trainer {
   void set_steps_done(int64_t step) { step_ = step; }
 
  private:
+  // Forward and backward of one micro-batch, its gradient scaled by `share`; returns its loss.
+  double accumulate_gradient(const data::Batch& micro, double share);
+  // Copies (first) or adds the parameters' gradients into summed_grads_; sum_to_grads puts the
+  // (reduced) sum back into them.
+  void add_to_sum(bool first);
+  void sum_to_grads();
+
   nn::GPT& model_;
   const data::TextDataset& dataset_;
   TrainOptions options_;
+  dist::Communicator& comm_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Tensor> params_;
+  std::vector<float> summed_grads_;  // every parameter's gradient end to end, in params_ order
   Generator data_gen_;
   int64_t step_ = 0;
 };

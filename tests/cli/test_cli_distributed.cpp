@@ -1,0 +1,151 @@
+// Scaling out from the command line: --grad-accum N trains the same run as one batch (to
+// rounding), resumes byte-exactly, and `mpirun -np 2` trains exactly the --grad-accum 2 run,
+// resumes, and fails with one message. The mpirun cases skip when the build or the machine has
+// no MPI.
+#include <cstdlib>
+#include <filesystem>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+#include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+#include "weights_close.hpp"
+
+using namespace tinygpt::testing;
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+std::vector<double> logged(const std::string& dir, const char* key) {
+  std::vector<double> values;
+  for (const json& e : log_without_timing(dir)) {
+    if (e.contains(key)) values.push_back(e[key].get<double>());
+  }
+  return values;
+}
+
+void check_same_files(const std::string& a, const std::string& b) {
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "tokenizer.json"}) {
+    INFO(file);
+    CHECK(read_bytes(a + "/" + file) == read_bytes(b + "/" + file));
+  }
+  CHECK(log_without_timing(a) == log_without_timing(b));
+}
+
+// Runs `mpirun -np 2 tinygpt <args>`, stdout and stderr into files of `dir`; the exit status.
+int mpirun2(const std::vector<std::string>& args, const std::string& dir) {
+  std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 " + tinygpt_binary();
+  for (const auto& a : args) command += " '" + a + "'";
+  command += " > '" + dir + "/mpi.out' 2> '" + dir + "/mpi.err'";
+  return std::system(command.c_str());
+}
+
+bool can_mpirun() {
+#ifdef TINYGPT_TEST_MPI
+  return std::system("command -v mpirun > /dev/null 2>&1") == 0;
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+TEST_CASE("train --grad-accum 2 and 4 match one batch within 1e-6 after 10 steps",
+          "[cli][grad_accum]") {
+  ScratchDir dir;
+  const std::string whole = dir.file("whole");
+  train_tiny_model(whole, {"--steps", "10", "--eval-every", "10"});
+  const auto whole_weights = tinygpt::io::load_safetensors(whole + "/model.safetensors").tensors;
+  for (const char* n : {"2", "4"}) {
+    INFO("--grad-accum " << n);
+    const std::string split = dir.file(std::string("split") + n);
+    train_tiny_model(split, {"--steps", "10", "--eval-every", "10", "--grad-accum", n});
+    const auto a = logged(split, "grad_norm"), b = logged(whole, "grad_norm");
+    REQUIRE(a.size() == 10);
+    for (size_t i = 0; i < a.size(); ++i) CHECK(std::abs(a[i] - b[i]) <= 1e-6 * std::abs(b[i]));
+    const WeightsDiff diff = compare_weights(
+        tinygpt::io::load_safetensors(split + "/model.safetensors").tensors, whole_weights);
+    INFO("worst tensor " << diff.worst_name << ": " << diff.worst_relative);
+    CHECK(diff.worst_relative < 1e-6);
+    CHECK(diff.key_bias_abs < 10 * 2e-2 / 100);  // rounding noise: 10 steps of at most lr / 100
+    CHECK(json::parse(read_bytes(split + "/trainer_state.json"))["options"]["grad_accum"] ==
+          std::stoi(n));
+  }
+}
+
+TEST_CASE("train --grad-accum: refused unless it divides --batch, and kept when resuming",
+          "[cli][grad_accum][errors]") {
+  ScratchDir dir;
+  check_one_line_error(run_cli(tiny_train_args(dir.file("a"), {"--grad-accum", "3"})),
+                       {"--batch 4", "--grad-accum 3"});
+  CHECK_FALSE(fs::exists(dir.file("a")));
+  train_tiny_model(dir.file("b"), {"--grad-accum", "2"});
+  check_one_line_error(
+      run_cli({"train", "--resume", dir.file("b"), "--steps", "30", "--grad-accum", "4"}),
+      {"--grad-accum"});
+}
+
+TEST_CASE("train --grad-accum 2: 10 then resume to 20 is byte-identical to 20", "[cli][grad_accum][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a"), b = dir.file("b");
+  const std::vector<std::string> run = {"--grad-accum", "2", "--lr-decay-steps", "20"};
+  train_tiny_model(a, concat(run, {"--steps", "10"}));
+  run_ok({"train", "--resume", a, "--steps", "20", "--threads", "1"});
+  train_tiny_model(b, concat(run, {"--steps", "20"}));
+  check_same_files(a, b);
+  CHECK(read_bytes(a + "/trainer_state.json") == read_bytes(b + "/trainer_state.json"));
+}
+
+TEST_CASE("mpirun -np 2 trains, and resumes, exactly the --grad-accum 2 run", "[cli][mpi][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build has no MPI, or mpirun is not installed");
+    return;
+  }
+  ScratchDir dir;
+  const std::string mpi = dir.file("mpi"), accum = dir.file("accum");
+  const std::vector<std::string> run = {"--lr-decay-steps", "20"};
+  {
+    const int status = mpirun2(tiny_train_args(mpi, concat(run, {"--steps", "10"})), dir.file(""));
+    INFO(read_bytes(dir.file("mpi.err")));
+    REQUIRE(status == 0);
+  }
+  // Rank 0 alone reports: one start line, not two.
+  const std::string err = read_bytes(dir.file("mpi.err"));
+  CHECK(err.find("training builtin:toy") == err.rfind("training builtin:toy"));
+  CHECK(err.find("2 ranks x grad-accum 1") != std::string::npos);
+  {
+    const int status = mpirun2({"train", "--resume", mpi, "--steps", "20"}, dir.file(""));
+    INFO(read_bytes(dir.file("mpi.err")));
+    REQUIRE(status == 0);
+  }
+  train_tiny_model(accum, concat(run, {"--steps", "20", "--grad-accum", "2"}));
+  check_same_files(mpi, accum);
+  CHECK(json::parse(read_bytes(mpi + "/trainer_state.json"))["ranks"] == 2);
+}
+
+TEST_CASE("mpirun -np 2 with a bad input stops both ranks with one message and no checkpoint",
+          "[cli][mpi][errors][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build has no MPI, or mpirun is not installed");
+    return;
+  }
+  ScratchDir dir;
+  const std::string out = dir.file("run");
+  const int status =
+      mpirun2(tiny_train_args(out, {"--data", dir.file("missing.txt")}), dir.file(""));
+  CHECK(status != 0);
+  const std::string err = read_bytes(dir.file("mpi.err"));
+  INFO(err);
+  size_t count = 0;
+  for (size_t at = err.find("tinygpt: error:"); at != std::string::npos;
+       at = err.find("tinygpt: error:", at + 1)) {
+    ++count;
+  }
+  CHECK(count == 1);
+  CHECK(err.find("missing.txt") != std::string::npos);
+  CHECK_FALSE(tinygpt::train::has_checkpoint(out));
+}
