@@ -147,7 +147,7 @@ TEST_CASE("train refuses bad flags before it writes anything", "[cli][errors]") 
   SECTION("zero block") { check_train_refuses({{"--block", "0"}}, {"--block"}); }
   SECTION("zero steps") { check_train_refuses({{"--steps", "0"}}, {"--steps"}); }
   SECTION("heads not dividing d-model") {
-    check_train_refuses({{"--heads", "3"}}, {"n_embd 16", "n_head 3"});
+    check_train_refuses({{"--heads", "3"}}, {"--d-model 16", "--heads 3"});
   }
   SECTION("dropout of 1") { check_train_refuses({{"--dropout", "1"}}, {"--dropout"}); }
   SECTION("negative dropout") { check_train_refuses({{"--dropout", "-0.1"}}, {"--dropout"}); }
@@ -157,7 +157,7 @@ TEST_CASE("train refuses bad flags before it writes anything", "[cli][errors]") 
   SECTION("infinite learning rate") { check_train_refuses({{"--lr", "inf"}}, {"--lr", "inf"}); }
   SECTION("NaN momentum") { check_train_refuses({{"--momentum", "nan"}}, {"--momentum"}); }
   SECTION("learning rate below the default min-lr") {
-    check_train_refuses({{"--lr", "1e-5"}}, {"min_lr 0.002", "above lr 1e-05"});
+    check_train_refuses({{"--lr", "1e-5"}}, {"--min-lr 0.002", "above --lr 1e-05"});
   }
   SECTION("validation fraction of 1") {
     check_train_refuses({{"--val-fraction", "1"}}, {"--val-fraction"});

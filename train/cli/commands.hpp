@@ -44,6 +44,11 @@ struct ModelFlags {
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
 };
 
+// A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in
+// the command line's terms: "GPTConfig: n_kv_head 3 does not divide n_head 2" becomes
+// "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
+std::string in_flag_terms(const std::string& message);
+
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>
 auto with_context(const std::string& context, F&& f) {

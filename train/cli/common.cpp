@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <limits>
 #include <optional>
+#include <regex>
 #include <sstream>
 
 #include "commands.hpp"
@@ -100,6 +101,25 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.position_embedding = nn::parse_position_embedding(pos);
   c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
   return c;  // checked by GPTConfig::validate where a model is built
+}
+
+std::string in_flag_terms(const std::string& message) {
+  static const std::pair<const char*, const char*> kFlags[] = {
+      {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},
+      {"n_layer", "--layers"},       {"block_size", "--block"},     {"dropout", "--dropout"},
+      {"min_lr", "--min-lr"},        {"lr", "--lr"},                {"batch", "--batch"},
+      {"grad_accum", "--grad-accum"}, {"grad-accum", "--grad-accum"}, {"warmup", "--warmup"},
+      {"lr_decay_steps", "--lr-decay-steps"}, {"weight_decay", "--weight-decay"},
+      {"beta1", "--beta1"},          {"beta2", "--beta2"},          {"grad_clip", "--grad-clip"},
+      {"momentum", "--momentum"},    {"eval_every", "--eval-every"}, {"eval_iters", "--eval-iters"},
+      {"steps", "--steps"},          {"optimizer", "--optimizer"}};
+  std::string out = std::regex_replace(message, std::regex("^(GPTConfig|train|TrainOptions): "), "");
+  for (const auto& [name, flag] : kFlags) {
+    // Only a name followed by its value ("batch 4"), not the same word in a sentence.
+    out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),
+                             std::string("$1") + flag);
+  }
+  return out;
 }
 
 std::string wrap_words(const std::string& text, size_t width) {

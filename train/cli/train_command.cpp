@@ -149,10 +149,14 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   std::optional<train::Run> started;
   // Setup fails on every rank or on none, with one message (the lowest failing rank's).
   world.together([&] {
-    started.emplace(resuming ? resume_run(f, cmd, world)
-                             : train::Run::start(f.out, f.model.config(), f.options,
-                                                 f.data.empty() ? data::kToyCorpus : f.data,
-                                                 f.val_fraction, f.force, world));
+    try {
+      started.emplace(resuming ? resume_run(f, cmd, world)
+                               : train::Run::start(f.out, f.model.config(), f.options,
+                                                   f.data.empty() ? data::kToyCorpus : f.data,
+                                                   f.val_fraction, f.force, world));
+    } catch (const ValueError& e) {
+      throw ValueError(in_flag_terms(e.what()));
+    }
   });
   train::Run& run = *started;
   const nn::GPTConfig& config = run.model().config();
