@@ -104,11 +104,7 @@ void check_output_dir(const TrainFlags& f) {
     throw io::IOError(fmt::format("cannot create output directory {}: {}", f.out,
                               ec ? ec.message() : "not a directory"));
   }
-  // Named like a staged checkpoint file, so that if the run dies right here the next load of
-  // the directory removes it.
-  const std::string probe = (fs::path(f.out) / ".write-test").string() + io::kStagedSuffix;
-  io::write_file_synced(probe, "");
-  fs::remove(probe);
+  io::check_writable(f.out);
 }
 
 void run_train(TrainFlags f, const CLI::App& cmd) {
