@@ -15,6 +15,7 @@ packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev)
 [ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev)
+[ "$job" = test ] && ! command -v npm > /dev/null && packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
@@ -60,6 +61,13 @@ case "$job" in
     build build -DTINYGPT_FUZZ=OFF
     # CI reads the last ctest summary: keep the full suite last.
     echo "== full test suite (optimised build) =="
+    # The Hugging Face tokenizers client for the tokenizer.json cross-check (skipped if absent).
+    if command -v npm > /dev/null; then
+      mkdir -p build/node
+      [ -d build/node/node_modules/tokenizers ] ||
+        (cd build/node && npm install --no-audit --no-fund --silent tokenizers@0.23.2) ||
+        echo "setup: npm tokenizers not installed; its cross-check will be skipped"
+    fi
     (cd build && ctest --output-on-failure -j "$jobs")
     ;;
   *)

@@ -6,6 +6,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
+#include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 namespace tinygpt::cli {
@@ -93,7 +94,7 @@ void add_heads_command(CLI::App& app) {
     }
     std::string source;
     if (flags->text.empty()) {
-      if (!fs::exists(fs::path(flags->model) / "trainer_state.json")) {
+      if (!io::CommittedFiles(flags->model).contains("trainer_state.json")) {
         throw ValueError(fmt::format("{} does not say what it was trained on; pass --text", flags->model));
       }
       source = train::load_run_state(flags->model).data_source;
