@@ -79,6 +79,13 @@ case "$job" in
     browser_modules
     # CI reads the last ctest summary: keep the full suite last.
     echo "== full test suite (optimised build) =="
+    # The Hugging Face tokenizers client for the tokenizer.json cross-check (skipped if absent).
+    if command -v npm > /dev/null; then
+      mkdir -p build/node
+      [ -d build/node/node_modules/tokenizers ] ||
+        (cd build/node && npm install --no-audit --no-fund --silent tokenizers@0.23.2) ||
+        echo "setup: npm tokenizers not installed; its cross-check will be skipped"
+    fi
     (cd build && ctest --output-on-failure -j "$jobs")
     ;;
   *)

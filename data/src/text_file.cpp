@@ -1,10 +1,11 @@
 #include "tinygpt/data/text_file.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -12,31 +13,72 @@
 #include "tinygpt/data/utf8.hpp"
 
 namespace tinygpt::data {
+namespace {
 
-std::string read_text_file(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) {
-    throw ValueError(fmt::format("read_text_file: '{}' does not exist", path));
-  }
-  if (fs::is_directory(status)) {
-    throw ValueError(fmt::format("read_text_file: '{}' is a directory, not a text file", path));
-  }
+std::string reason(int error) { return std::error_code(error, std::generic_category()).message(); }
 
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw ValueError(
-        fmt::format("read_text_file: '{}' cannot be opened ({})", path, std::strerror(errno)));
-  }
-  std::ostringstream content;
-  content << in.rdbuf();
-  if (in.bad()) {
-    throw ValueError(
-        fmt::format("read_text_file: reading '{}' failed ({})", path, std::strerror(errno)));
-  }
+// What a file that is not a regular file is, for the message.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
 
-  std::string text = content.str();
+class Descriptor {
+ public:
+  explicit Descriptor(int fd) : fd_(fd) {}
+  Descriptor(const Descriptor&) = delete;
+  Descriptor& operator=(const Descriptor&) = delete;
+  ~Descriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  int get() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+std::string read_text_file(const std::string& path, uint64_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer before the check below refuses it.
+  const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
+  if (file.get() < 0) {
+    const int error = errno;
+    if (error == ENOENT) throw ValueError(fmt::format("read_text_file: '{}' does not exist", path));
+    throw ValueError(fmt::format("read_text_file: '{}' cannot be opened ({})", path, reason(error)));
+  }
+  struct stat info {};
+  if (::fstat(file.get(), &info) != 0) {
+    throw ValueError(fmt::format("read_text_file: cannot stat '{}' ({})", path, reason(errno)));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    throw ValueError(fmt::format("read_text_file: '{}' is {}, not a text file", path, kind_of(info.st_mode)));
+  }
+  const auto too_large = [&](uint64_t bytes) {
+    return ValueError(fmt::format(
+        "read_text_file: '{}' holds {} bytes or more, beyond the limit of {} (the text and its "
+        "token ids are held in memory)", path, bytes, max_bytes));
+  };
+  if (static_cast<uint64_t>(info.st_size) > max_bytes) throw too_large(static_cast<uint64_t>(info.st_size));
+
+  // Bounded even so: a file may grow while it is read, and /proc files report a size of 0.
+  std::string text;
+  text.reserve(static_cast<size_t>(info.st_size));
+  char chunk[1 << 16];
+  for (;;) {
+    const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ValueError(fmt::format("read_text_file: reading '{}' failed ({})", path, reason(errno)));
+    }
+    text.append(chunk, static_cast<size_t>(n));
+    if (text.size() > max_bytes) throw too_large(text.size());
+  }
   if (text.empty()) throw ValueError(fmt::format("read_text_file: '{}' is empty", path));
   try {
     check_utf8(text);

@@ -74,57 +74,141 @@ std::string CharTokenizer::token(int64_t id) const {
   return tokens_[static_cast<size_t>(id)];
 }
 
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+ValueError from_json_error(const std::string& what) {
+  return ValueError("CharTokenizer::from_json: " + what);
+}
+
+// The one character of a vocabulary entry; `where` names the entry in errors.
+char32_t single_character(const std::string& text, const std::string& where) {
+  const std::u32string decoded = decode_utf8(text);
+  if (decoded.size() != 1) {
+    throw from_json_error(fmt::format("{} = {} has {} characters, expected exactly 1", where,
+                                      json(text).dump(), decoded.size()));
+  }
+  return decoded[0];
+}
+
+// tinygpt's first format: {"vocab": ["\n", " ", "a", ...]}, characters in id order.
+std::vector<char32_t> legacy_vocab(const json& root) {
+  for (const auto& item : root.items()) {
+    if (item.key() != "vocab") {
+      throw from_json_error(fmt::format("unexpected key \"{}\" (the only key is \"vocab\")", item.key()));
+    }
+  }
+  const json& vocab = root["vocab"];
+  if (!vocab.is_array()) {
+    throw from_json_error(fmt::format(
+        "\"vocab\" must be a list of one-character strings, got a JSON {}", vocab.type_name()));
+  }
+  std::vector<char32_t> code_points;
+  code_points.reserve(vocab.size());
+  for (size_t id = 0; id < vocab.size(); ++id) {
+    const json& entry = vocab[id];
+    if (!entry.is_string()) {
+      throw from_json_error(fmt::format("vocab[{}] is a JSON {}, expected a one-character string",
+                                        id, entry.type_name()));
+    }
+    code_points.push_back(single_character(entry.get<std::string>(), fmt::format("vocab[{}]", id)));
+  }
+  return code_points;
+}
+
+// A Hugging Face tokenizers file that encodes one id per character: a BPE model with no merges
+// over a vocabulary of single characters, nothing that adds, drops or rewrites characters
+// (normalizer, pre-tokenizer, post-processor, added tokens, unknown token, byte fallback,
+// subword prefixes). Anything else is refused by the key at fault: it would not encode as
+// tinygpt does.
+std::vector<char32_t> hugging_face_vocab(const json& root) {
+  const auto require = [&](const json& object, const char* key, const json& expected,
+                           const std::string& where) {
+    const auto it = object.find(key);
+    if (it != object.end() && *it != expected) {
+      throw from_json_error(fmt::format(
+          "{}{} is {}; a character-level tokenizer needs {}", where, key, it->dump().substr(0, 60),
+          expected.dump()));
+    }
+  };
+  for (const char* key : {"normalizer", "pre_tokenizer", "post_processor", "truncation", "padding"}) {
+    require(root, key, nullptr, "");
+  }
+  require(root, "added_tokens", json::array(), "");
+  const json& model = root["model"];
+  if (!model.is_object() || model.value("type", "") != "BPE") {
+    throw from_json_error(fmt::format("model must be {{\"type\": \"BPE\", ...}} with no merges, got {}",
+                                      model.dump().substr(0, 60)));
+  }
+  for (const char* key : {"dropout", "unk_token", "continuing_subword_prefix", "end_of_word_suffix"}) {
+    require(model, key, nullptr, "model.");
+  }
+  require(model, "byte_fallback", false, "model.");
+  require(model, "merges", json::array(), "model.");
+  const auto vocab = model.find("vocab");
+  if (vocab == model.end() || !vocab->is_object() || vocab->empty()) {
+    throw from_json_error("model.vocab must be a non-empty object {character: id}");
+  }
+  std::vector<char32_t> by_id(vocab->size(), 0);
+  std::vector<bool> seen(vocab->size(), false);
+  for (const auto& item : vocab->items()) {
+    const std::string where = fmt::format("model.vocab key {}", json(item.key()).dump());
+    const json& id = item.value();
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= by_id.size() || seen[id.get<size_t>()]) {
+      throw from_json_error(fmt::format("{}: id {} is not one of 0..{} used once", where,
+                                        id.dump(), by_id.size() - 1));
+    }
+    by_id[id.get<size_t>()] = single_character(item.key(), where);
+    seen[id.get<size_t>()] = true;
+  }
+  return by_id;
+}
+
+}  // namespace
+
 std::string CharTokenizer::to_json() const {
-  // Built by hand for the documented spacing; nlohmann only escapes each string (and leaves
-  // non-ASCII characters readable as UTF-8).
-  std::vector<std::string> quoted;
-  quoted.reserve(tokens_.size());
-  for (const std::string& t : tokens_) quoted.push_back(nlohmann::json(t).dump());
-  return fmt::format("{{\"vocab\": [{}]}}", fmt::join(quoted, ", "));
+  ordered_json vocab = ordered_json::object();
+  for (size_t id = 0; id < tokens_.size(); ++id) vocab[tokens_[id]] = id;
+  const ordered_json root = {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", ordered_json::array()},
+      {"normalizer", nullptr},
+      {"pre_tokenizer", nullptr},
+      {"post_processor", nullptr},
+      {"decoder", {{"type", "Fuse"}}},
+      {"model",
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", nullptr},
+        {"end_of_word_suffix", nullptr},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
+        {"merges", ordered_json::array()}}}};
+  return root.dump(2);
 }
 
 CharTokenizer CharTokenizer::from_json(std::string_view json_text) {
-  auto fail = [](const std::string& what) {
-    return ValueError("CharTokenizer::from_json: " + what);
-  };
-  nlohmann::json root;
+  json root;
   try {
-    root = nlohmann::json::parse(json_text.begin(), json_text.end());
-  } catch (const nlohmann::json::exception& e) {
-    throw fail(fmt::format("not valid JSON ({})", e.what()));
+    root = json::parse(json_text.begin(), json_text.end());
+  } catch (const json::exception& e) {
+    throw from_json_error(fmt::format("not valid JSON ({})", e.what()));
   }
   if (!root.is_object()) {
-    throw fail(
-        fmt::format("expected an object {{\"vocab\": [...]}}, got a JSON {}", root.type_name()));
+    throw from_json_error(fmt::format(
+        "expected a Hugging Face tokenizer object or {{\"vocab\": [...]}}, got a JSON {}",
+        root.type_name()));
   }
-  for (const auto& item : root.items()) {
-    if (item.key() != "vocab") {
-      throw fail(fmt::format("unexpected key \"{}\" (the only key is \"vocab\")", item.key()));
-    }
-  }
-  const auto vocab = root.find("vocab");
-  if (vocab == root.end()) throw fail("the key \"vocab\" is missing");
-  if (!vocab->is_array()) {
-    throw fail(fmt::format("\"vocab\" must be a list of one-character strings, got a JSON {}",
-                           vocab->type_name()));
-  }
-
-  std::vector<char32_t> code_points;
-  code_points.reserve(vocab->size());
-  for (size_t id = 0; id < vocab->size(); ++id) {
-    const nlohmann::json& entry = (*vocab)[id];
-    if (!entry.is_string()) {
-      throw fail(fmt::format("vocab[{}] is a JSON {}, expected a one-character string", id,
-                             entry.type_name()));
-    }
-    const std::u32string decoded = decode_utf8(entry.get_ref<const std::string&>());
-    if (decoded.size() != 1) {
-      throw fail(fmt::format("vocab[{}] = {} has {} characters, expected exactly 1", id,
-                             entry.dump(), decoded.size()));
-    }
-    code_points.push_back(decoded[0]);
-  }
-  return CharTokenizer(std::move(code_points));
+  if (root.contains("model")) return CharTokenizer(hugging_face_vocab(root));
+  if (root.contains("vocab")) return CharTokenizer(legacy_vocab(root));
+  throw from_json_error("neither \"model\" (a Hugging Face tokenizer) nor \"vocab\" is there");
 }
 
 }  // namespace tinygpt::data

@@ -60,7 +60,7 @@ void check_equals_uninterrupted(const ScratchDir& scratch, const std::string& di
 
 // A finished run's directory: the checkpoint, its log, and the pictures and the explorer page
 // written at the end.
-const std::set<std::string> kCheckpointFiles = {"config.json",       "heads",
+const std::set<std::string> kCheckpointFiles = {"checkpoint.json", "config.json", "heads",
                                                 "heads_over_time.png",
                                                 "log.jsonl",         "loss.png",
                                                 "model.safetensors", "optimizer.safetensors",

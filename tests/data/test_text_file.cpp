@@ -1,3 +1,4 @@
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -31,6 +32,26 @@ TEST_CASE("read_text_file names the path of a directory", "[data][text_file]") {
   const testing::TempDir dir;
   CHECK_THROWS_MATCHES(read_text_file(dir.str()), ValueError,
                        MessageContains("'" + dir.str() + "' is a directory"));
+}
+
+TEST_CASE("read_text_file refuses endless streams and FIFOs without reading them",
+          "[data][text_file]") {
+  CHECK_THROWS_MATCHES(read_text_file("/dev/zero"), ValueError,
+                       MessageContains("'/dev/zero' is a character device, not a text file"));
+  const testing::TempDir dir;
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // No writer ever opens it: a reader that waited for one would hang here.
+  CHECK_THROWS_MATCHES(read_text_file(fifo), ValueError,
+                       MessageContains("'" + fifo + "' is a FIFO (named pipe), not a text file"));
+}
+
+TEST_CASE("read_text_file refuses a file larger than its limit", "[data][text_file]") {
+  const testing::TempDir dir;
+  const std::string path = dir.write("big.txt", std::string(100, 'a'));
+  CHECK(read_text_file(path, 100).size() == 100);
+  CHECK_THROWS_MATCHES(read_text_file(path, 99), ValueError,
+                       MessageContains("'" + path + "' holds 100 bytes or more, beyond the limit of 99"));
 }
 
 TEST_CASE("read_text_file names the path of an empty file", "[data][text_file]") {

@@ -1,4 +1,5 @@
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 #include "data/message_contains.hpp"
 #include "tinygpt/autograd/error.hpp"
@@ -62,8 +63,21 @@ TEST_CASE("tokenizer cannot be built from nothing or from duplicates", "[data][t
   CHECK_THROWS_AS(CharTokenizer(std::vector<char32_t>{0xD800}), ValueError);
 }
 
-TEST_CASE("tokenizer to_json writes the documented form", "[data][tokenizer]") {
-  CHECK(CharTokenizer::fit("ba \n").to_json() == R"({"vocab": ["\n", " ", "a", "b"]})");
+TEST_CASE("tokenizer to_json writes a Hugging Face BPE tokenizer with no merges",
+          "[data][tokenizer]") {
+  const nlohmann::json j = nlohmann::json::parse(CharTokenizer::fit("ba \n").to_json());
+  CHECK(j.at("version") == "1.0");
+  for (const char* key : {"normalizer", "pre_tokenizer", "post_processor", "truncation", "padding"}) {
+    CHECK(j.at(key).is_null());
+  }
+  CHECK(j.at("added_tokens") == nlohmann::json::array());
+  CHECK(j.at("decoder") == nlohmann::json{{"type", "Fuse"}});
+  const nlohmann::json& model = j.at("model");
+  CHECK(model.at("type") == "BPE");
+  CHECK(model.at("merges") == nlohmann::json::array());
+  CHECK(model.at("unk_token").is_null());
+  CHECK(model.at("byte_fallback") == false);
+  CHECK(model.at("vocab") == nlohmann::json{{"\n", 0}, {" ", 1}, {"a", 2}, {"b", 3}});
 }
 
 TEST_CASE("tokenizer JSON round trip keeps ids, escapes and multi-byte characters",
@@ -74,13 +88,16 @@ TEST_CASE("tokenizer JSON round trip keeps ids, escapes and multi-byte character
   // The ids are the list order, whatever that order is.
   CHECK(CharTokenizer::from_json(R"({"vocab": ["b", "a"]})").encode("ab") ==
         std::vector<int64_t>{1, 0});
+  // In the Hugging Face form, the ids are the vocabulary's values.
+  CHECK(CharTokenizer::from_json(R"({"model": {"type": "BPE", "vocab": {"a": 1, "b": 0}, "merges": []}})")
+            .encode("ab") == std::vector<int64_t>{1, 0});
 }
 
 TEST_CASE("tokenizer from_json explains what is wrong with the JSON", "[data][tokenizer]") {
   const std::pair<std::string, std::string> cases[] = {
       {"{\"vocab\": [", "not valid JSON"},
-      {R"(["a"])", "expected an object {\"vocab\": [...]}, got a JSON array"},
-      {R"({})", "the key \"vocab\" is missing"},
+      {R"(["a"])", "expected a Hugging Face tokenizer object or {\"vocab\": [...]}, got a JSON array"},
+      {R"({})", "neither \"model\" (a Hugging Face tokenizer) nor \"vocab\""},
       {R"({"vocab": ["a"], "merges": []})", "unexpected key \"merges\""},
       {R"({"vocab": "abc"})",
        "\"vocab\" must be a list of one-character strings, got a JSON string"},
@@ -94,4 +111,54 @@ TEST_CASE("tokenizer from_json explains what is wrong with the JSON", "[data][to
     INFO("json: " << json);
     CHECK_THROWS_MATCHES(CharTokenizer::from_json(json), ValueError, MessageContains(message));
   }
+}
+
+TEST_CASE("tokenizer from_json refuses Hugging Face tokenizers that are not one id per character",
+          "[data][tokenizer]") {
+  const auto bpe = [](const std::string& model_keys, const std::string& top_keys = "") {
+    return R"({)" + top_keys + R"("model": {"type": "BPE", "vocab": {"a": 0, "b": 1}, "merges": [])" +
+           model_keys + "}}";
+  };
+  const std::pair<std::string, std::string> cases[] = {
+      {bpe(R"(, "merges": [["a", "b"]])"), "model.merges is"},
+      {bpe(R"(, "unk_token": "a")"), "model.unk_token is \"a\""},
+      {bpe(R"(, "byte_fallback": true)"), "model.byte_fallback is true"},
+      {bpe(R"(, "end_of_word_suffix": "</w>")"), "model.end_of_word_suffix"},
+      {bpe("", R"("pre_tokenizer": {"type": "ByteLevel"}, )"), "pre_tokenizer is"},
+      {bpe("", R"("normalizer": {"type": "Lowercase"}, )"), "normalizer is"},
+      {bpe("", R"("added_tokens": [{"id": 2, "content": "<|endoftext|>"}], )"), "added_tokens is"},
+      {R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})", "model must be {\"type\": \"BPE\""},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2}, "merges": []}})",
+       "model.vocab key \"b\": id 2 is not one of 0..1"},
+      {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", "id 0 is not one of"},
+      {R"({"model": {"type": "BPE", "vocab": {"ab": 0}, "merges": []}})", "has 2 characters"},
+      {R"({"model": {"type": "BPE", "vocab": {}, "merges": []}})", "non-empty object"},
+  };
+  for (const auto& [json, message] : cases) {
+    INFO("json: " << json);
+    CHECK_THROWS_MATCHES(CharTokenizer::from_json(json), ValueError, MessageContains(message));
+  }
+}
+
+TEST_CASE("tokenizer save then load gives the same tokenizer", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const CharTokenizer tok = CharTokenizer::fit("hello \xE6\x97\xA5\n");
+  const std::string path = dir.file("tokenizer.json");
+  tok.save(path);
+  CHECK(CharTokenizer::load(path).vocab() == tok.vocab());
+}
+
+TEST_CASE("tokenizer load errors name the path", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const std::string missing = dir.file("missing.json");
+  CHECK_THROWS_MATCHES(CharTokenizer::load(missing), ValueError, MessageContains(missing));
+  const std::string bad = dir.write("bad.json", R"({"vocab": ["ab"]})");
+  CHECK_THROWS_MATCHES(CharTokenizer::load(bad), ValueError,
+                       MessageContains(bad) && MessageContains("vocab[0]"));
+}
+
+TEST_CASE("tokenizer save into a missing directory names the path", "[data][tokenizer]") {
+  const testing::TempDir dir;
+  const std::string path = dir.file("no/such/dir/tokenizer.json");
+  CHECK_THROWS_MATCHES(CharTokenizer::fit("a").save(path), ValueError, MessageContains(path));
 }

@@ -1,15 +1,14 @@
-#include <csignal>
 #include <filesystem>
-
-#include <sys/resource.h>
 
 #include <catch2/catch.hpp>
 
+#include "io/file_size_limit.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 
 using namespace tinygpt::io;
 using Catch::Matchers::Contains;
+using tinygpt::testing::FileSizeLimit;
 using tinygpt::testing::ScratchDir;
 
 namespace {
@@ -25,30 +24,6 @@ std::string io_error_of(F&& f) {
   FAIL("no IOError was thrown");
   return "";
 }
-
-// Lowers the file size limit of this process so that writes past `bytes` fail with EFBIG, the
-// one way to make write() fail halfway that also works for root. SIGXFSZ is ignored meanwhile,
-// or it would kill the process instead. Both are restored on destruction.
-class FileSizeLimit {
- public:
-  explicit FileSizeLimit(rlim_t bytes) {
-    ::getrlimit(RLIMIT_FSIZE, &saved_);
-    previous_handler_ = std::signal(SIGXFSZ, SIG_IGN);
-    rlimit lowered = saved_;
-    lowered.rlim_cur = bytes;
-    ::setrlimit(RLIMIT_FSIZE, &lowered);
-  }
-  FileSizeLimit(const FileSizeLimit&) = delete;
-  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
-  ~FileSizeLimit() {
-    ::setrlimit(RLIMIT_FSIZE, &saved_);
-    std::signal(SIGXFSZ, previous_handler_);
-  }
-
- private:
-  rlimit saved_{};
-  void (*previous_handler_)(int) = nullptr;
-};
 
 }  // namespace
 

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -327,8 +328,28 @@ TEST_CASE("safetensors reader rejects metadata that is not strings", "[safetenso
 
 TEST_CASE("safetensors reader reports known dtypes tinygpt does not hold as unsupported",
           "[safetensors]") {
-  CHECK_THAT(rejection(file_of({entry("h", "\"F16\"", "[2]", "[0,4]")}, 4)),
-             Contains("unsupported dtype F16 for tensor 'h'"));
+  CHECK_THAT(rejection(file_of({entry("h", "\"I32\"", "[1]", "[0,4]")}, 4)),
+             Contains("unsupported dtype I32 for tensor 'h'"));
+}
+
+TEST_CASE("safetensors reader widens F16 and BF16 tensors to exact float32", "[safetensors]") {
+  // Little-endian halves: 1.0, -2.0, 65504 (the largest), 2^-24 (the smallest subnormal), -0, inf.
+  const std::string f16("\x00\x3c\x00\xc0\xff\x7b\x01\x00\x00\x80\x00\x7c", 12);
+  // bfloat16: 1.0, -2.0, 3.140625, 1e-40 as far as bf16 holds it (a subnormal), -0, inf.
+  const std::string bf16("\x80\x3f\x00\xc0\x49\x40\x01\x00\x00\x80\x80\x7f", 12);
+  const SafetensorsFile file = decode_safetensors(
+      file_with_header(R"({"a":{"dtype":"F16","shape":[6],"data_offsets":[0,12]},)"
+                       R"("b":{"dtype":"BF16","shape":[2,3],"data_offsets":[12,24]}})",
+                       f16 + bf16));
+  const Tensor& a = file.at("a");
+  REQUIRE(a.dtype() == DType::f32);
+  const float inf = std::numeric_limits<float>::infinity();
+  CHECK(elements<float>(a) == std::vector<float>{1.0f, -2.0f, 65504.0f, std::ldexp(1.0f, -24), -0.0f, inf});
+  CHECK(std::signbit(elements<float>(a)[4]));
+  const Tensor& b = file.at("b");
+  REQUIRE(b.dtype() == DType::f32);
+  CHECK(b.shape() == Shape({2, 3}));
+  CHECK(elements<float>(b) == std::vector<float>{1.0f, -2.0f, 3.140625f, std::ldexp(1.0f, -133), -0.0f, inf});
 }
 
 TEST_CASE("safetensors reader reports tensors of more than 8 dimensions as unsupported",

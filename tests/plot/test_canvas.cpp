@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "io/file_size_limit.hpp"
 #include "png_test_helpers.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/plot/canvas.hpp"
@@ -133,4 +134,16 @@ TEST_CASE("Canvas save_png onto a directory throws and removes its temporary fil
   std::filesystem::create_directory(dir.file("taken"));
   CHECK_THROWS_AS(Canvas(4, 4, kWhite).save_png(dir.file("taken")), tinygpt::Error);
   CHECK(dir.entries() == std::set<std::string>{"taken"});
+}
+
+TEST_CASE("Canvas save_png reports a write that fails, leaving no file", "[plot][canvas]") {
+  tinygpt::testing::ScratchDir dir;
+  const tinygpt::plot::Canvas canvas(64, 64, {255, 255, 255});
+  CHECK_THROWS_WITH(canvas.save_png(dir.file("missing/x.png")),
+                    Catch::Matchers::Contains("cannot write") && Catch::Matchers::Contains("x.png"));
+  {
+    tinygpt::testing::FileSizeLimit limit(40);  // a full disk, as far as this process can tell
+    CHECK_THROWS_WITH(canvas.save_png(dir.file("x.png")), Catch::Matchers::Contains("cannot write"));
+  }
+  CHECK(dir.entries().empty());
 }

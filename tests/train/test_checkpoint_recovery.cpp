@@ -1,12 +1,10 @@
-// The checkpoint commit protocol (checkpoint.hpp), crash by crash: files are staged as
-// "<name>.partial", a commit record naming them is renamed into place, then the files are. A
-// crash after the record is rolled forward by the next load; one before it is discarded and the
-// previous checkpoint loads as it was. Each test stages a save by hand and stops where a crash
-// would have.
+// Checkpoints through the commit protocol (io/commit.hpp), crash by crash, with a real model: a
+// save killed after its commit record loads as the new checkpoint, one killed before it as the
+// previous one; loads change nothing; the next save completes or discards what it finds. Each
+// test stages a save by hand and stops where a crash would have.
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <set>
 
 #include <catch2/catch.hpp>
 
@@ -37,10 +35,14 @@ const data::CharTokenizer& tokenizer() {
   return t;
 }
 
-// Every file in the directory: name -> bytes.
+// Every regular file below the directory: relative name -> bytes.
 std::map<std::string, std::string> files_in(const ScratchDir& dir) {
   std::map<std::string, std::string> files;
-  for (const std::string& name : dir.entries()) files[name] = read_file(dir.file(name));
+  for (const auto& entry : fs::recursive_directory_iterator(dir.file(""))) {
+    if (entry.is_regular_file()) {
+      files[fs::relative(entry.path(), dir.file("")).string()] = read_file(entry.path().string());
+    }
+  }
   return files;
 }
 
@@ -60,39 +62,43 @@ std::vector<double> weights_of(const nn::GPT& model) {
   return all;
 }
 
-// The commit record naming every file of a save, as the protocol writes it.
-std::string record_of_files() { return R"(["model.safetensors","config.json","tokenizer.json"])"; }
+std::string staged(const ScratchDir& dir, const std::string& name) {
+  return dir.file(kStagingDir) + "/" + name;
+}
 
 }  // namespace
 
-TEST_CASE("a save has exactly its files and no leftovers", "[checkpoint]") {
+TEST_CASE("a save has exactly its files, a manifest and no leftovers", "[checkpoint]") {
   const auto save = save_of(1);
-  CHECK(save.size() == 3);
+  CHECK(save.size() == 4);
   for (const char* name : kFiles) CHECK(save.count(name) == 1);
+  CHECK(save.count(kManifest) == 1);
 }
 
-TEST_CASE("load_model rolls forward a save that crashed after its commit record", "[checkpoint]") {
+TEST_CASE("a save that crashed after its commit record loads as the new checkpoint", "[checkpoint]") {
   ScratchDir dir;
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());  // the previous checkpoint
   const auto next = save_of(2);
-  for (const char* name : kFiles) write_file_synced(dir.file(name) + kStagedSuffix, next.at(name));
-  write_file_atomic(dir.file(kCommitRecord), record_of_files());
+  fs::create_directory(dir.file(kStagingDir));
+  for (const char* name : kFiles) write_file_synced(staged(dir, name), next.at(name));
+  write_file_atomic(dir.file(kCommitRecord), next.at(kManifest));
   CHECK(has_checkpoint(dir.file("")));
 
   SECTION("before any rename") {}
   SECTION("after some of the renames") {
-    fs::rename(dir.file("config.json") + kStagedSuffix, dir.file("config.json"));
-    fs::rename(dir.file("tokenizer.json") + kStagedSuffix, dir.file("tokenizer.json"));
+    fs::rename(staged(dir, "config.json"), dir.file("config.json"));
+    fs::rename(staged(dir, "tokenizer.json"), dir.file("tokenizer.json"));
   }
-  SECTION("after every rename, before the record was removed") {
-    for (const char* name : kFiles) {
-      fs::rename(dir.file(name) + kStagedSuffix, dir.file(name));
-    }
+  SECTION("after every rename, before the record became the manifest") {
+    for (const char* name : kFiles) fs::rename(staged(dir, name), dir.file(name));
   }
 
-  const LoadedModel loaded = load_model(dir.file(""));
-  CHECK(weights_of(*loaded.model) == weights_of(*model_with_seed(2)));
-  CHECK(files_in(dir) == next);  // no record, no staged file left
+  const auto before = files_in(dir);
+  CHECK(weights_of(*load_model(dir.file("")).model) == weights_of(*model_with_seed(2)));
+  CHECK(files_in(dir) == before);  // a load reads, and changes nothing
+  recover_checkpoint(dir.file(""));  // what the next save does first
+  CHECK(files_in(dir) == next);
+  CHECK(dir.entries().count(kStagingDir) == 0);
 }
 
 TEST_CASE("a save that crashed before its commit record is discarded and the previous one loads",
@@ -101,33 +107,30 @@ TEST_CASE("a save that crashed before its commit record is discarded and the pre
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
   const auto previous = files_in(dir);
   const auto next = save_of(2);
+  fs::create_directory(dir.file(kStagingDir));
 
   SECTION("crashed while staging the weights") {
     const std::string& weights = next.at("model.safetensors");
-    write_file_synced(dir.file("config.json") + kStagedSuffix, next.at("config.json"));
-    write_file_synced(dir.file("model.safetensors") + kStagedSuffix,
-                      weights.substr(0, weights.size() / 3));
+    write_file_synced(staged(dir, "config.json"), next.at("config.json"));
+    write_file_synced(staged(dir, "model.safetensors"), weights.substr(0, weights.size() / 3));
   }
   SECTION("crashed while writing the commit record") {
-    for (const char* name : kFiles) {
-      write_file_synced(dir.file(name) + kStagedSuffix, next.at(name));
-    }
-    write_file_synced(dir.file(kCommitRecord) + kStagedSuffix,
-                      record_of_files().substr(0, 20));
+    for (const char* name : kFiles) write_file_synced(staged(dir, name), next.at(name));
+    write_file_synced(staged(dir, kCommitRecord), next.at(kManifest).substr(0, 20));
   }
 
-  const LoadedModel loaded = load_model(dir.file(""));
-  CHECK(weights_of(*loaded.model) == weights_of(*model_with_seed(1)));
+  CHECK(weights_of(*load_model(dir.file("")).model) == weights_of(*model_with_seed(1)));
+  recover_checkpoint(dir.file(""));
   CHECK(files_in(dir) == previous);
+  CHECK(dir.entries().count(kStagingDir) == 0);
 }
 
 TEST_CASE("a first save that crashed before its commit record leaves no checkpoint",
           "[checkpoint]") {
   ScratchDir dir;
   const auto first = save_of(1);
-  for (const char* name : kFiles) {
-    write_file_synced(dir.file(name) + kStagedSuffix, first.at(name));
-  }
+  fs::create_directory(dir.file(kStagingDir));
+  for (const char* name : kFiles) write_file_synced(staged(dir, name), first.at(name));
   CHECK_FALSE(has_checkpoint(dir.file("")));  // `tinygpt train --out` may start afresh there
   recover_checkpoint(dir.file(""));
   CHECK(dir.entries().empty());
@@ -136,8 +139,20 @@ TEST_CASE("a first save that crashed before its commit record leaves no checkpoi
 TEST_CASE("a save over the leftovers of a crashed one commits cleanly", "[checkpoint]") {
   ScratchDir dir;
   save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
-  write_file_synced(dir.file("model.safetensors") + kStagedSuffix, "half a file");
-  write_file_synced(dir.file("optimizer.safetensors") + kStagedSuffix, "stale");
+  fs::create_directory(dir.file(kStagingDir));
+  write_file_synced(staged(dir, "model.safetensors"), "half a file");
+  write_file_synced(staged(dir, "optimizer.safetensors"), "stale");
   save_checkpoint(dir.file(""), *model_with_seed(3), tokenizer());
   CHECK(files_in(dir) == save_of(3));
+}
+
+TEST_CASE("a flipped byte in the weights is caught on load, naming the file", "[checkpoint]") {
+  ScratchDir dir;
+  save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
+  std::string weights = read_file(dir.file("model.safetensors"));
+  weights[weights.size() - 5] ^= 0x10;  // a mantissa bit of the last weight: still a finite float
+  write_file_synced(dir.file("model.safetensors"), weights);
+  CHECK_THROWS_WITH(load_model(dir.file("")),
+                    Catch::Matchers::Contains(dir.file("model.safetensors")) &&
+                        Catch::Matchers::Contains("damaged"));
 }

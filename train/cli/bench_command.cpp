@@ -254,7 +254,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--warmup", flags->warmup, "untimed steps first (caches, allocator)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); OpenBLAS stays at 1 inside them")->check(CLI::Range(0, 256))->capture_default_str();
   cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)");
-  cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->capture_default_str();
+  cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->check(seed_value())->capture_default_str();
   cmd->add_option("--peak-size", flags->peak_size, "side of the square sgemm that measures the peak (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
   cmd->add_flag("--profile", flags->profile, "also print the time per op (forward and backward) of the timed steps");
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");

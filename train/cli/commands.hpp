@@ -25,6 +25,7 @@ CLI::Validator integer_in(int64_t min, int64_t max);
 // A finite number in [min, max] ([min, max) when max_open); max may be +infinity.
 CLI::Validator number_in(double min, double max, bool max_open = false);
 CLI::Validator positive_number();  // finite and > 0
+CLI::Validator seed_value();       // an integer in [0, 2^64 - 1]: never negative, never wrapped
 
 // `text` with its spaces turned into line breaks so that no line is longer than `width` (for
 // --help footers; CLI11 prints them as they are).

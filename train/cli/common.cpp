@@ -64,6 +64,19 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
       "INT " + bounds);
 }
 
+CLI::Validator seed_value() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        // strtoull would accept "-1" as 2^64 - 1 and wrap values past 2^64 to the maximum.
+        const bool digits = !text.empty() && text.size() <= 20 &&
+                            text.find_first_not_of("0123456789") == std::string::npos;
+        errno = 0;
+        const bool ok = digits && (std::strtoull(text.c_str(), nullptr, 10), errno != ERANGE);
+        return ok ? "" : fmt::format("must be an integer in [0, 2^64 - 1], got '{}'", text);
+      },
+      "UINT64");
+}
+
 CLI::Validator number_in(double min, double max, bool max_open) {
   return finite_number(min, max, false, max_open);
 }

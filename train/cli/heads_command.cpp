@@ -12,6 +12,7 @@
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/heads/attribution.hpp"
 #include "tinygpt/plot/attribution_plot.hpp"
+#include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 namespace tinygpt::cli {
@@ -196,7 +197,7 @@ void add_heads_command(CLI::App& app) {
     }
     std::string source;
     if (flags->text.empty()) {
-      if (!fs::exists(fs::path(flags->model) / "trainer_state.json")) {
+      if (!io::CommittedFiles(flags->model).contains("trainer_state.json")) {
         throw ValueError(fmt::format("{} does not say what it was trained on; pass --text", flags->model));
       }
       source = train::load_run_state(flags->model).data_source;

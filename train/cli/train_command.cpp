@@ -272,7 +272,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--grad-clip", o.grad_clip, "clip the global gradient norm (0: off)")->check(non_negative)->capture_default_str();
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
-  cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->check(seed_value())->capture_default_str();
   last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str());
   last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, int64_t{1} << 20))->capture_default_str());
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "json_fields.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
@@ -16,16 +18,21 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 using io::FormatError;
 using io::IOError;
-using io::load_safetensors;
-using io::read_file;
+using io::NamedTensors;
 using io::SafetensorsFile;
 
-// TrainOptions <-> JSON, field by field (used by trainer_state.json).
+// TrainOptions -> JSON, field by field (trainer_state.json); read back by options_from_json.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, grad_accum, lr, min_lr, warmup, lr_decay_steps,
                                    weight_decay, beta1, beta2, grad_clip, optimizer, momentum,
                                    eval_every, eval_iters, seed)
 
 namespace {
+
+namespace jf = json_fields;
+
+constexpr int kRunStateVersion = 1;
+// The CLI's bound on --steps; a larger step in a file is damage, not a run.
+constexpr int64_t kMaxSteps = int64_t{1} << 40;
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
@@ -35,45 +42,47 @@ std::string hex_state(const Generator::State& s) {
   return fmt::format("{:016x}{:016x}{:016x}{:016x}", s[0], s[1], s[2], s[3]);
 }
 
-Generator::State parse_state(const std::string& hex, const std::string& source) {
+Generator::State parse_state(const json& value, const char* key, const std::string& source) {
+  const std::string hex = jf::string(value, key, source);
   Generator::State s{};
   if (hex.size() != 64 || hex.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    throw FormatError(fmt::format("{}: bad generator state '{}'", source, hex));
+    jf::fail(source, "key '{}' is not a generator state (64 hex digits): '{}'", key, hex.substr(0, 70));
   }
   for (size_t i = 0; i < 4; ++i) s[i] = std::stoull(hex.substr(16 * i, 16), nullptr, 16);
   return s;
 }
 
-// Reads j[key] as T, or throws FormatError naming the file and the key.
-template <class T>
-T field(const json& j, const char* key, const std::string& source) {
-  if (!j.is_object() || !j.contains(key)) {
-    throw FormatError(fmt::format("{}: missing key '{}'", source, key));
-  }
-  try {
-    return j.at(key).get<T>();
-  } catch (const json::exception&) {
-    throw FormatError(fmt::format("{}: key '{}' has the wrong type ({})", source, key,
-                                  j.at(key).dump()));
-  }
-}
-
-TrainOptions options_from_json(json j, const std::string& source) {
+// Reads "options" key by key, so a wrong type or a fraction names its key; unknown keys are
+// refused (a newer tinygpt's option this one would ignore).
+TrainOptions options_from_json(const json& j, const std::string& source) {
+  if (!j.is_object()) jf::fail(source, "key 'options' must be an object, got {}", jf::shown(j));
+  TrainOptions o;
+  const auto count = [&](const char* key, int64_t min) {
+    return jf::integer(jf::required(j, key, source), key, source, min, kMaxSteps);
+  };
+  const auto number = [&](const char* key) { return jf::number(jf::required(j, key, source), key, source); };
+  o.steps = count("steps", 1);
+  o.batch = count("batch", 1);
   // Runs saved before gradient accumulation existed took one micro-batch per step.
-  if (j.is_object() && !j.contains("grad_accum")) j["grad_accum"] = 1;
-  try {
-    return j.get<TrainOptions>();
-  } catch (const json::exception& e) {
-    throw FormatError(fmt::format("{}: bad \"options\" ({})", source, e.what()));
+  o.grad_accum = j.contains("grad_accum") ? count("grad_accum", 1) : 1;
+  o.lr = number("lr");
+  o.min_lr = number("min_lr");
+  o.warmup = count("warmup", 0);
+  o.lr_decay_steps = count("lr_decay_steps", 0);
+  o.weight_decay = number("weight_decay");
+  o.beta1 = number("beta1");
+  o.beta2 = number("beta2");
+  o.grad_clip = number("grad_clip");
+  o.optimizer = jf::string(jf::required(j, "optimizer", source), "optimizer", source);
+  o.momentum = number("momentum");
+  o.eval_every = count("eval_every", 1);
+  o.eval_iters = count("eval_iters", 1);
+  o.seed = jf::unsigned_integer(jf::required(j, "seed", source), "seed", source);
+  const json known = o;
+  for (const auto& item : j.items()) {
+    if (!known.contains(item.key())) jf::fail(source, "unknown key 'options.{}'", item.key());
   }
-}
-
-json parse_json(const std::string& text, const std::string& source) {
-  try {
-    return json::parse(text);
-  } catch (const json::exception& e) {
-    throw FormatError(fmt::format("{}: not valid JSON ({})", source, e.what()));
-  }
+  return o;
 }
 
 data::CharTokenizer tokenizer_from_json(const std::string& text, const std::string& source) {
@@ -84,16 +93,56 @@ data::CharTokenizer tokenizer_from_json(const std::string& text, const std::stri
   }
 }
 
+// The weights of a GPT-2 checkpoint under tinygpt's names. Hugging Face's tools write them with
+// or without the "transformer." prefix (GPT2Model vs GPT2LMHeadModel), keep the causal-mask
+// buffers "h.<i>.attn.bias" and "h.<i>.attn.masked_bias" (not weights: tinygpt masks by
+// construction), and may store the tied lm_head.weight beside the embedding it equals.
+NamedTensors gpt2_weights(const SafetensorsFile& file, const nn::GPTConfig& config) {
+  const auto ends_with = [](const std::string& s, std::string_view tail) {
+    return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  NamedTensors out;
+  std::set<std::string> names;
+  std::optional<Tensor> tied_head;
+  for (const auto& [stored, tensor] : file.tensors) {
+    if (ends_with(stored, ".attn.bias") || ends_with(stored, ".attn.masked_bias")) continue;
+    if (stored == "lm_head.weight" && config.tie_weights) {
+      tied_head = tensor;
+      continue;
+    }
+    const std::string name =
+        stored == "lm_head.weight" || stored.rfind("transformer.", 0) == 0 ? stored : "transformer." + stored;
+    if (!names.insert(name).second) {
+      throw FormatError(fmt::format("{}: tensor '{}' is stored both with and without the "
+                                    "'transformer.' prefix", file.source, name));
+    }
+    out.emplace_back(name, tensor);
+  }
+  if (tied_head) {
+    const auto wte = std::find_if(out.begin(), out.end(), [](const auto& named) {
+      return named.first == "transformer.wte.weight";
+    });
+    if (wte == out.end() || wte->second.shape() != tied_head->shape() ||
+        wte->second.to_vector() != tied_head->to_vector()) {
+      throw FormatError(fmt::format("{}: lm_head.weight differs from wte.weight, but config.json "
+                                    "says tie_word_embeddings", file.source));
+    }
+  }
+  return out;
+}
+
 // The dimensions that set a GPT's size (vocab_size, n_positions, n_embd, n_layer) against the
 // weights file, before the model is built: otherwise a damaged config.json (n_embd 20000) made
 // the load allocate tens of gigabytes, and meet the OOM killer, before comparing any shape.
-void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& weights,
+void check_size_dimensions(const nn::GPTConfig& config, const NamedTensors& weights,
                            const std::string& source) {
-  const auto expect = [&](const char* name, const Shape& shape) {
-    const Shape& found = weights.at(name).shape();
-    if (found != shape) {
+  const auto expect = [&](const std::string& name, const Shape& shape) {
+    const auto it = std::find_if(weights.begin(), weights.end(),
+                                 [&](const auto& named) { return named.first == name; });
+    if (it == weights.end()) throw FormatError(fmt::format("{}: no tensor '{}'", source, name));
+    if (it->second.shape() != shape) {
       throw FormatError(fmt::format("{}: tensor '{}' has shape {}, but config.json says {}",
-                                    source, name, found.str(), shape.str()));
+                                    source, name, it->second.shape().str(), shape.str()));
     }
   };
   expect("transformer.wte.weight", Shape({config.vocab_size, config.n_embd}));
@@ -108,7 +157,7 @@ void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& w
   }
   std::set<std::string> layers;  // the "<i>" of every "transformer.h.<i>.<rest>"
   const std::string prefix = "transformer.h.";
-  for (const auto& [name, tensor] : weights.tensors) {
+  for (const auto& [name, tensor] : weights) {
     if (name.compare(0, prefix.size(), prefix) == 0) {
       layers.insert(name.substr(prefix.size(), name.find('.', prefix.size()) - prefix.size()));
     }
@@ -119,72 +168,34 @@ void check_size_dimensions(const nn::GPTConfig& config, const SafetensorsFile& w
   }
 }
 
+// A NaN or an infinity in the weights (a diverged run's, or damage) gives nonsense silently.
+void check_finite(const NamedTensors& weights, const std::string& source) {
+  for (const auto& [name, tensor] : weights) {
+    const auto bad = [&, &name = name](auto value) {
+      throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})", source, name, value));
+    };
+    if (tensor.dtype() == DType::f32) {
+      const float* v = tensor.data<float>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    } else if (tensor.dtype() == DType::f64) {
+      const double* v = tensor.data<double>();
+      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
+    }
+  }
+}
+
 }  // namespace
 
 bool has_checkpoint(const std::string& dir) {
   // A commit record is a save that the next load completes; staged files alone are a save that
   // never committed, which the next load discards.
-  return fs::exists(path_in(dir, "model.safetensors")) || io::has_commit_record(dir);
+  std::error_code ec;
+  return fs::exists(path_in(dir, "model.safetensors"), ec) || io::has_commit(dir);
 }
 
 void recover_checkpoint(const std::string& dir) {
-  const io::DirectoryLock lock(dir);
+  const io::DirectoryLock lock(dir, io::DirectoryLock::Mode::exclusive);
   io::recover_commit(dir);
-}
-
-std::string config_to_json(const nn::GPTConfig& c) {
-  const json j = {{"architectures", {"GPT2LMHeadModel"}},
-                  {"model_type", "gpt2"},
-                  {"vocab_size", c.vocab_size},
-                  {"n_positions", c.block_size},
-                  {"n_ctx", c.block_size},
-                  {"n_embd", c.n_embd},
-                  {"n_layer", c.n_layer},
-                  {"n_head", c.n_head},
-                  {"n_inner", nullptr},
-                  {"activation_function", "gelu_new"},
-                  {"layer_norm_epsilon", c.layer_norm_epsilon},
-                  {"resid_pdrop", c.dropout},
-                  {"embd_pdrop", c.dropout},
-                  {"attn_pdrop", c.dropout},
-                  {"tie_word_embeddings", c.tie_weights},
-                  {"bias", c.bias},
-                  {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
-                  {"rope_theta", c.rope_theta},
-                  {"num_key_value_heads", c.kv_heads()},
-                  {"torch_dtype", "float32"}};
-  return j.dump(2) + "\n";
-}
-
-nn::GPTConfig config_from_json(const std::string& text, const std::string& source) {
-  const json j = parse_json(text, source);
-  nn::GPTConfig c;
-  c.vocab_size = field<int64_t>(j, "vocab_size", source);
-  c.block_size = field<int64_t>(j, "n_positions", source);
-  c.n_embd = field<int64_t>(j, "n_embd", source);
-  c.n_layer = field<int64_t>(j, "n_layer", source);
-  c.n_head = field<int64_t>(j, "n_head", source);
-  c.layer_norm_epsilon = field<double>(j, "layer_norm_epsilon", source);
-  c.dropout = j.contains("resid_pdrop") ? field<double>(j, "resid_pdrop", source) : 0.0;
-  c.tie_weights = j.contains("tie_word_embeddings") ? field<bool>(j, "tie_word_embeddings", source) : true;
-  c.bias = j.contains("bias") ? field<bool>(j, "bias", source) : true;
-  // Checkpoints from before the attention variants have none of these: learned, multi-head.
-  try {
-    if (j.contains("position_embedding_type")) {
-      c.position_embedding =
-          nn::parse_position_embedding(field<std::string>(j, "position_embedding_type", source));
-    }
-  } catch (const ValueError& e) {
-    throw FormatError(fmt::format("{}: position_embedding_type: {}", source, e.what()));
-  }
-  if (j.contains("rope_theta")) c.rope_theta = field<double>(j, "rope_theta", source);
-  c.n_kv_head = j.contains("num_key_value_heads") ? field<int64_t>(j, "num_key_value_heads", source) : c.n_head;
-  try {
-    c.validate();
-  } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", source, e.what()));
-  }
-  return c;
 }
 
 void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
@@ -201,8 +212,9 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                                           {{"steps_taken", std::to_string(optimizer->steps_taken())}}));
   }
   if (run != nullptr) {
-    const json state = {{"format_version", 1},
+    const json state = {{"format_version", kRunStateVersion},
                         {"step", run->step},
+                        {"ranks", run->ranks},
                         {"ranks", run->ranks},
                         {"options", run->options},
                         {"data_source", run->data_source},
@@ -218,63 +230,53 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
 
 namespace {
 
-// The readers below expect the caller to hold the directory's lock, recovery done.
-
-LoadedModel read_model(const std::string& dir) {
-  const std::string config_path = path_in(dir, "config.json");
-  const std::string tokenizer_path = path_in(dir, "tokenizer.json");
-  const std::string weights_path = path_in(dir, "model.safetensors");
-  LoadedModel out{config_from_json(read_file(config_path), config_path),
-                  tokenizer_from_json(read_file(tokenizer_path), tokenizer_path), nullptr};
+// The model files of one save.
+LoadedModel read_model(const io::CommittedFiles& files) {
+  const std::string config_path = files.path_of("config.json");
+  const std::string tokenizer_path = files.path_of("tokenizer.json");
+  const std::string weights_path = files.path_of("model.safetensors");
+  LoadedModel out{config_from_json(files.read("config.json"), config_path),
+                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr};
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
   }
-  const SafetensorsFile weights = load_safetensors(weights_path);
+  const NamedTensors weights =
+      gpt2_weights(io::decode_safetensors(files.read("model.safetensors"), weights_path), out.config);
   check_size_dimensions(out.config, weights, weights_path);
+  check_finite(weights, weights_path);
   out.model = std::make_unique<nn::GPT>(out.config, 0);
   try {
-    out.model->load_state_dict(weights.tensors);
+    out.model->load_state_dict(weights);
   } catch (const Error& e) {
     throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
-  }
-  // A NaN or an infinity in the weights (a diverged run's, or damage) gives nonsense silently.
-  for (const auto& [name, tensor] : weights.tensors) {
-    const auto bad = [&](auto value) {
-      throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})",
-                                    weights_path, name, value));
-    };
-    if (tensor.dtype() == DType::f32) {
-      const float* v = tensor.data<float>();
-      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
-    } else if (tensor.dtype() == DType::f64) {
-      const double* v = tensor.data<double>();
-      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
-    }
   }
   return out;
 }
 
-RunState read_run_state(const std::string& dir) {
-  const std::string path = path_in(dir, "trainer_state.json");
-  if (!fs::exists(path)) {
-    throw IOError(fmt::format("{} has no trainer_state.json: it is not a resumable run", dir));
+RunState read_run_state(const io::CommittedFiles& files) {
+  if (!files.contains("trainer_state.json")) {
+    throw IOError(fmt::format("{} has no trainer_state.json: it is not a resumable run", files.dir()));
   }
-  const json j = parse_json(read_file(path), path);
+  const std::string path = files.path_of("trainer_state.json");
+  const json j = jf::parse(files.read("trainer_state.json"), path);
+  const int64_t version = jf::integer(jf::required(j, "format_version", path), "format_version", path);
+  if (version != kRunStateVersion) {
+    jf::fail(path, "unsupported format_version {} (this tinygpt reads version {})", version,
+             kRunStateVersion);
+  }
   RunState run;
-  run.step = field<int64_t>(j, "step", path);
-  run.options = options_from_json(field<json>(j, "options", path), path);
-  run.data_source = field<std::string>(j, "data_source", path);
-  run.val_fraction = field<double>(j, "val_fraction", path);
-  run.ranks = j.contains("ranks") ? field<int64_t>(j, "ranks", path) : 1;
-  run.data_rng = parse_state(field<std::string>(j, "data_rng", path), path);
-  run.dropout_rng = parse_state(field<std::string>(j, "dropout_rng", path), path);
-  run.best_val_loss = j.contains("best_val_loss") && j["best_val_loss"].is_number()
-                          ? j["best_val_loss"].get<double>()
-                          : NAN;
   // A saved run has taken a step; a negative one reached the optimiser's bias correction as
   // NaN and was reported as a diverged run.
-  if (run.step < 1) throw FormatError(fmt::format("{}: step must be at least 1, got {}", path, run.step));
+  run.step = jf::integer(jf::required(j, "step", path), "step", path, 1, kMaxSteps);
+  if (j.contains("ranks")) run.ranks = jf::integer(j["ranks"], "ranks", path, 1, kMaxSteps);
+  run.options = options_from_json(jf::required(j, "options", path), path);
+  run.data_source = jf::string(jf::required(j, "data_source", path), "data_source", path);
+  run.val_fraction = jf::number(jf::required(j, "val_fraction", path), "val_fraction", path);
+  run.data_rng = parse_state(jf::required(j, "data_rng", path), "data_rng", path);
+  run.dropout_rng = parse_state(jf::required(j, "dropout_rng", path), "dropout_rng", path);
+  const json best = j.value("best_val_loss", json(nullptr));
+  run.best_val_loss = best.is_null() ? NAN : jf::number(best, "best_val_loss", path);
   if (!(run.val_fraction >= 0.0 && run.val_fraction < 1.0)) {
     throw FormatError(fmt::format("{}: val_fraction must be in [0, 1), got {}", path, run.val_fraction));
   }
@@ -286,35 +288,27 @@ RunState read_run_state(const std::string& dir) {
   return run;
 }
 
-// read() under the directory's lock, after finishing or discarding an interrupted save: the
-// files read are those of one save.
-template <class Read>
-auto read_locked(const std::string& dir, const char* what, Read read) {
+// The committed files of `dir`, read under its shared lock without changing anything.
+io::CommittedFiles committed(const std::string& dir, const char* what) {
   if (!fs::is_directory(dir)) throw IOError(fmt::format("{} directory {} does not exist", what, dir));
-  const io::DirectoryLock lock(dir);
-  io::recover_commit(dir);
-  return read();
+  return io::CommittedFiles(dir);
 }
 
 }  // namespace
 
-LoadedModel load_model(const std::string& dir) {
-  return read_locked(dir, "model", [&] { return read_model(dir); });
-}
+LoadedModel load_model(const std::string& dir) { return read_model(committed(dir, "model")); }
 
-RunState load_run_state(const std::string& dir) {
-  return read_locked(dir, "run", [&] { return read_run_state(dir); });
-}
+RunState load_run_state(const std::string& dir) { return read_run_state(committed(dir, "run")); }
 
 SavedRun load_run(const std::string& dir) {
-  return read_locked(dir, "run", [&] {
-    LoadedModel model = read_model(dir);
-    RunState state = read_run_state(dir);
-    SafetensorsFile optimizer = load_safetensors(path_in(dir, "optimizer.safetensors"));
-    const std::string log_path = path_in(dir, "log.jsonl");
-    std::string log = fs::exists(log_path) ? read_file(log_path) : std::string();
-    return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log)};
-  });
+  const io::CommittedFiles files = committed(dir, "run");  // one save, under one lock
+  LoadedModel model = read_model(files);
+  RunState state = read_run_state(files);
+  const std::string optimizer_path = files.path_of("optimizer.safetensors");
+  SafetensorsFile optimizer =
+      io::decode_safetensors(files.read("optimizer.safetensors"), optimizer_path);
+  std::string log = files.contains("log.jsonl") ? files.read("log.jsonl") : std::string();
+  return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log)};
 }
 
 }  // namespace tinygpt::train

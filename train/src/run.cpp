@@ -26,11 +26,7 @@ void prepare_directory(const std::string& dir, bool force) {
     throw io::IOError(fmt::format("cannot create output directory {}: {}", dir,
                                   ec ? ec.message() : "not a directory"));
   }
-  // Named like a staged checkpoint file, so that if the run dies right here the next load of
-  // the directory removes it.
-  const std::string probe = (fs::path(dir) / ".write-test").string() + io::kStagedSuffix;
-  io::write_file_synced(probe, "");
-  fs::remove(probe);
+  io::check_writable(dir);
 }
 
 }  // namespace

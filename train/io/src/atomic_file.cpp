@@ -122,6 +122,13 @@ void write_file_synced(const std::string& path, std::string_view bytes) {
   write_sync_close(file, bytes, fmt::format("'{}' (write_file_synced)", path));
 }
 
+void check_writable(const std::string& dir) {
+  auto [path, fd] = create_temporary(std::filesystem::path(dir) / ".write-test");
+  TemporaryFile probe(path);
+  FileDescriptor file(fd);
+  write_sync_close(file, "", fmt::format("'{}' (a write test of the directory)", path));
+}
+
 void sync_directory(const std::string& dir) {
   FileDescriptor directory(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directory.get() < 0 || ::fsync(directory.get()) != 0) {

@@ -2,11 +2,12 @@
 
 #include <fcntl.h>
 #include <sys/file.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
-#include <cstring>
 #include <filesystem>
+#include <set>
 #include <system_error>
 
 #include <fmt/format.h>
@@ -14,16 +15,22 @@
 
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/io/sha256.hpp"
 
 namespace tinygpt::io {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr int kManifestVersion = 1;
+constexpr const char* kManifestFormat = "tinygpt-checkpoint";
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();
 }
+
+std::string staging_of(const std::string& dir) { return path_in(dir, kStagingDir); }
 
 // Throws "<what>: <the reason errno gives>".
 [[noreturn]] void fail(const std::string& what) {
@@ -31,17 +38,101 @@ std::string path_in(const std::string& dir, const std::string& name) {
   throw IOError(fmt::format("{}: {}", what, std::error_code(error, std::generic_category()).message()));
 }
 
-bool is_staged(const std::string& name) {
-  const size_t n = std::strlen(kStagedSuffix);
-  return name.size() > n && name.compare(name.size() - n, std::string::npos, kStagedSuffix) == 0;
+void rename_or_throw(const std::string& from, const std::string& to) {
+  if (::rename(from.c_str(), to.c_str()) != 0) fail(fmt::format("cannot rename {} to {}", from, to));
+}
+
+bool exists(const std::string& path) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(path, ec));
+}
+
+using Manifest = std::vector<std::pair<std::string, FileChecksum>>;
+
+std::string manifest_to_json(const Manifest& manifest) {
+  ordered_json files = ordered_json::array();
+  for (const auto& [name, sum] : manifest) {
+    files.push_back({{"name", name}, {"size", sum.size}, {"sha256", sum.sha256}});
+  }
+  const ordered_json j = {
+      {"format", kManifestFormat}, {"format_version", kManifestVersion}, {"files", files}};
+  return j.dump(2) + "\n";
+}
+
+// Parses a manifest or commit record; every fault is a FormatError naming `path`. The names are
+// checked, so a hostile record cannot make a reader or writer touch a file outside the folder.
+Manifest manifest_from_json(const std::string& text, const std::string& path) {
+  const auto bad = [&](const std::string& what) {
+    return FormatError(fmt::format("{}: {}", path, what));
+  };
+  ordered_json j;
+  try {
+    j = ordered_json::parse(text);
+  } catch (const ordered_json::exception& e) {
+    throw bad(fmt::format("not valid JSON ({})", e.what()));
+  }
+  if (!j.is_object() || j.value("format", "") != std::string(kManifestFormat)) {
+    throw bad(fmt::format("not a tinygpt checkpoint manifest (no \"format\": \"{}\")", kManifestFormat));
+  }
+  const auto version = j.find("format_version");
+  if (version == j.end() || !version->is_number_integer() || *version != kManifestVersion) {
+    throw bad(fmt::format("unsupported format_version {} (this tinygpt reads version {})",
+                          version == j.end() ? "(missing)" : version->dump(), kManifestVersion));
+  }
+  const auto files = j.find("files");
+  if (files == j.end() || !files->is_array()) throw bad("\"files\" must be a list");
+  Manifest manifest;
+  std::set<std::string> seen;
+  for (const ordered_json& entry : *files) {
+    if (!entry.is_object() || !entry.contains("name") || !entry["name"].is_string() ||
+        !entry.contains("size") || !entry["size"].is_number_unsigned() ||
+        !entry.contains("sha256") || !entry["sha256"].is_string()) {
+      throw bad(fmt::format("bad file entry {} (expected {{\"name\", \"size\", \"sha256\"}})",
+                            entry.dump().substr(0, 80)));
+    }
+    const std::string name = entry["name"].get<std::string>();
+    if (!is_plain_file_name(name)) {
+      throw bad(fmt::format("file name {} is not a plain file name of the checkpoint folder",
+                            entry["name"].dump()));
+    }
+    if (!seen.insert(name).second) throw bad(fmt::format("file {} is listed twice", name));
+    FileChecksum sum{entry["size"].get<uint64_t>(), entry["sha256"].get<std::string>()};
+    if (sum.sha256.size() != 64 || sum.sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      throw bad(fmt::format("file {}: sha256 must be 64 lowercase hex digits", name));
+    }
+    manifest.emplace_back(name, std::move(sum));
+  }
+  return manifest;
+}
+
+Manifest read_manifest(const std::string& path) { return manifest_from_json(read_file(path), path); }
+
+// Moves the staged files a written commit record names into place, then the record over the
+// manifest. Safe to repeat after a crash at any point: a name no longer staged is in place.
+void roll_forward(const std::string& dir) {
+  const std::string record = path_in(dir, kCommitRecord);
+  const Manifest manifest = read_manifest(record);
+  for (const auto& [name, sum] : manifest) {
+    const std::string staged = path_in(staging_of(dir), name);
+    if (exists(staged)) rename_or_throw(staged, path_in(dir, name));
+  }
+  sync_directory(dir);
+  rename_or_throw(record, path_in(dir, kManifest));
+  sync_directory(dir);
+}
+
+// Deletes the staging folder; errors are ignored (a later writer retries).
+void remove_staging(const std::string& dir) {
+  std::error_code ec;
+  fs::remove_all(staging_of(dir), ec);
 }
 
 }  // namespace
 
-DirectoryLock::DirectoryLock(const std::string& dir)
+DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
     : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
-  while (::flock(fd_, LOCK_EX) != 0) {
+  while (::flock(fd_, mode == Mode::shared ? LOCK_SH : LOCK_EX) != 0) {
     if (errno != EINTR) {
       const int error = errno;
       ::close(fd_);
@@ -53,49 +144,104 @@ DirectoryLock::DirectoryLock(const std::string& dir)
 
 DirectoryLock::~DirectoryLock() { ::close(fd_); }  // closing the last descriptor releases the lock
 
+bool is_plain_file_name(const std::string& name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string("/\0", 2)) == std::string::npos && name != kStagingDir &&
+         name != kCommitRecord && name != kManifest;
+}
+
 void recover_commit(const std::string& dir) {
-  const std::string record = path_in(dir, kCommitRecord);
-  if (fs::exists(record)) {  // committed: roll forward
-    json names;
-    try {
-      names = json::parse(read_file(record));
-    } catch (const json::exception& e) {
-      throw FormatError(fmt::format("{}: not valid JSON ({})", record, e.what()));
-    }
-    for (const auto& name : names) {
-      const std::string target = path_in(dir, name.get<std::string>());
-      if (fs::exists(target + kStagedSuffix)) fs::rename(target + kStagedSuffix, target);
-    }
+  if (exists(path_in(dir, kCommitRecord))) roll_forward(dir);
+  if (exists(staging_of(dir))) {
+    fs::remove_all(staging_of(dir));  // a commit that never wrote its record
     sync_directory(dir);
-    fs::remove(record);
-    sync_directory(dir);
-  }
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {  // never committed: discard
-    if (is_staged(entry.path().filename().string())) fs::remove(entry.path());
   }
 }
 
 void commit_files(const std::string& dir, const NamedFiles& files) {
+  std::set<std::string> names;
+  for (const auto& [name, bytes] : files) {
+    if (!is_plain_file_name(name)) {
+      throw ValueError(fmt::format("commit_files: '{}' is not a plain file name, or is reserved "
+                                   "by the commit protocol", name));
+    }
+    if (!names.insert(name).second) {
+      throw ValueError(fmt::format("commit_files: file '{}' given twice", name));
+    }
+  }
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
-  const DirectoryLock lock(dir);
+  const DirectoryLock lock(dir, DirectoryLock::Mode::exclusive);
   recover_commit(dir);
-  json names = json::array();
-  for (const auto& [name, bytes] : files) {
-    write_file_synced(path_in(dir, name + kStagedSuffix), bytes);
-    names.push_back(name);
+  const std::string staging = staging_of(dir);
+  try {
+    if (::mkdir(staging.c_str(), 0777) != 0) fail(fmt::format("cannot create {}", staging));
+    Manifest manifest;
+    for (const auto& [name, bytes] : files) {
+      write_file_synced(path_in(staging, name), bytes);
+      manifest.emplace_back(name, FileChecksum{bytes.size(), sha256_hex(bytes)});
+    }
+    const std::string staged_record = path_in(staging, kCommitRecord);
+    write_file_synced(staged_record, manifest_to_json(manifest));
+    sync_directory(staging);
+    rename_or_throw(staged_record, path_in(dir, kCommitRecord));  // the commit
+  } catch (...) {
+    remove_staging(dir);  // a full disk gets its space back; the old files were never touched
+    throw;
   }
-  // The record is staged like the files, so a commit killed while writing it leaves only staged
-  // files, which the next recovery discards; renaming it into place commits.
-  const std::string record = path_in(dir, kCommitRecord);
-  write_file_synced(record + kStagedSuffix, names.dump());
-  fs::rename(record + kStagedSuffix, record);
   sync_directory(dir);
-  recover_commit(dir);
+  roll_forward(dir);
+  remove_staging(dir);
 }
 
-bool has_commit_record(const std::string& dir) { return fs::exists(path_in(dir, kCommitRecord)); }
+bool has_commit(const std::string& dir) {
+  return exists(path_in(dir, kManifest)) || exists(path_in(dir, kCommitRecord));
+}
+
+CommittedFiles::CommittedFiles(const std::string& dir)
+    : dir_(dir), lock_(dir, DirectoryLock::Mode::shared) {
+  const std::string record = path_in(dir, kCommitRecord);
+  const std::string manifest = path_in(dir, kManifest);
+  rolling_forward_ = exists(record);
+  manifest_path_ = rolling_forward_ ? record : exists(manifest) ? manifest : "";
+  if (manifest_path_.empty()) return;
+  manifest_.emplace();
+  for (auto& [name, sum] : read_manifest(manifest_path_)) manifest_->emplace(name, std::move(sum));
+}
+
+bool CommittedFiles::contains(const std::string& name) const {
+  return manifest_ ? manifest_->count(name) > 0 : exists(path_in(dir_, name));
+}
+
+std::string CommittedFiles::path_of(const std::string& name) const {
+  if (rolling_forward_ && manifest_->count(name) > 0) {
+    const std::string staged = path_in(staging_of(dir_), name);
+    if (exists(staged)) return staged;
+  }
+  return path_in(dir_, name);
+}
+
+std::string CommittedFiles::read(const std::string& name) const {
+  if (!contains(name)) {
+    throw IOError(fmt::format(
+        "{} is missing{}", path_in(dir_, name),
+        manifest_ ? fmt::format(" (it is not one of the files {} lists)", manifest_path_) : ""));
+  }
+  const std::string path = path_of(name);
+  std::string bytes = read_file(path);
+  if (manifest_) {
+    const FileChecksum& expected = manifest_->at(name);
+    if (bytes.size() != expected.size) {
+      throw FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path,
+                                    bytes.size(), manifest_path_, expected.size));
+    }
+    if (sha256_hex(bytes) != expected.sha256) {
+      throw FormatError(fmt::format("{} is damaged: its SHA-256 differs from the one {} records",
+                                    path, manifest_path_));
+    }
+  }
+  return bytes;
+}
 
 }  // namespace tinygpt::io

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
@@ -321,12 +322,38 @@ std::map<std::string, std::string> parse_metadata(const Json& value, const std::
   return metadata;
 }
 
-// Refuses what the format allows but a tinygpt Tensor cannot hold.
+// IEEE half precision (F16) and bfloat16 (BF16), the dtypes Hugging Face checkpoints are often
+// shared in, widened exactly to float32.
+float f16_to_f32(uint16_t h) {
+  const uint32_t sign = uint32_t{h & 0x8000u} << 16;
+  const uint32_t exponent = (h >> 10) & 0x1f;
+  const uint32_t mantissa = h & 0x3ffu;
+  if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24
+    const float magnitude = std::ldexp(static_cast<float>(mantissa), -24);
+    return sign ? -magnitude : magnitude;
+  }
+  const uint32_t bits = exponent == 0x1f ? sign | 0x7f800000u | (mantissa << 13)  // inf, NaN
+                                         : sign | ((exponent + 112) << 23) | (mantissa << 13);
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+float bf16_to_f32(uint16_t b) {
+  const uint32_t bits = uint32_t{b} << 16;  // bfloat16 is float32's top half
+  float out;
+  std::memcpy(&out, &bits, sizeof out);
+  return out;
+}
+
+bool is_half(const std::string& dtype) { return dtype == "F16" || dtype == "BF16"; }
+
+// Refuses what the format allows but a tinygpt Tensor cannot hold; F16 and BF16 become f32.
 DType check_supported(const Entry& entry, const std::string& source) {
-  const std::optional<DType> dtype = tinygpt_dtype(entry.dtype);
+  const std::optional<DType> dtype = is_half(entry.dtype) ? DType::f32 : tinygpt_dtype(entry.dtype);
   if (!dtype) {
-    format_error(source, "unsupported dtype {} for tensor '{}' (tinygpt reads F32, F64 and I64)",
-                 entry.dtype, entry.name);
+    format_error(source, "unsupported dtype {} for tensor '{}' (tinygpt reads F32, F64, I64, and "
+                 "F16 and BF16 as F32)", entry.dtype, entry.name);
   }
   if (entry.shape.size() > static_cast<size_t>(Shape::kMaxDims)) {
     format_error(source, "tensor '{}' has {} dimensions; tinygpt tensors have at most {}",
@@ -428,7 +455,15 @@ SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& so
     const Entry& entry = entries[i];
     Tensor tensor = Tensor::empty(Shape(entry.shape), dtypes[i]);
     // An empty tensor has no buffer (its data() is null), which memcpy must not be given.
-    if (entry.end > entry.begin) {
+    if (entry.end > entry.begin && is_half(entry.dtype)) {
+      const auto convert = entry.dtype == "F16" ? f16_to_f32 : bf16_to_f32;
+      float* out = tensor.data<float>();
+      for (uint64_t i = 0; i < (entry.end - entry.begin) / 2; ++i) {
+        uint16_t half;
+        std::memcpy(&half, data.data() + entry.begin + 2 * i, 2);
+        out[i] = convert(half);
+      }
+    } else if (entry.end > entry.begin) {
       with_element_type(dtypes[i], [&](auto element) {
         using T = decltype(element);
         std::memcpy(tensor.data<T>(), data.data() + entry.begin, entry.end - entry.begin);

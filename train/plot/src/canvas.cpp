@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 #include <stb_image_write.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -144,18 +145,29 @@ void Canvas::draw_text(int x, int y, std::string_view text, Rgb color, int scale
 }
 
 void Canvas::save_png(const std::string& path) const {
-  const std::string temp = path + ".tmp";
-  errno = 0;
-  if (stbi_write_png(temp.c_str(), width_, height_, 3, rgb_.data(), 3 * width_) == 0) {
-    const std::string reason = errno != 0 ? std::strerror(errno) : "stb_image_write failed";
-    std::remove(temp.c_str());
-    throw Error(fmt::format("save_png: cannot write '{}': {}", path, reason));
+  // stbi_write_png ignores the results of fwrite and fclose, so on a full disk it reported
+  // success for a truncated image: the PNG is encoded into memory and written here, every call
+  // checked.
+  std::string png;
+  const auto append = [](void* out, void* data, int size) {
+    static_cast<std::string*>(out)->append(static_cast<const char*>(data), static_cast<size_t>(size));
+  };
+  if (stbi_write_png_to_func(append, &png, width_, height_, 3, rgb_.data(), 3 * width_) == 0) {
+    throw Error(fmt::format("save_png: cannot encode '{}'", path));
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+  const std::string temp = path + ".tmp";
+  const auto fail = [&](const char* what) {
     const std::string reason = std::strerror(errno);
     std::remove(temp.c_str());
-    throw Error(fmt::format("save_png: cannot move the image into '{}': {}", path, reason));
-  }
+    throw Error(fmt::format("save_png: cannot {} '{}': {}", what, path, reason));
+  };
+  errno = 0;
+  std::FILE* file = std::fopen(temp.c_str(), "wb");
+  if (file == nullptr) fail("write");
+  const bool written = std::fwrite(png.data(), 1, png.size(), file) == png.size() && std::fflush(file) == 0 &&
+                       ::fsync(::fileno(file)) == 0;
+  if (std::fclose(file) != 0 || !written) fail("write");
+  if (std::rename(temp.c_str(), path.c_str()) != 0) fail("move the image into");
 }
 
 TextSize text_size(std::string_view text, int scale) {

@@ -3,8 +3,13 @@
 // points of the training text sorted by code point, so the same text always gives the same ids
 // whatever order its characters first appear in.
 //
-// Saved as tokenizer.json beside checkpoints, in exactly this form (characters in id order):
-//   {"vocab": ["\n", " ", "a", "b"]}
+// Saved as tokenizer.json beside checkpoints in the Hugging Face tokenizers format, so that
+// `Tokenizer.from_file("tokenizer.json")` (Python, Rust, npm `tokenizers`) encodes any text to
+// the same ids: a BPE model with no merges, whose vocabulary is the characters with their ids,
+// and no normalizer or pre-tokenizer; the Fuse decoder joins the characters back unchanged.
+//   {"version": "1.0", ..., "decoder": {"type": "Fuse"},
+//    "model": {"type": "BPE", ..., "vocab": {"\n": 0, " ": 1, "a": 2, "b": 3}, "merges": []}}
+// The first format, {"vocab": ["\n", " ", "a", "b"]} (characters in id order), is still read.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -34,10 +39,12 @@ class CharTokenizer {
   // The character of one id, as UTF-8. Throws IndexError when out of range.
   std::string token(int64_t id) const;
 
-  // {"vocab": [...]} on one line, no trailing newline.
+  // The Hugging Face tokenizer.json described above (indented, no trailing newline).
   std::string to_json() const;
-  // Parses what to_json writes. Throws ValueError when the text is not JSON, "vocab" is missing,
-  // there are other keys, or "vocab" is not a non-empty list of distinct one-character strings.
+  // Parses what to_json writes, or the first {"vocab": [...]} form. Throws ValueError naming the
+  // key at fault when the text is not JSON, the vocabulary is not distinct single characters
+  // with ids 0..n-1, or the tokenizer would not encode one id per character (merges, a
+  // normalizer, a pre-tokenizer, added tokens, ...).
   static CharTokenizer from_json(std::string_view json_text);
 
  private:

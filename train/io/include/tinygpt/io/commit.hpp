@@ -1,27 +1,43 @@
 #pragma once
-// Several files of one directory replaced together, or not at all, and a lock that keeps
-// readers from seeing a commit half done.
+// Several files of one directory replaced together, or not at all; a manifest of their
+// checksums; a lock that keeps readers from seeing a commit half done.
 //
-// The protocol: each file is staged as "<name>.partial" and synced, then a commit record listing
-// the names is written atomically, then the staged files are renamed into place and the record
-// removed. A writer killed before the record leaves the previous files untouched (the next
-// recovery discards the staged ones); one killed after it is completed by the next recovery.
+// The protocol, for a directory D:
+//   1. every file is written and synced into the staging folder D/.tinygpt-staging/ (hidden, so
+//      no file of the user's can collide with a staged one), with the commit record
+//      {names, sizes, SHA-256} beside them;
+//   2. the record is renamed to D/.tinygpt-commit.json: this is the commit;
+//   3. each staged file is renamed into D, the record is renamed over D/checkpoint.json (the
+//      manifest of the committed files, kept for the checksums) and the staging folder removed.
+// A writer killed before step 2 leaves D's files untouched (the next writer deletes the staging
+// folder); one killed after it is completed by the next writer. A save that fails (a full disk)
+// deletes its staging folder before it reports the error.
+//
+// Readers never change D: they read the committed state as it is, taking each file the record
+// names from the staging folder if it is still there, and check every file against its
+// checksum. They need no write permission.
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 namespace tinygpt::io {
 
-inline constexpr const char* kCommitRecord = ".checkpoint-commit";
-inline constexpr const char* kStagedSuffix = ".partial";
+inline constexpr const char* kStagingDir = ".tinygpt-staging";
+inline constexpr const char* kCommitRecord = ".tinygpt-commit.json";
+inline constexpr const char* kManifest = "checkpoint.json";
 
-// An exclusive flock on a directory, held while a commit stages and renames its files and while
-// a reader recovers and reads them. Without it a reader (tinygpt sample during training) would
-// discard files a writer had staged, taking them for a crashed commit's. The kernel drops the
-// lock when its holder dies. Throws IOError naming the directory.
+// A flock on a directory: exclusive while a commit stages and renames its files, shared while a
+// reader reads them. Without it a reader (tinygpt sample during training) could read a file
+// renamed away under it. The kernel drops the lock when its holder dies. Opening the directory
+// read-only is enough, so a read-only user can take the shared lock. Throws IOError naming the
+// directory.
 class DirectoryLock {
  public:
-  explicit DirectoryLock(const std::string& dir);
+  enum class Mode { shared, exclusive };
+  DirectoryLock(const std::string& dir, Mode mode);
   DirectoryLock(const DirectoryLock&) = delete;
   DirectoryLock& operator=(const DirectoryLock&) = delete;
   ~DirectoryLock();
@@ -32,14 +48,52 @@ class DirectoryLock {
 
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;  // {file name, bytes}
 
-// Writes `files` into `dir` (created if missing) as one commit, under the directory's lock.
+// True for a name a commit may hold: a plain file name of the directory (not empty, ".", "..",
+// no '/' or NUL) and not one of the protocol's own names above.
+bool is_plain_file_name(const std::string& name);
+
+// Writes `files` into `dir` (created if missing) as one commit, under the exclusive lock.
+// Throws ValueError for a name that is_plain_file_name refuses or given twice, IOError when a
+// write fails (the staged files are deleted then, and `dir`'s files are as they were).
 void commit_files(const std::string& dir, const NamedFiles& files);
 
-// Completes a commit whose record was written, and discards staged files of one that was not.
-// The caller holds `dir`'s DirectoryLock.
+// Completes a commit whose record was written and deletes the staging folder of one that was
+// not. The caller holds `dir`'s exclusive DirectoryLock.
 void recover_commit(const std::string& dir);
 
-// True when `dir` holds a commit record, i.e. a commit the next recovery completes.
-bool has_commit_record(const std::string& dir);
+// True when `dir` holds a committed state: a manifest or a commit record.
+bool has_commit(const std::string& dir);
+
+// The size and SHA-256 of a committed file, as the manifest records them.
+struct FileChecksum {
+  uint64_t size = 0;
+  std::string sha256;
+};
+
+// A read-only view of the committed files of a directory, holding its shared lock for as long
+// as it lives. A directory with neither manifest nor record (a checkpoint written by another
+// tool) is read as it is, unchecked.
+class CommittedFiles {
+ public:
+  explicit CommittedFiles(const std::string& dir);
+
+  const std::string& dir() const { return dir_; }
+  // Whether the committed files carry checksums (a manifest or record exists).
+  bool checked() const { return manifest_.has_value(); }
+  // Whether `name` is part of the committed state (without a manifest: whether it exists).
+  bool contains(const std::string& name) const;
+  // Where the committed `name` is now (inside the staging folder during a roll-forward).
+  std::string path_of(const std::string& name) const;
+  // The bytes of `name`, checked against the manifest's size and SHA-256. Throws IOError when it
+  // is missing or unreadable, FormatError naming the file when it does not match its checksum.
+  std::string read(const std::string& name) const;
+
+ private:
+  std::string dir_;
+  DirectoryLock lock_;
+  bool rolling_forward_ = false;  // a commit record exists: staged files may still be pending
+  std::optional<std::map<std::string, FileChecksum>> manifest_;
+  std::string manifest_path_;
+};
 
 }  // namespace tinygpt::io

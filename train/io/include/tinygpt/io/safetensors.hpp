@@ -54,7 +54,8 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 
 // Validates and decodes a whole file. F32, F64 and I64 tensors become Tensors of dtype f32, f64
-// and i64; any other (valid) safetensors dtype is a FormatError saying it is unsupported.
+// and i64; F16 and BF16 ones become f32 (exactly: every half value is a float); any other
+// (valid) safetensors dtype is a FormatError saying it is unsupported.
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& source = "<memory>");
 
 // read_file, then decode_safetensors with the path as the source.

@@ -1,0 +1,156 @@
+// config.json <-> GPTConfig, in Hugging Face GPT-2's keys. Every key a GPT-2 config can hold is
+// either honoured (read into GPTConfig, or checked to have the one value tinygpt's model
+// computes), ignored by name (metadata that does not change what the model computes), or
+// refused by name; an unknown key is refused too, so no setting is ever silently dropped.
+#include <algorithm>
+#include <array>
+#include <string_view>
+
+#include "json_fields.hpp"
+#include "tinygpt/train/checkpoint.hpp"
+
+namespace tinygpt::train {
+namespace {
+
+using nlohmann::json;
+namespace jf = json_fields;
+
+// Keys that do not change the causal LM's output: initialisation, the heads of other GPT-2
+// models (summary_* is GPT2DoubleHeadsModel's), token ids, generation defaults, provenance.
+constexpr std::array<std::string_view, 52> kIgnoredKeys = {
+    "initializer_range", "summary_type", "summary_use_proj", "summary_activation",
+    "summary_proj_to_labels", "summary_first_dropout", "use_cache", "bos_token_id",
+    "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "architectures",
+    "torch_dtype", "dtype", "use_bfloat16", "transformers_version", "_name_or_path",
+    "task_specific_params", "id2label", "label2id", "num_labels", "problem_type",
+    "finetuning_task", "tokenizer_class", "prefix", "output_hidden_states", "output_attentions",
+    "return_dict", "torchscript", "gradient_checkpointing", "is_decoder",
+    "chunk_size_feed_forward", "tie_encoder_decoder", "tf_legacy_loss", "max_length",
+    "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups", "temperature",
+    "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
+    "no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "output_scores",
+    "return_dict_in_generate"};
+
+// The keys read below; anything else not in kIgnoredKeys is refused.
+constexpr std::array<std::string_view, 21> kHonouredKeys = {
+    "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
+    "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
+    "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
+    "tie_word_embeddings", "bias", "model_type", "add_cross_attention", "pruned_heads",
+    "is_encoder_decoder"};
+
+// GPT-2's tanh approximation of GELU under its Hugging Face names (gelu_fast is the same
+// formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
+constexpr std::array<std::string_view, 3> kTanhGelu = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
+
+template <size_t N>
+bool one_of(const std::array<std::string_view, N>& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
+
+}  // namespace
+
+std::string config_to_json(const nn::GPTConfig& c) {
+  const json j = {{"architectures", {"GPT2LMHeadModel"}},
+                  {"model_type", "gpt2"},
+                  {"vocab_size", c.vocab_size},
+                  {"n_positions", c.block_size},
+                  {"n_ctx", c.block_size},
+                  {"n_embd", c.n_embd},
+                  {"n_layer", c.n_layer},
+                  {"n_head", c.n_head},
+                  {"n_inner", nullptr},
+                  {"activation_function", "gelu_new"},
+                  {"layer_norm_epsilon", c.layer_norm_epsilon},
+                  {"resid_pdrop", c.dropout},
+                  {"embd_pdrop", c.dropout},
+                  {"attn_pdrop", c.dropout},
+                  {"scale_attn_weights", true},
+                  {"scale_attn_by_inverse_layer_idx", false},
+                  {"reorder_and_upcast_attn", false},
+                  {"tie_word_embeddings", c.tie_weights},
+                  {"bias", c.bias},
+                  {"torch_dtype", "float32"}};
+  return j.dump(2) + "\n";
+}
+
+nn::GPTConfig config_from_json(const std::string& text, const std::string& source) {
+  const json j = jf::parse(text, source);
+  // A key that must hold the one value tinygpt's GPT computes; absent means GPT-2's default.
+  const auto require_value = [&](const char* key, const json& expected, const char* why) {
+    const auto it = j.find(key);
+    if (it != j.end() && *it != expected) {
+      jf::fail(source, "{} is {}, but tinygpt's GPT supports only {} ({})", key, jf::shown(*it),
+               expected.dump(), why);
+    }
+  };
+  const auto size = [&](const char* key) {
+    return jf::integer(jf::required(j, key, source), key, source, 1, kMaxSize);
+  };
+
+  nn::GPTConfig c;
+  c.vocab_size = size("vocab_size");
+  c.block_size = size("n_positions");
+  c.n_embd = size("n_embd");
+  c.n_layer = size("n_layer");
+  c.n_head = size("n_head");
+  // After the required keys, so a renamed one is reported as missing.
+  for (const auto& item : j.items()) {
+    if (!one_of(kHonouredKeys, item.key()) && !one_of(kIgnoredKeys, item.key())) {
+      jf::fail(source, "unknown key '{}': tinygpt cannot tell whether it changes the model", item.key());
+    }
+  }
+  if (j.contains("n_ctx") && jf::integer(j["n_ctx"], "n_ctx", source) != c.block_size) {
+    jf::fail(source, "n_ctx {} differs from n_positions {}", j["n_ctx"].dump(), c.block_size);
+  }
+  if (j.contains("n_inner") && !j["n_inner"].is_null() &&
+      jf::integer(j["n_inner"], "n_inner", source) != 4 * c.n_embd) {
+    jf::fail(source, "n_inner is {}, but tinygpt's MLP is 4 * n_embd = {} wide (or null)",
+             j["n_inner"].dump(), 4 * c.n_embd);
+  }
+  if (j.contains("activation_function")) {
+    const std::string act = jf::string(j["activation_function"], "activation_function", source);
+    if (!one_of(kTanhGelu, act)) {
+      jf::fail(source, "activation_function '{}' is not supported: tinygpt computes GPT-2's tanh "
+               "GELU (gelu_new, gelu_pytorch_tanh or gelu_fast)", act);
+    }
+  }
+  // One dropout probability for the embeddings, the attention and the residuals.
+  double dropout = -1.0;
+  for (const char* key : {"resid_pdrop", "embd_pdrop", "attn_pdrop"}) {
+    if (!j.contains(key)) continue;
+    const double p = jf::number(j[key], key, source);
+    if (dropout >= 0.0 && p != dropout) {
+      jf::fail(source, "resid_pdrop, embd_pdrop and attn_pdrop differ; tinygpt uses one dropout "
+               "probability for all three");
+    }
+    dropout = p;
+  }
+  c.dropout = dropout >= 0.0 ? dropout : 0.0;
+  c.layer_norm_epsilon =
+      j.contains("layer_norm_epsilon") ? jf::number(j["layer_norm_epsilon"], "layer_norm_epsilon", source) : 1e-5;
+  require_value("scale_attn_weights", true, "scores are divided by sqrt(head size)");
+  require_value("scale_attn_by_inverse_layer_idx", false, "no per-layer score scaling");
+  require_value("add_cross_attention", false, "a decoder without cross-attention");
+  require_value("is_encoder_decoder", false, "a decoder only");
+  require_value("model_type", "gpt2", "GPT-2's architecture");
+  require_value("pruned_heads", json::object(), "every head present");
+  // Attention runs in float32 whichever order HF would compute it in.
+  if (j.contains("reorder_and_upcast_attn")) {
+    jf::boolean(j["reorder_and_upcast_attn"], "reorder_and_upcast_attn", source);
+  }
+  c.tie_weights = j.contains("tie_word_embeddings")
+                      ? jf::boolean(j["tie_word_embeddings"], "tie_word_embeddings", source)
+                      : true;
+  c.bias = j.contains("bias") ? jf::boolean(j["bias"], "bias", source) : true;
+  try {
+    c.validate();
+  } catch (const Error& e) {
+    throw io::FormatError(fmt::format("{}: {}", source, e.what()));
+  }
+  return c;
+}
+
+}  // namespace tinygpt::train

@@ -1,0 +1,88 @@
+#pragma once
+// Typed reads of a JSON object's keys for the checkpoint's JSON files. Every fault is a
+// FormatError naming the file and the key: a missing key, a wrong type, a fraction where a count
+// belongs, or a number outside the range the field holds (nlohmann's get<> would truncate 64.5
+// to 64 and wrap 2^64 - 1 to -1 without a word).
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/io/safetensors.hpp"
+
+namespace tinygpt::train::json_fields {
+
+using nlohmann::json;
+
+template <class... Args>
+[[noreturn]] inline void fail(const std::string& source, fmt::format_string<Args...> what,
+                              Args&&... args) {
+  throw io::FormatError(fmt::format("{}: {}", source, fmt::format(what, std::forward<Args>(args)...)));
+}
+
+// The text of a JSON value for a message, cut short.
+inline std::string shown(const json& value) {
+  std::string text = value.dump();
+  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
+}
+
+inline json parse(const std::string& text, const std::string& source) {
+  try {
+    json j = json::parse(text);
+    if (!j.is_object()) fail(source, "expected a JSON object, got a JSON {}", j.type_name());
+    return j;
+  } catch (const json::exception& e) {
+    fail(source, "not valid JSON ({})", e.what());
+  }
+}
+
+inline const json& required(const json& j, const char* key, const std::string& source) {
+  const auto it = j.find(key);
+  if (it == j.end()) fail(source, "missing key '{}'", key);
+  return *it;
+}
+
+// An integer in [min, max]; a fraction (64.5, 1e3) or a number beyond the range is refused.
+inline int64_t integer(const json& value, const char* key, const std::string& source,
+                       int64_t min = std::numeric_limits<int64_t>::min(),
+                       int64_t max = std::numeric_limits<int64_t>::max()) {
+  if (!value.is_number_integer()) {
+    fail(source, "key '{}' must be an integer, got {}", key, shown(value));
+  }
+  const bool in_range = value.is_number_unsigned()
+                            ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
+                            : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
+  if (!in_range) fail(source, "key '{}' must be in [{}, {}], got {}", key, min, max, shown(value));
+  return value.get<int64_t>();
+}
+
+// An unsigned 64-bit integer (a seed): negative numbers and fractions are refused.
+inline uint64_t unsigned_integer(const json& value, const char* key, const std::string& source) {
+  if (!value.is_number_unsigned()) {
+    fail(source, "key '{}' must be an integer in [0, 2^64), got {}", key, shown(value));
+  }
+  return value.get<uint64_t>();
+}
+
+// A finite number.
+inline double number(const json& value, const char* key, const std::string& source) {
+  if (!value.is_number() || !std::isfinite(value.get<double>())) {
+    fail(source, "key '{}' must be a finite number, got {}", key, shown(value));
+  }
+  return value.get<double>();
+}
+
+inline bool boolean(const json& value, const char* key, const std::string& source) {
+  if (!value.is_boolean()) fail(source, "key '{}' must be true or false, got {}", key, shown(value));
+  return value.get<bool>();
+}
+
+inline std::string string(const json& value, const char* key, const std::string& source) {
+  if (!value.is_string()) fail(source, "key '{}' must be a string, got {}", key, shown(value));
+  return value.get<std::string>();
+}
+
+}  // namespace tinygpt::train::json_fields
