@@ -269,12 +269,13 @@ async function main() {
       "--d-model", "32", "--block", "48", "--batch", "8", "--eval-every", "100", "--eval-iters", "2",
       "--lr", "1e-2", "--threads", "1"]);
     const heads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--json", "--threads", "1"]));
-    await checkPage(browser, path.join(runDir, "report.html"), { heads: heads });
+    // A run logs the heads at every evaluation, so its pages carry the formation curves.
+    await checkPage(browser, path.join(runDir, "report.html"), { heads: heads, formation: true });
 
     const probe = path.join(work, "probe.html");
     const probeHeads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--text", PROBE, "--json",
       "--html", probe, "--out", path.join(work, "probe-heads"), "--threads", "1"]));
-    await checkPage(browser, probe, { heads: probeHeads, tokens: [...PROBE], shading: true });
+    await checkPage(browser, probe, { heads: probeHeads, tokens: [...PROBE], shading: true, formation: true });
 
     const history = path.join(work, "run-with-formation");
     runWithFormation(runDir, history, heads);
