@@ -139,26 +139,3 @@ TEST_CASE("tokenizer from_json refuses Hugging Face tokenizers that are not one 
     CHECK_THROWS_MATCHES(CharTokenizer::from_json(json), ValueError, MessageContains(message));
   }
 }
-
-TEST_CASE("tokenizer save then load gives the same tokenizer", "[data][tokenizer]") {
-  const testing::TempDir dir;
-  const CharTokenizer tok = CharTokenizer::fit("hello \xE6\x97\xA5\n");
-  const std::string path = dir.file("tokenizer.json");
-  tok.save(path);
-  CHECK(CharTokenizer::load(path).vocab() == tok.vocab());
-}
-
-TEST_CASE("tokenizer load errors name the path", "[data][tokenizer]") {
-  const testing::TempDir dir;
-  const std::string missing = dir.file("missing.json");
-  CHECK_THROWS_MATCHES(CharTokenizer::load(missing), ValueError, MessageContains(missing));
-  const std::string bad = dir.write("bad.json", R"({"vocab": ["ab"]})");
-  CHECK_THROWS_MATCHES(CharTokenizer::load(bad), ValueError,
-                       MessageContains(bad) && MessageContains("vocab[0]"));
-}
-
-TEST_CASE("tokenizer save into a missing directory names the path", "[data][tokenizer]") {
-  const testing::TempDir dir;
-  const std::string path = dir.file("no/such/dir/tokenizer.json");
-  CHECK_THROWS_MATCHES(CharTokenizer::fit("a").save(path), ValueError, MessageContains(path));
-}

@@ -149,7 +149,7 @@ void check_size_dimensions(const nn::GPTConfig& config, const NamedTensors& weig
   const bool learned = config.position_embedding == nn::PositionEmbedding::learned;
   if (learned) {
     expect("transformer.wpe.weight", Shape({config.block_size, config.n_embd}));
-  } else if (std::any_of(weights.tensors.begin(), weights.tensors.end(),
+  } else if (std::any_of(weights.begin(), weights.end(),
                          [](const auto& t) { return t.first == "transformer.wpe.weight"; })) {
     throw FormatError(fmt::format(
         "{}: has transformer.wpe.weight, but config.json says position_embedding_type \"{}\"",
