@@ -137,6 +137,22 @@ TEST_CASE("a flipped byte in a committed file is caught, naming the file", "[io]
              Contains(dir.file("a.bin")) && Contains("5 bytes"));
 }
 
+TEST_CASE("an append-only file reads as its committed prefix; a changed prefix is damage",
+          "[io][commit]") {
+  ScratchDir dir;
+  commit_files(dir.file(""), {{"log.jsonl", "{\"step\": 1}\n"}});
+  write_file_synced(dir.file("log.jsonl"), "{\"step\": 1}\n{\"step\": 2}\n");  // logged later
+  CHECK(CommittedFiles(dir.file("")).read_prefix("log.jsonl") == "{\"step\": 1}\n");
+  CHECK_THROWS_AS(CommittedFiles(dir.file("")).read("log.jsonl"), FormatError);
+
+  write_file_synced(dir.file("log.jsonl"), "{\"step\": 7}\n{\"step\": 2}\n");
+  CHECK_THAT(message_of<FormatError>([&] { CommittedFiles(dir.file("")).read_prefix("log.jsonl"); }),
+             Contains(dir.file("log.jsonl")) && Contains("SHA-256"));
+  write_file_synced(dir.file("log.jsonl"), "{");
+  CHECK_THAT(message_of<FormatError>([&] { CommittedFiles(dir.file("")).read_prefix("log.jsonl"); }),
+             Contains(dir.file("log.jsonl")) && Contains("1 bytes"));
+}
+
 TEST_CASE("commit names must be plain file names of the folder", "[io][commit]") {
   ScratchDir dir;
   for (const char* name : {"../x", "/abs", "sub/file", "", ".", "..", kManifest, kCommitRecord, kStagingDir}) {

@@ -307,7 +307,7 @@ SavedRun load_run(const std::string& dir) {
   const std::string optimizer_path = files.path_of("optimizer.safetensors");
   SafetensorsFile optimizer =
       io::decode_safetensors(files.read("optimizer.safetensors"), optimizer_path);
-  std::string log = files.contains("log.jsonl") ? files.read("log.jsonl") : std::string();
+  std::string log = files.contains("log.jsonl") ? files.read_prefix("log.jsonl") : std::string();
   return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log)};
 }
 

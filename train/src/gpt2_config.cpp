@@ -32,12 +32,12 @@ constexpr std::array<std::string_view, 52> kIgnoredKeys = {
     "return_dict_in_generate"};
 
 // The keys read below; anything else not in kIgnoredKeys is refused.
-constexpr std::array<std::string_view, 21> kHonouredKeys = {
+constexpr std::array<std::string_view, 24> kHonouredKeys = {
     "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
     "tie_word_embeddings", "bias", "model_type", "add_cross_attention", "pruned_heads",
-    "is_encoder_decoder"};
+    "is_encoder_decoder", "position_embedding_type", "rope_theta", "num_key_value_heads"};
 
 // GPT-2's tanh approximation of GELU under its Hugging Face names (gelu_fast is the same
 // formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
@@ -72,6 +72,9 @@ std::string config_to_json(const nn::GPTConfig& c) {
                   {"reorder_and_upcast_attn", false},
                   {"tie_word_embeddings", c.tie_weights},
                   {"bias", c.bias},
+                  {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
+                  {"rope_theta", c.rope_theta},
+                  {"num_key_value_heads", c.kv_heads()},
                   {"torch_dtype", "float32"}};
   return j.dump(2) + "\n";
 }
@@ -145,6 +148,20 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
                       ? jf::boolean(j["tie_word_embeddings"], "tie_word_embeddings", source)
                       : true;
   c.bias = j.contains("bias") ? jf::boolean(j["bias"], "bias", source) : true;
+  // The attention variants (docs/ATTENTION_VARIANTS.md); a config without them, as GPT-2's and
+  // those written before the variants, is learned positions and multi-head attention.
+  if (j.contains("position_embedding_type")) {
+    const std::string type = jf::string(j["position_embedding_type"], "position_embedding_type", source);
+    try {
+      c.position_embedding = nn::parse_position_embedding(type);
+    } catch (const ValueError& e) {
+      jf::fail(source, "position_embedding_type: {}", e.what());
+    }
+  }
+  if (j.contains("rope_theta")) c.rope_theta = jf::number(j["rope_theta"], "rope_theta", source);
+  c.n_kv_head = j.contains("num_key_value_heads")
+                    ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
+                    : c.n_head;
   try {
     c.validate();
   } catch (const Error& e) {

@@ -223,6 +223,14 @@ std::string CommittedFiles::path_of(const std::string& name) const {
 }
 
 std::string CommittedFiles::read(const std::string& name) const {
+  return read_checked(name, /*appended_after_commit=*/false);
+}
+
+std::string CommittedFiles::read_prefix(const std::string& name) const {
+  return read_checked(name, /*appended_after_commit=*/true);
+}
+
+std::string CommittedFiles::read_checked(const std::string& name, bool appended_after_commit) const {
   if (!contains(name)) {
     throw IOError(fmt::format(
         "{} is missing{}", path_in(dir_, name),
@@ -232,6 +240,7 @@ std::string CommittedFiles::read(const std::string& name) const {
   std::string bytes = read_file(path);
   if (manifest_) {
     const FileChecksum& expected = manifest_->at(name);
+    if (appended_after_commit && bytes.size() > expected.size) bytes.resize(expected.size);
     if (bytes.size() != expected.size) {
       throw FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path,
                                     bytes.size(), manifest_path_, expected.size));

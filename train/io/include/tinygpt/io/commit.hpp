@@ -87,8 +87,13 @@ class CommittedFiles {
   // The bytes of `name`, checked against the manifest's size and SHA-256. Throws IOError when it
   // is missing or unreadable, FormatError naming the file when it does not match its checksum.
   std::string read(const std::string& name) const;
+  // The committed bytes of an append-only file (a log): its first bytes, as many as the manifest
+  // records, checked as read() does. Lines appended after the commit are not part of it.
+  std::string read_prefix(const std::string& name) const;
 
  private:
+  std::string read_checked(const std::string& name, bool appended_after_commit) const;
+
   std::string dir_;
   DirectoryLock lock_;
   bool rolling_forward_ = false;  // a commit record exists: staged files may still be pending
