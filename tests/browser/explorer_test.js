@@ -197,8 +197,21 @@ async function checkPage(browser, file, expect) {
   assert(series.includes("training loss per step"), name + ": loss curve");
   const formation = series.filter((s) => s.startsWith("best previous-token"));
   assert.strictEqual(formation.length, expect.formation ? explorer.layers : 0, name + ": formation curves");
-  const ablationRows = await page.$$eval("#ablation-table tbody tr", (r) => r.length);
-  assert.strictEqual(ablationRows, expect.ablation ? expect.heads.length : 0, name + ": ablation table");
+  const ablationRows = await page.$$eval("#ablation-table tbody tr", (rows) => rows.map((r) => ({
+    layer: Number(r.dataset.layer), head: Number(r.dataset.head), ratio: Number(r.dataset.ratio),
+    lossDelta: Number(r.dataset.lossDelta) })));
+  assert.strictEqual(ablationRows.length, expect.ablation ? expect.heads.length : 0, name + ": ablation table");
+  if (expect.ablation && "ablated_second_copy_ratio" in expect.heads[0]) {
+    // Each row against what `heads --ablate --json` reports for that head (the page keeps 4
+    // decimals of a score).
+    for (const row of ablationRows) {
+      const h = expect.heads.find((x) => x.layer === row.layer && x.head === row.head);
+      assert(Math.abs(row.ratio - h.ablated_second_copy_ratio) <= 5.01e-5 &&
+        Math.abs(row.lossDelta - h.ablated_loss_delta) <= 5.01e-5, name + ": ablation of head " + row.layer +
+        "." + row.head + " shows " + JSON.stringify(row) + ", heads --ablate --json says " +
+        JSON.stringify([h.ablated_second_copy_ratio, h.ablated_loss_delta]));
+    }
+  }
 
   checkNoProblems(problems, name);
   await page.close();
@@ -221,17 +234,6 @@ function runWithFormation(run, dir, heads) {
     return JSON.stringify(record);
   });
   fs.writeFileSync(logPath, lines.join("\n") + "\n");
-}
-
-// The page with every head given ablation results, as `heads --ablate --json` reports them.
-function pageWithAblation(file, out) {
-  const html = fs.readFileSync(file, "utf8");
-  const tag = '<script id="explorer-data" type="application/json">';
-  const start = html.indexOf(tag) + tag.length;
-  const end = html.indexOf("</script>", start);
-  const data = JSON.parse(html.slice(start, end));
-  data.heads.forEach((h, k) => Object.assign(h.scores, { ablated_second_copy_ratio: 0.1 * k, ablated_loss_delta: 0.01 * k }));
-  fs.writeFileSync(out, html.slice(0, start) + JSON.stringify(data).replace(/</g, "\\u003c") + html.slice(end));
 }
 
 // A photograph of `file` for the README: head --layer/--head (default: the page's choice) with
@@ -269,8 +271,9 @@ async function main() {
       "--d-model", "32", "--block", "48", "--batch", "8", "--eval-every", "100", "--eval-iters", "2",
       "--lr", "1e-2", "--threads", "1"]);
     const heads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--json", "--threads", "1"]));
-    // A run logs the heads at every evaluation, so its pages carry the formation curves.
-    await checkPage(browser, path.join(runDir, "report.html"), { heads: heads, formation: true });
+    // A run logs the heads at every evaluation, so its pages carry the formation curves; its
+    // report also removes each head in turn (the ablation table).
+    await checkPage(browser, path.join(runDir, "report.html"), { heads: heads, formation: true, ablation: true });
 
     const probe = path.join(work, "probe.html");
     const probeHeads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--text", PROBE, "--json",
@@ -283,8 +286,9 @@ async function main() {
     run(args.tinygpt, ["heads", "--model", history, "--html", formationPage, "--json", "--threads", "1"]);
     await checkPage(browser, formationPage, { heads: heads, formation: true });
     const ablationPage = path.join(work, "ablation.html");
-    pageWithAblation(formationPage, ablationPage);
-    await checkPage(browser, ablationPage, { heads: heads, formation: true, ablation: true });
+    const ablated = JSON.parse(run(args.tinygpt, ["heads", "--model", history, "--ablate", "--html", ablationPage,
+      "--json", "--threads", "1"]));
+    await checkPage(browser, ablationPage, { heads: ablated, formation: true, ablation: true });
     console.log("passed");
   } finally {
     await browser.close();

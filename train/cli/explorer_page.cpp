@@ -78,7 +78,8 @@ void read_log(const std::string& path, report::ExplorerData& d) {
 
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
                         const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
-                        const std::vector<Tensor>& maps, const heads::HeadReport& report) {
+                        const std::vector<Tensor>& maps, const heads::HeadReport& report,
+                        const heads::EachHeadAblation* ablation) {
   const nn::GPTConfig& config = model.config();
   report::ExplorerData d;
   d.title = run_dir;
@@ -87,7 +88,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   d.heads = config.n_head;
   for (const Tensor& map : maps) d.attention.insert(d.attention.end(), map.data<float>(), map.data<float>() + map.numel());
 
-  const json heads = json::parse(report.json());
+  const json heads = ablation != nullptr ? ablation->heads_json(report) : report.heads_json();
   for (size_t i = 0; i < heads.size(); ++i) {
     report::HeadEntry entry = head_entry(heads[i]);
     entry.scores.emplace(entry.scores.begin(), "role_score", report.heads[i].role_score);

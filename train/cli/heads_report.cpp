@@ -41,7 +41,7 @@ heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
                           grid, t, labels, titles, fmt::format("layer {}", layer));
   }
   if (!out.html.empty()) {
-    save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report);
+    save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
   }
   if (out.json) return report;  // the caller prints the JSON
   fmt::print("{}", report.table());

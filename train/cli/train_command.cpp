@@ -1,13 +1,12 @@
 // tinygpt train: fit a GPT on the built-in toy corpus or a text file, checkpointing into --out.
 #include <chrono>
-#include <filesystem>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <sstream>
-#include <thread>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -230,6 +229,11 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   out.heatmap_dir = (fs::path(run.dir()) / "heads").string();
   out.html = (fs::path(run.dir()) / "report.html").string();
   out.run_dir = run.dir();
+  // Each head removed in turn (a second on the demo): the page and the table show which heads
+  // the model's copying depends on, not only where they look.
+  heads::HeadAblation ablation(run.model(), probes.probes, heads::AblationMode::zero);
+  const heads::EachHeadAblation each = heads::ablate_each_head(ablation);
+  out.ablation = &each;
   show_heads(run.model(), run.tokenizer(), probes, out);
 }
 

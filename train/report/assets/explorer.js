@@ -508,7 +508,8 @@
     const sorted = [...ablated].sort((a, b) => (b.scores[ABLATION_RATIO] || 0) - (a.scores[ABLATION_RATIO] || 0));
     for (const h of sorted) {
       const r = h.scores[ABLATION_RATIO];
-      body.append(el("tr", { "data-layer": h.layer, "data-head": h.head }, [
+      body.append(el("tr", { "data-layer": h.layer, "data-head": h.head, "data-ratio": r,
+        "data-loss-delta": h.scores[ABLATION_LOSS] }, [
         el("td", { className: "text", text: "L" + h.layer + " H" + h.head }),
         el("td", { className: "text", text: h.role }),
         scoreCell(r, false),
