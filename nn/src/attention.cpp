@@ -94,15 +94,27 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   }
   const int64_t kvh = options_.kv_heads(), kv = kvh * d;
   const bool alibi = options_.position == PositionEmbedding::alibi;
-  Tensor packed = c_attn->forward(x);  // (B,T,C+2KV)
-  if (options_.position == PositionEmbedding::rope) {
+  const bool rope = options_.position == PositionEmbedding::rope;
+  const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
+  // The key bias adds q.b_k to every score of a query's row, and softmax ignores a shift of the
+  // whole row, so b_k's exact gradient is zero, unless RoPE turns each key by its position or a
+  // hook edits q, k or the weights. Computed in floats it is rounding noise (~1e-9) that AdamW,
+  // dividing each gradient by its own size, turns into full-size steps: a random walk of a weight
+  // that does nothing, different for a batch taken whole, in micro-batches or over ranks. So the
+  // key bias enters detached, and its gradient is the exact zero.
+  Tensor bias = c_attn->bias;
+  if (bias.defined() && !rope && !hooked) {
+    const std::vector<Tensor> qkv = split(bias, {c, kv, kv}, 0);
+    bias = concat({qkv[0], qkv[1].detach(), qkv[2]}, 0);
+  }
+  Tensor packed = linear(x, c_attn->weight, bias);  // (B,T,C+2KV)
+  if (rope) {
     // q and k turn by their absolute positions: with a cache these continue the cached ones.
     packed = rotary_embedding(packed, d, c + kv, cache != nullptr ? cache->length() : 0,
                               options_.rope_theta);
   }
   const bool dropping = is_training() && options_.dropout > 0.0;
   last_weights_ = Tensor();
-  const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
       !hooked) {
     return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi)));

@@ -71,7 +71,6 @@ TEST_CASE("train --grad-accum 2 and 4 match one batch within 1e-6 after 10 steps
         tinygpt::io::load_safetensors(split + "/model.safetensors").tensors, whole_weights);
     INFO("worst tensor " << diff.worst_name << ": " << diff.worst_relative);
     CHECK(diff.worst_relative < 1e-6);
-    CHECK(diff.key_bias_abs < 10 * 2e-2 / 100);  // rounding noise: 10 steps of at most lr / 100
     CHECK(json::parse(read_bytes(split + "/trainer_state.json"))["options"]["grad_accum"] ==
           std::stoi(n));
   }

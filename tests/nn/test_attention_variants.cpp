@@ -205,6 +205,30 @@ TEST_CASE("fused attention equals the general path for every variant, values and
   }
 }
 
+TEST_CASE("the key bias's gradient is the exact zero, except where RoPE turns each key",
+          "[nn][gpt][position][gqa]") {
+  for (PositionEmbedding pos : kSchemes) {
+    for (int64_t kv : {4, 1}) {
+      for (bool fused : {true, false}) {
+        INFO(describe(pos, kv) << (fused ? ", fused" : ", general"));
+        nn::GPT model(variant_config(pos, kv), 21);
+        scramble(model, 22, 0.3);
+        model.set_keep_attention_weights(!fused);
+        model.loss(random_ids({2, 8}, 11, 23), random_ids({2, 8}, 11, 24)).backward();
+        for (const auto& [name, p] : model.named_parameters()) {
+          if (name.find("c_attn.bias") == std::string::npos) continue;
+          const std::vector<double> g = p.grad().to_vector();  // (C + 2 KV): q, k, v
+          const auto key_begin = g.begin() + 16, key_end = key_begin + 4 * kv;
+          const bool zero = std::all_of(key_begin, key_end, [](double x) { return x == 0.0; });
+          CHECK(zero == (pos != PositionEmbedding::rope));
+          CHECK(std::any_of(g.begin(), key_begin, [](double x) { return x != 0.0; }));  // queries
+          CHECK(std::any_of(key_end, g.end(), [](double x) { return x != 0.0; }));      // values
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("every variant is causal: later tokens leave earlier logits bit-identical",
           "[nn][gpt][causal][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {

@@ -79,7 +79,6 @@ TEST_CASE("grad-accum 2 and 4 match one batch of the full size within 1e-6 after
     const testing::WeightsDiff diff = testing::compare_weights(split.weights, whole.weights);
     INFO("worst tensor " << diff.worst_name << ": " << diff.worst_relative);
     CHECK(diff.worst_relative < 1e-6);
-    CHECK(diff.key_bias_abs < 3e-3 / 100 * 10);  // 10 steps of at most lr / 100 apart
   }
 }
 
