@@ -100,3 +100,19 @@ TEST_CASE("eval counts the predicted tokens of every whole window of the split",
     CHECK(result.at("tokens").get<int64_t>() == (size - 1) / T * T);
   }
 }
+
+TEST_CASE("eval without --data reads the run's own text, split as in training", "[cli]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  write_bytes(dir.file("text.txt"), toy_text(6000));
+  train_tiny_model(model, {"--data", dir.file("text.txt"), "--val-fraction", "0.25"});
+  const auto eval = [&](std::vector<std::string> extra) {
+    std::vector<std::string> args = {"eval", "--model", model, "--json", "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return json::parse(run_ok(args).out);
+  };
+  const json own = eval({});
+  CHECK(own == eval({"--data", dir.file("text.txt"), "--val-fraction", "0.25"}));
+  CHECK(own != eval({"--data", dir.file("text.txt")}));  // the default 0.1 is another split
+  CHECK(eval({"--val-fraction", "0.1"}) == eval({"--data", dir.file("text.txt")}));
+}

@@ -1,5 +1,6 @@
 // tinygpt eval: deterministic loss and perplexity of a model over a whole split of a text.
 #include <cmath>
+#include <filesystem>
 
 #include <nlohmann/json.hpp>
 
@@ -14,18 +15,27 @@ namespace {
 
 struct EvalFlags {
   std::string model;
-  std::string data;
+  std::string data;  // "": the run's own
   std::string split = "val";
   double val_fraction = 0.1;
+  bool val_fraction_given = false;
   int64_t batch = 32;
   int64_t block = 0;  // 0: the model's context
   int threads = 0;
   bool json = false;
 };
 
-void run_eval(const EvalFlags& f) {
+void run_eval(EvalFlags f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_model(f.model);
+  if (f.data.empty()) {  // the run's own text, split as it was in training
+    if (!std::filesystem::exists(std::filesystem::path(f.model) / "trainer_state.json")) {
+      throw ValueError(fmt::format("{} does not say what it was trained on; pass --data", f.model));
+    }
+    const train::RunState run = train::load_run_state(f.model);
+    f.data = run.data_source;
+    if (!f.val_fraction_given) f.val_fraction = run.val_fraction;
+  }
   const std::string text = data::load_text(f.data);
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
@@ -76,9 +86,11 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Loss and perplexity over a whole split, in non-overlapping context windows");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
-  cmd->add_option("--data", flags->data, "UTF-8 text file (builtin:toy for the toy corpus)")->required();
+  cmd->add_option("--data", flags->data,
+                  "UTF-8 text file (builtin:toy for the toy corpus; default: the text the run "
+                  "trained on, split as in training)");
   cmd->add_option("--split", flags->split, "val, train or all")->check(CLI::IsMember({"val", "train", "all"}))->capture_default_str();
-  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split")->check(number_in(0.0, 0.9))->capture_default_str();
+  cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split (default: the run's when --data is not given)")->check(number_in(0.0, 0.9))->capture_default_str();
   cmd->add_option("--block", flags->block,
                   "window length (default: the model's context); longer than it tests length "
                   "extrapolation, refused for learned positions")
@@ -86,7 +98,10 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->add_flag("--json", flags->json, "print {\"loss\", \"perplexity\", \"tokens\"} as JSON");
-  cmd->callback([flags] { run_eval(*flags); });
+  cmd->callback([flags, cmd] {
+    flags->val_fraction_given = cmd->count("--val-fraction") > 0;
+    run_eval(*flags);
+  });
 }
 
 }  // namespace tinygpt::cli
