@@ -2,8 +2,15 @@
 // rounding), resumes byte-exactly, and `mpirun -np 2` trains exactly the --grad-accum 2 run,
 // resumes, and fails with one message. The mpirun cases skip when the build or the machine has
 // no MPI.
+#include <signal.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -42,6 +49,39 @@ int mpirun2(const std::vector<std::string>& args, const std::string& dir) {
   for (const auto& a : args) command += " '" + a + "'";
   command += " > '" + dir + "/mpi.out' 2> '" + dir + "/mpi.err'";
   return std::system(command.c_str());
+}
+
+// The pid of the rank `rank` of a tinygpt run writing to `out`, or 0: Open MPI gives each
+// process its rank in OMPI_COMM_WORLD_RANK.
+pid_t rank_pid(const std::string& out, int rank) {
+  const std::string wanted = "OMPI_COMM_WORLD_RANK=" + std::to_string(rank);
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream cmdline_file(entry.path() / "cmdline"), environ_file(entry.path() / "environ");
+    const std::string cmdline((std::istreambuf_iterator<char>(cmdline_file)), {});
+    const std::string environ((std::istreambuf_iterator<char>(environ_file)), {});
+    if (cmdline.find("tinygpt") == std::string::npos || cmdline.find(out) == std::string::npos ||
+        cmdline.find("mpirun") == 0) {
+      continue;
+    }
+    std::istringstream variables(environ);
+    for (std::string variable; std::getline(variables, variable, '\0');) {
+      if (variable == wanted) return static_cast<pid_t>(std::stol(name));
+    }
+  }
+  return 0;
+}
+
+// Waits up to `seconds` for `done`.
+template <class F>
+bool wait_for(F&& done, double seconds) {
+  const auto end = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > end) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return true;
 }
 
 bool can_mpirun() {
@@ -147,4 +187,67 @@ TEST_CASE("mpirun -np 2 with a bad input stops both ranks with one message and n
   CHECK(count == 1);
   CHECK(err.find("missing.txt") != std::string::npos);
   CHECK_FALSE(tinygpt::train::has_checkpoint(out));
+}
+
+TEST_CASE("mpirun -np 2: a diverging run stops both ranks with one message, keeping its last good "
+          "checkpoint", "[cli][mpi][errors][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build has no MPI, or mpirun is not installed");
+    return;
+  }
+  // As the single-process test: weight decay 101 at lr 1 blows the weights up within ~15 steps.
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  const int status = mpirun2(tiny_train_args(run, {"--steps", "100", "--lr", "1", "--min-lr", "0",
+                                                   "--warmup", "0", "--weight-decay", "101",
+                                                   "--lr-decay-steps", "100", "--eval-every", "3"}),
+                             dir.file(""));
+  CHECK(status != 0);
+  const std::string err = read_bytes(dir.file("mpi.err"));
+  INFO(err);
+  CHECK(err.find("tinygpt: error: training diverged") != std::string::npos);
+  CHECK(err.find("tinygpt: error:") == err.rfind("tinygpt: error:"));  // one message, not one per rank
+  const int64_t good = saved_step(run);
+  CHECK(good >= 3);
+  CHECK_NOTHROW(tinygpt::train::load_run(run));
+  CHECK(err.find("last good checkpoint (step " + std::to_string(good) + ")") != std::string::npos);
+}
+
+TEST_CASE("mpirun -np 2: a rank killed mid-run takes the other down and leaves a checkpoint that "
+          "loads and resumes", "[cli][mpi][errors][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build has no MPI, or mpirun is not installed");
+    return;
+  }
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  std::string command = "mpirun --allow-run-as-root --oversubscribe -np 2 " + tinygpt_binary();
+  for (const auto& a : tiny_train_args(run, {"--steps", "1000000", "--eval-every", "5",
+                                             "--eval-iters", "1", "--lr-decay-steps", "100"})) {
+    command += " '" + a + "'";
+  }
+  REQUIRE(std::system((command + " > '" + dir.file("mpi.out") + "' 2> '" + dir.file("mpi.err") +
+                       "' & echo $! > '" + dir.file("mpirun.pid") + "'").c_str()) == 0);
+  const auto mpirun_pid = static_cast<pid_t>(std::stol(read_bytes(dir.file("mpirun.pid"))));
+  const auto running = [&] { return ::kill(mpirun_pid, 0) == 0; };
+  // Let it save a few checkpoints, then kill rank 1 as the out-of-memory killer would.
+  REQUIRE(wait_for([&] { return tinygpt::train::has_checkpoint(run) && saved_step(run) >= 15; }, 120));
+  const pid_t victim = rank_pid(run, 1);
+  REQUIRE(victim > 0);
+  REQUIRE(::kill(victim, SIGKILL) == 0);
+  const bool stopped = wait_for([&] { return !running() && rank_pid(run, 0) == 0; }, 60);
+  if (!stopped) {
+    ::kill(mpirun_pid, SIGKILL);
+    if (const pid_t rank0 = rank_pid(run, 0)) ::kill(rank0, SIGKILL);
+  }
+  INFO(read_bytes(dir.file("mpi.err")));
+  CHECK(stopped);  // the surviving rank does not train on alone, nor hang
+  // The folder holds a committed checkpoint, whatever moment the kill hit.
+  const int64_t step = saved_step(run);
+  CHECK(step >= 15);
+  CHECK_NOTHROW(tinygpt::train::load_run(run));
+  const int status = mpirun2({"train", "--resume", run, "--steps", std::to_string(step + 5)}, dir.file(""));
+  INFO(read_bytes(dir.file("mpi.err")));
+  CHECK(status == 0);
+  CHECK(saved_step(run) == step + 5);
 }
