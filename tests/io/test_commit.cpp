@@ -10,6 +10,7 @@
 #include "scratch_dir.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/io/safetensors.hpp"
 
 using namespace tinygpt;
@@ -155,7 +156,8 @@ TEST_CASE("an append-only file reads as its committed prefix; a changed prefix i
 
 TEST_CASE("commit names must be plain file names of the folder", "[io][commit]") {
   ScratchDir dir;
-  for (const char* name : {"../x", "/abs", "sub/file", "", ".", "..", kManifest, kCommitRecord, kStagingDir}) {
+  for (const char* name : {"../x", "/abs", "sub/file", "", ".", "..", kManifest, kCommitRecord, kStagingDir,
+                           kRunLockFile}) {
     INFO(name);
     CHECK_THROWS_AS(commit_files(dir.file("ckpt"), {{name, "bytes"}}), ValueError);
   }

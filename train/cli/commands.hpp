@@ -64,6 +64,12 @@ auto with_context(const std::string& context, F&& f) {
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::CharTokenizer& tokenizer);
 
+// Why the head probes cannot run on a model of `config` ("" when they can). They repeat a random
+// sequence of at least 2 distinct characters twice, so they need a context of 4 and a
+// vocabulary of 2. Every place that probes heads (train's tracking and final analysis, heads)
+// asks this.
+std::string head_probe_obstacle(const nn::GPTConfig& config);
+
 // Probes for the head analysis: `text` if given, else windows of the run's data source.
 struct HeadProbeSet {
   heads::HeadProbes probes;

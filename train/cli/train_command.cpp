@@ -8,7 +8,6 @@
 #include <optional>
 #include <sstream>
 #include <thread>
-#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -179,8 +178,9 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         world.size() > 1 ? "s" : "", run.options().grad_accum));
   }
 
-  // Every evaluation also scores the heads (formation over time; the probes need a context of 4).
-  const bool track_heads = config.block_size >= 4;
+  // Every evaluation also scores the heads (formation over time), when the probes can run.
+  const std::string no_heads = head_probe_obstacle(config);
+  const bool track_heads = no_heads.empty();
   const HeadProbeSet head_probes =
       track_heads ? make_probes(run.tokenizer(), config.block_size, "", run.data_source())
                   : HeadProbeSet{};
@@ -220,8 +220,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   std::istringstream lines(run.log().text());
   for (std::string line; std::getline(lines, line);) records.push_back(json::parse(line));
   report_formation(records, run.dir(), title);
-  if (config.block_size < 4) {
-    progress.message("context shorter than 4: no head analysis (it probes with repeated sequences)");
+  if (!track_heads) {
+    progress.message(no_heads);
     return;
   }
   const HeadProbeSet probes =

@@ -6,27 +6,18 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
+#include "tinygpt/io/run_lock.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
 
 namespace {
 
-// Refuses a directory with a checkpoint unless `force`, creates it, and proves it writable, so
-// that a run never trains for minutes to find it cannot save.
-void prepare_directory(const std::string& dir, bool force) {
-  if (has_checkpoint(dir) && !force) {
-    throw io::IOError(fmt::format(
-        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
-        dir, dir));
-  }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw io::IOError(fmt::format("cannot create output directory {}: {}", dir,
-                                  ec ? ec.message() : "not a directory"));
-  }
-  io::check_writable(dir);
+// The lock of an existing directory, taken before anything else so that a second run into a
+// folder in use fails at once (root rank only; the other ranks never touch the directory).
+std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const dist::Communicator& world) {
+  if (!world.is_root() || !fs::is_directory(dir)) return nullptr;
+  return std::make_unique<io::RunLock>(dir);
 }
 
 }  // namespace
@@ -44,9 +35,48 @@ Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
   state_.ranks = world.size();
 }
 
+Run::~Run() {
+  // A run that created its directory and stops before its first save (refused, diverged, out
+  // of memory) leaves nothing: no empty folder, no lock file.
+  if (!lock_ || !created_dir_ || has_checkpoint(dir_)) return;
+  lock_->remove();
+  std::error_code ec;
+  fs::remove(dir_, ec);  // only if empty: a file of anyone else's stays
+}
+
+void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
+  std::error_code ec;
+  created_dir_ = fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) {
+    throw io::IOError(fmt::format("cannot create output directory {}: {}", dir_,
+                                  ec ? ec.message() : "not a directory"));
+  }
+  lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
+  if (has_checkpoint(dir_) && !force) {
+    throw io::IOError(fmt::format(
+        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
+        dir_, dir_));
+  }
+  // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
+  io::check_writable(dir_);
+}
+
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
                dist::Communicator& world) {
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  try {
+    return start_locked(dir, std::move(config), std::move(options), data_source, val_fraction,
+                        force, world, lock);
+  } catch (...) {
+    if (lock && lock->created()) lock->remove();  // a refused run adds no lock file either
+    throw;
+  }
+}
+
+Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+                      const std::string& data_source, double val_fraction, bool force,
+                      dist::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -63,11 +93,15 @@ Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions option
   Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset),
           world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
-  if (world.is_root()) prepare_directory(dir, force);
+  if (world.is_root()) run.claim_directory(std::move(lock), force);
   return run;
 }
 
 Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Communicator& world) {
+  // Before anything is read or trained: a run that cannot save, or whose folder another run is
+  // using, fails at once.
+  if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
   SavedRun saved = load_run(dir);
   RunState& state = saved.state;
   state.options.steps = changes.steps.value_or(state.options.steps);
@@ -94,6 +128,7 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
   run.model_->dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step);
+  run.lock_ = std::move(lock);
   return run;
 }
 

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/io/sha256.hpp"
 
@@ -147,7 +148,7 @@ DirectoryLock::~DirectoryLock() { ::close(fd_); }  // closing the last descripto
 bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of(std::string("/\0", 2)) == std::string::npos && name != kStagingDir &&
-         name != kCommitRecord && name != kManifest;
+         name != kCommitRecord && name != kManifest && name != kRunLockFile;
 }
 
 void recover_commit(const std::string& dir) {

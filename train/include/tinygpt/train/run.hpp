@@ -25,6 +25,7 @@
 
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_log.hpp"
@@ -50,14 +51,23 @@ class Run {
   // checkpoint, unless `force`; the first save() replaces it.
   // In a data-parallel run every rank starts (or resumes) the same run with its `world`; only
   // the root rank touches the directory, and save() commits there once for all ranks.
+  // The root rank holds the directory's run lock (io/run_lock.hpp) from the start (an existing
+  // directory is locked before any check) to the Run's end: a second run into it throws IOError
+  // "DIR is in use by another training run (pid N)". A run that created the directory and ends
+  // before its first save removes it again.
   static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    dist::Communicator& world = dist::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source. Throws ValueError when the run's total of steps
-  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file.
+  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file;
+  // IOError, before reading anything, when `dir` is not writable or another run holds its lock.
   static Run resume(const std::string& dir, const ResumeChanges& changes = {},
                     dist::Communicator& world = dist::world());
+
+  Run(Run&&) = default;
+  Run& operator=(Run&&) = delete;
+  ~Run();
 
   bool done() const { return trainer_->done(); }
   // One training step or one evaluation, logged. If it diverges (DivergedError) nothing is
@@ -87,6 +97,12 @@ class Run {
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
       std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
       dist::Communicator& world);
+  static Run start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+                          const std::string& data_source, double val_fraction, bool force,
+                          dist::Communicator& world, std::unique_ptr<io::RunLock>& lock);
+  // Creates the directory, takes its run lock (or keeps `lock`), refuses a checkpoint there
+  // unless `force`, and proves it writable (root rank).
+  void claim_directory(std::unique_ptr<io::RunLock> lock, bool force);
   // f(), with a DivergedError's message telling what the directory keeps.
   template <class F>
   auto unless_diverged(F&& f);
@@ -99,6 +115,8 @@ class Run {
   std::unique_ptr<data::TextDataset> dataset_;
   std::unique_ptr<Trainer> trainer_;
   LossLog log_;
+  std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime
+  bool created_dir_ = false;           // this run made the directory
 };
 
 }  // namespace tinygpt::train

@@ -49,7 +49,7 @@ class DirectoryLock {
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;  // {file name, bytes}
 
 // True for a name a commit may hold: a plain file name of the directory (not empty, ".", "..",
-// no '/' or NUL) and not one of the protocol's own names above.
+// no '/' or NUL) and not one of the protocol's own names above, nor the run lock (run_lock.hpp).
 bool is_plain_file_name(const std::string& name);
 
 // Writes `files` into `dir` (created if missing) as one commit, under the exclusive lock.
