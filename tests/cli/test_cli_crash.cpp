@@ -58,9 +58,10 @@ void check_equals_uninterrupted(const ScratchDir& scratch, const std::string& di
   CHECK(step_losses(dir) == step_losses(reference));
 }
 
-// A finished run's directory: the checkpoint, its log, and the pictures and the explorer page
-// written at the end.
-const std::set<std::string> kCheckpointFiles = {"checkpoint.json", "config.json", "heads",
+// A finished run's directory: the checkpoint, its log, the pictures and the explorer page
+// written at the end, and the run lock.
+const std::set<std::string> kCheckpointFiles = {".tinygpt-run.lock", "checkpoint.json",
+                                                "config.json", "heads",
                                                 "heads_over_time.png",
                                                 "log.jsonl",         "loss.png",
                                                 "model.safetensors", "optimizer.safetensors",

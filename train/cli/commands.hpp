@@ -10,6 +10,7 @@
 #include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::cli {
 
@@ -49,6 +50,12 @@ struct ModelFlags {
 // the command line's terms: "GPTConfig: n_kv_head 3 does not divide n_head 2" becomes
 // "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
+
+// The flags that set a run's memory: the refusal of train::check_training_memory, or
+// std::bad_alloc, in their terms.
+inline constexpr const char* kActivationFlags = "--batch/--block";
+inline constexpr const char* kModelFlags = "--layers/--d-model";
+std::string memory_in_flag_terms(const train::MemoryError& e);
 
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>

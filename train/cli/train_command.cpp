@@ -155,6 +155,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
                                                    f.val_fraction, f.force, world));
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e.what()));
+    } catch (const train::MemoryError& e) {
+      throw ValueError(memory_in_flag_terms(e));
     }
   });
   train::Run& run = *started;

@@ -7,6 +7,7 @@
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/run_lock.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
@@ -87,6 +88,10 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions
   data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
   config.vocab_size = tokenizer.vocab_size();
   config.validate();
+  // Before the dataset, model or optimiser is allocated: an absurd shape is refused by its size.
+  const int64_t parts = world.size() * state.options.grad_accum;
+  check_training_memory(estimate_training_memory(config, (state.options.batch + parts - 1) / parts,
+                                                 state.options.optimizer, state.options.momentum));
   auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
       text, state.data_source, tokenizer, config.block_size, val_fraction));
   auto model = std::make_unique<nn::GPT>(config, state.options.seed);

@@ -58,7 +58,12 @@ RunLock::RunLock(const std::string& dir)
 }
 
 RunLock::~RunLock() {
-  if (fd_ >= 0) ::close(fd_);  // closing the descriptor releases the lock
+  if (fd_ < 0) return;
+  // Empty again at rest, so a run that was refused leaves the file as it found it; a holder that
+  // died leaves its pid, which the next one overwrites.
+  const int emptied = ::ftruncate(fd_, 0);  // if it fails, a stale pid is only informational
+  static_cast<void>(emptied);
+  ::close(fd_);  // closing the descriptor releases the lock
 }
 
 void RunLock::remove() {

@@ -6,8 +6,9 @@
 // directory fails at once instead of mixing its checkpoints with the first's. It is a lock
 // file, not the directory itself, so it never conflicts with the commit's DirectoryLock
 // (commit.hpp): readers (tinygpt sample while a run trains) keep taking that one shared.
-// The kernel drops the lock when its holder dies; the file stays (removing a lock file that
-// another process may have opened would let two runs hold "the" lock).
+// The holder writes its pid into the file and empties it when it lets go. The kernel drops the
+// lock when its holder dies; the file stays (removing a lock file that another process may have
+// opened would let two runs hold "the" lock).
 #include <string>
 
 namespace tinygpt::io {
