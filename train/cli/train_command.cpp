@@ -56,7 +56,7 @@ struct TrainFlags {
 // A resumed run keeps what defines it: its model, data and optimiser settings. Its flags may
 // be given again when resuming, with the run's own values (the command line that started it
 // works with --resume added); --steps, --eval-every, --eval-iters and --threads may change, and
-// --force does nothing. These are the kept flags but --data (compared as a path), with their
+// --force accepts data that changed since the run started. These are the kept flags but --data (compared as a path), with their
 // values as text (fmt prints a double as the shortest text that reads back as it).
 std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFlags& f) {
   const auto& o = f.options;
@@ -132,6 +132,7 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, dist::Communicat
   if (cmd.count("--steps") > 0) changes.steps = f.options.steps;
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
+  changes.accept_changed_data = f.force;
   train::Run run = train::Run::resume(f.resume, changes, world);
   check_resume_flags(f, cmd, run);
   return run;
@@ -153,6 +154,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
                                : train::Run::start(f.out, f.model.config(), f.options,
                                                    f.data.empty() ? data::kToyCorpus : f.data,
                                                    f.val_fraction, f.force, world));
+    } catch (const train::DataChangedError& e) {
+      throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e.what()));
     } catch (const train::MemoryError& e) {
@@ -244,7 +247,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->capture_default_str();
   cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has");
-  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out (ignored with --resume)");
+  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out; with --resume: resume although --data changed since the run started");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());

@@ -7,6 +7,7 @@
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/run_lock.hpp"
+#include "tinygpt/io/sha256.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::train {
@@ -21,7 +22,30 @@ std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const dist::
   return std::make_unique<io::RunLock>(dir);
 }
 
+// "<source> changed since the run started (N bytes, sha256 <first 12 digits>... -> ...)".
+std::string describe_change(const std::string& source, uint64_t was_bytes,
+                            const std::string& was_sha256, uint64_t now_bytes,
+                            const std::string& now_sha256) {
+  return fmt::format(
+      "{} changed since the run started ({} bytes, sha256 {}... -> {} bytes, sha256 {}...)",
+      source, was_bytes, was_sha256.substr(0, 12), now_bytes, now_sha256.substr(0, 12));
+}
+
 }  // namespace
+
+DataChangedError::DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
+                                   uint64_t now_bytes, std::string now_sha256)
+    : ValueError(describe_change(source, was_bytes, was_sha256, now_bytes, now_sha256) +
+                 "; resume with accept_changed_data to train on it anyway"),
+      source_(std::move(source)),
+      was_sha256_(std::move(was_sha256)),
+      now_sha256_(std::move(now_sha256)),
+      was_bytes_(was_bytes),
+      now_bytes_(now_bytes) {}
+
+std::string DataChangedError::change() const {
+  return describe_change(source_, was_bytes_, was_sha256_, now_bytes_, now_sha256_);
+}
 
 Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
          std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
@@ -85,6 +109,8 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions
   state.val_fraction = val_fraction;
   state.best_val_loss = NAN;
   const std::string text = data::load_text(state.data_source);
+  state.data_bytes = text.size();
+  state.data_sha256 = io::sha256_hex(text);
   data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
   config.vocab_size = tokenizer.vocab_size();
   config.validate();
@@ -118,6 +144,13 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
                                  dir, state.step));
   }
   const std::string text = data::load_text(state.data_source);
+  const std::string sha256 = io::sha256_hex(text);
+  if (!state.data_sha256.empty() && (sha256 != state.data_sha256 || text.size() != state.data_bytes) &&
+      !changes.accept_changed_data) {
+    throw DataChangedError(state.data_source, state.data_bytes, state.data_sha256, text.size(), sha256);
+  }
+  state.data_bytes = text.size();  // runs saved without the record get it now
+  state.data_sha256 = sha256;
   auto dataset = std::make_unique<data::TextDataset>(
       data::make_dataset(text, state.data_source, saved.model.tokenizer,
                          saved.model.config.block_size, state.val_fraction));

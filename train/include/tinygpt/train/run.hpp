@@ -40,6 +40,23 @@ struct ResumeChanges {
   std::optional<int64_t> steps;       // the new total, above the saved step
   std::optional<int64_t> eval_every;
   std::optional<int64_t> eval_iters;
+  // Resume although the data's size or SHA-256 differs from the run's record (the record then
+  // takes the new data's).
+  bool accept_changed_data = false;
+};
+
+// A resume found the run's data changed since it started. what() is in library terms; the
+// fields let a caller say it in its own (the CLI names --data and --force).
+class DataChangedError : public ValueError {
+ public:
+  DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
+                   uint64_t now_bytes, std::string now_sha256);
+  // "<source> changed since the run started (N bytes, sha256 abcd... -> M bytes, sha256 ...)"
+  std::string change() const;
+
+ private:
+  std::string source_, was_sha256_, now_sha256_;
+  uint64_t was_bytes_, now_bytes_;
 };
 
 class Run {
@@ -59,7 +76,9 @@ class Run {
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    dist::Communicator& world = dist::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
-  // text loaded again from its data source. Throws ValueError when the run's total of steps
+  // text loaded again from its data source, which must be the text the run started on (its
+  // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
+  // ValueError when the run's total of steps
   // (changed or not) is already reached, and the loaders' errors for a missing or damaged file;
   // IOError, before reading anything, when `dir` is not writable or another run holds its lock.
   static Run resume(const std::string& dir, const ResumeChanges& changes = {},
