@@ -19,10 +19,18 @@ using nlohmann::json;
 
 namespace {
 
-// The training loss of every step in log.jsonl (evaluation lines have none).
+// The training loss of every step in the committed part of log.jsonl (evaluation lines have
+// none): its first bytes, as many as checkpoint.json records. The run writes the log a line at a
+// time, so a kill between saves leaves lines after them, which a resume cuts off.
 std::vector<double> step_losses(const std::string& dir) {
+  uint64_t committed = 0;
+  for (const json& file : json::parse(read_bytes(dir + "/checkpoint.json")).at("files")) {
+    if (file.at("name") == "log.jsonl") committed = file.at("size").get<uint64_t>();
+  }
+  std::istringstream lines(read_bytes(dir + "/log.jsonl").substr(0, committed));
   std::vector<double> losses;
-  for (const json& entry : log_without_timing(dir)) {
+  for (std::string line; std::getline(lines, line);) {
+    const json entry = json::parse(line);
     if (entry.contains("loss")) losses.push_back(entry.at("loss").get<double>());
   }
   return losses;

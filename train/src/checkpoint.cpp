@@ -227,8 +227,12 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
     }
     files.emplace_back("trainer_state.json", state.dump(2) + "\n");
   }
-  files.insert(files.end(), extra_files.begin(), extra_files.end());
-  io::commit_files(dir, files);
+  std::set<std::string> appended;  // a log the run writes a line at a time stays in place
+  for (const auto& [name, bytes] : extra_files) {
+    files.emplace_back(name, bytes);
+    appended.insert(name);
+  }
+  io::commit_files(dir, files, appended);
 }
 
 namespace {

@@ -64,10 +64,13 @@ Run::~Run() {
   // A run that created its directory and stops before its first save (refused, diverged, out
   // of memory) leaves nothing: no empty folder, no lock file.
   if (!lock_ || !created_dir_ || has_checkpoint(dir_)) return;
-  lock_->remove();
   std::error_code ec;
+  fs::remove(log_path(), ec);
+  lock_->remove();
   fs::remove(dir_, ec);  // only if empty: a file of anyone else's stays
 }
+
+std::string Run::log_path() const { return (fs::path(dir_) / kLogFile).string(); }
 
 void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   std::error_code ec;
@@ -77,13 +80,18 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
                                   ec ? ec.message() : "not a directory"));
   }
   lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
-  if (has_checkpoint(dir_) && !force) {
+  const bool replacing = has_checkpoint(dir_);
+  if (replacing && !force) {
     throw io::IOError(fmt::format(
         "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
         dir_, dir_));
   }
   // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
   io::check_writable(dir_);
+  // The log goes out a line at a time from the start, unless the folder's checkpoint (which
+  // --force replaces) still owns log.jsonl: then from the first save, so that until then the
+  // old checkpoint loads.
+  if (!replacing) log_.write_through(log_path());
 }
 
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
@@ -133,6 +141,7 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
   // using, fails at once.
   if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
   std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  if (lock) recover_checkpoint(dir);  // a save cut short is completed or dropped: files in place
   SavedRun saved = load_run(dir);
   RunState& state = saved.state;
   state.options.steps = changes.steps.value_or(state.options.steps);
@@ -167,6 +176,9 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step);
   run.lock_ = std::move(lock);
+  // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
+  // committed log held lines the run does not keep, it is replaced at the first save instead.
+  if (run.lock_ && run.log_.text() == saved.log) run.log_.write_through(run.log_path());
   return run;
 }
 
@@ -206,7 +218,8 @@ void Run::save() {
   world_->together([&] {
     if (world_->is_root()) {
       save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
-                      {{"log.jsonl", log_.text()}});
+                      {{kLogFile, log_.text()}});
+      log_.write_through(log_path());  // the file committed (in place, or new after --force)
     }
   });
 }

@@ -47,7 +47,9 @@ struct LoadedModel {
 };
 
 // Writes the model files, plus the optimiser and run state when given, as one commit.
-// Extra files (e.g. the loss log) can ride along in the same commit.
+// Extra files (e.g. the loss log) can ride along in the same commit; one that `dir` already
+// holds with exactly its bytes (a log written a line at a time) stays in place
+// (io::commit_files' `appended`).
 void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
                      const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});

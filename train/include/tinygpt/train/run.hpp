@@ -59,6 +59,8 @@ class DataChangedError : public ValueError {
   uint64_t was_bytes_, now_bytes_;
 };
 
+inline constexpr const char* kLogFile = "log.jsonl";
+
 class Run {
  public:
   // A new run in `dir` on `data_source` (data/data_source.hpp; a file is stored by its absolute
@@ -97,9 +99,14 @@ class Run {
   EvalStats evaluate(const std::string& extra_fields = "");
   // Commits weights, config, tokenizer, optimiser state, run state (step, generator states) and
   // log as one checkpoint.
+  // The root rank also writes log.jsonl a line at a time as steps and evaluations are logged
+  // (LossLog::write_through): from the start, or, when --force replaces a checkpoint, from the
+  // first save (until then the old checkpoint, log included, still loads). Loads read the log as
+  // its committed prefix; a resume cuts off the lines logged after the last save.
   void save();
 
   const std::string& dir() const { return dir_; }
+  std::string log_path() const;  // DIR/log.jsonl
   int64_t steps_done() const { return trainer_->steps_done(); }
   int64_t saved_step() const { return state_.step; }  // 0 before the first save
   const TrainOptions& options() const { return trainer_->options(); }
