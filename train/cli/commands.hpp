@@ -1,11 +1,14 @@
 #pragma once
 // The tinygpt subcommands. Each add_*_command registers one subcommand with its flags and the
 // callback that runs it; errors are thrown as tinygpt::Error and reported by main().
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
@@ -50,6 +53,30 @@ struct ModelFlags {
 // the command line's terms: "GPTConfig: n_kv_head 3 does not divide n_head 2" becomes
 // "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
+
+// SIGINT and SIGTERM while it lives: the handler records the signal and restores the default
+// disposition (a second signal ends the process at once); agreed() tells the training loop,
+// the same on every rank, whether to stop.
+class StopSignals {
+ public:
+  StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  ~StopSignals();
+  // The signal to stop for (SIGINT first), 0 for none; a collective under mpirun (every rank
+  // calls it once per step).
+  int agreed(dist::Communicator& world) const;
+  void restore();  // the dispositions from before
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+  bool restored_ = false;
+};
+
+// Thrown once train has saved its checkpoint after SIGINT/SIGTERM: main exits with 128 + signal.
+struct Interrupted {
+  int signal;
+};
 
 // The flags that set a run's memory: the refusal of train::check_training_memory, or
 // std::bad_alloc, in their terms.

@@ -99,6 +99,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const tinygpt::cli::Interrupted& stop) {
+    return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {
     // A shape beyond the memory estimate's reach (it refuses the absurd before allocating).
     return report_failure(tinygpt::Error(fmt::format(

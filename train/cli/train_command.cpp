@@ -146,6 +146,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   const bool root = world.is_root();
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
+  // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
+  StopSignals stop_signals;
   std::optional<train::Run> started;
   // Setup fails on every rank or on none, with one message (the lowest failing rank's).
   world.together([&] {
@@ -191,16 +193,32 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
                   : HeadProbeSet{};
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
+  if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
+    progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was",
+                                 run.dir()));
+    throw Interrupted{signal};
+  }
   while (!run.done()) {
     const train::StepStats s = run.step();
     progress.on_step(s);
-    if (s.step % run.options().eval_every == 0 || run.done()) {
+    const bool evaluating = s.step % run.options().eval_every == 0 || run.done();
+    if (evaluating) {
       const std::string formation =
           track_heads ? heads::formation_record(run.model(), head_probes.probes).dump() : "";
       progress.on_eval(run.evaluate(formation));
       run.save();
     }
+    if (const int signal = stop_signals.agreed(world)) {
+      // The step is finished; its checkpoint (without an evaluation, as the same run never
+      // interrupted would have none here) resumes exactly.
+      if (!evaluating) run.save();
+      progress.message(fmt::format(
+          "tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: tinygpt train "
+          "--resume {}", s.step, run.dir(), run.dir()));
+      throw Interrupted{signal};
+    }
   }
+  stop_signals.restore();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.message(fmt::format(
