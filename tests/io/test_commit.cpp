@@ -1,6 +1,8 @@
 // The multi-file commit (io/commit.hpp) at the file level: what a commit leaves, what readers see
 // at every point a writer can die, checksums, hostile records, failed saves, and files of the
 // user's that happen to look like the protocol's.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <map>
 
@@ -231,4 +233,26 @@ TEST_CASE("a manifest of an unknown format_version is refused", "[io][commit]") 
   write_file_synced(dir.file(kManifest), manifest);
   CHECK_THAT(message_of<FormatError>([&] { CommittedFiles files(dir.file("")); }),
              Contains(kManifest) && Contains("format_version 7"));
+}
+
+TEST_CASE("an appended file the folder already holds stays in place, and another is staged",
+          "[io][commit]") {
+  ScratchDir dir;
+  const std::string ckpt = dir.file("ckpt");
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "1\n"}}, {"log"});
+  const auto inode = [&](const std::string& name) {
+    struct stat info {};
+    REQUIRE(::stat((ckpt + "/" + name).c_str(), &info) == 0);
+    return info.st_ino;
+  };
+  const auto log_inode = inode("log");
+  write_file_synced(ckpt + "/log", "1\n2\n");  // appended by the run since
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "1\n2\n"}}, {"log"});
+  CHECK(inode("log") == log_inode);  // tail -f keeps following it
+  CHECK(CommittedFiles(ckpt).read("log") == "1\n2\n");
+  write_file_synced(ckpt + "/log", "1\n2\n3\n");  // a line after the commit: not part of it
+  CHECK(CommittedFiles(ckpt).read_prefix("log") == "1\n2\n");
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "other\n"}}, {"log"});  // bytes differ: replaced
+  CHECK(read_file(ckpt + "/log") == "other\n");
+  CHECK(CommittedFiles(ckpt).read("log") == "other\n");
 }
