@@ -6,14 +6,22 @@
 using namespace tinygpt;
 using namespace tinygpt::train;
 
+namespace {
+
+nn::GPTConfig shape(int64_t layers, int64_t heads, int64_t width, int64_t context, int64_t vocab) {
+  nn::GPTConfig c;
+  c.n_layer = layers;
+  c.n_head = heads;
+  c.n_embd = width;
+  c.block_size = context;
+  c.vocab_size = vocab;
+  return c;
+}
+
+}  // namespace
+
 TEST_CASE("parameter_count equals the built model's, for every shape option", "[train][memory]") {
-  nn::GPTConfig base;
-  base.vocab_size = 37;
-  base.block_size = 16;
-  base.n_layer = 2;
-  base.n_head = 4;
-  base.n_embd = 32;
-  std::vector<nn::GPTConfig> configs(5, base);
+  std::vector<nn::GPTConfig> configs(5, shape(2, 4, 32, 16, 37));
   configs[1].position_embedding = nn::PositionEmbedding::rope;
   configs[2].n_kv_head = 2;
   configs[3].n_kv_head = 1;
@@ -27,12 +35,7 @@ TEST_CASE("parameter_count equals the built model's, for every shape option", "[
 
 TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's activations",
           "[train][memory]") {
-  nn::GPTConfig c;
-  c.vocab_size = 65;
-  c.block_size = 64;
-  c.n_layer = 2;
-  c.n_head = 8;
-  c.n_embd = 64;
+  nn::GPTConfig c = shape(2, 8, 64, 64, 65);  // the demo's
   const MemoryEstimate adamw = estimate_training_memory(c, 16, "adamw");
   CHECK(adamw.model_bytes == 16.0 * static_cast<double>(parameter_count(c)));
   CHECK(estimate_training_memory(c, 16, "sgd").model_bytes == 8.0 * parameter_count(c));
@@ -46,25 +49,13 @@ TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's acti
 
 TEST_CASE("a run far beyond the machine is refused, and the demo's shape is not", "[train][memory]") {
   CHECK(available_memory_bytes() > 0.0);
-  nn::GPTConfig huge;
-  huge.vocab_size = 65;
-  huge.block_size = 65536;
-  huge.n_layer = 64;
-  huge.n_head = 8;
-  huge.n_embd = 8192;
   try {
-    check_training_memory(estimate_training_memory(huge, 16, "adamw"));
+    check_training_memory(estimate_training_memory(shape(64, 8, 8192, 65536, 65), 16, "adamw"));
     FAIL("not refused");
   } catch (const MemoryError& e) {
     CHECK_THAT(e.what(), Catch::Matchers::Contains("GiB available") &&
                              Catch::Matchers::Contains("the layers or the width"));
     CHECK_THAT(e.message("--batch", "--layers"), Catch::Matchers::Contains("lower --batch (activations) or --layers (model)"));
   }
-  nn::GPTConfig demo;
-  demo.vocab_size = 65;
-  demo.block_size = 64;
-  demo.n_layer = 2;
-  demo.n_head = 8;
-  demo.n_embd = 64;
-  CHECK_NOTHROW(check_training_memory(estimate_training_memory(demo, 16, "adamw")));
+  CHECK_NOTHROW(check_training_memory(estimate_training_memory(shape(2, 8, 64, 64, 65), 16, "adamw")));
 }
