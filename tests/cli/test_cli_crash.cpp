@@ -24,7 +24,8 @@ namespace {
 // time, so a kill between saves leaves lines after them, which a resume cuts off.
 std::vector<double> step_losses(const std::string& dir) {
   uint64_t committed = 0;
-  for (const json& file : json::parse(read_bytes(dir + "/checkpoint.json")).at("files")) {
+  const json manifest = json::parse(read_bytes(dir + "/checkpoint.json"));
+  for (const json& file : manifest.at("files")) {
     if (file.at("name") == "log.jsonl") committed = file.at("size").get<uint64_t>();
   }
   std::istringstream lines(read_bytes(dir + "/log.jsonl").substr(0, committed));

@@ -56,7 +56,7 @@ std::string head_probe_obstacle(const nn::GPTConfig& config) {
                        "sequence of 2 or more distinct characters)", config.vocab_size);
   }
   if (config.block_size < 4) {
-    return fmt::format("context {} is shorter than 4: no head analysis (its probes repeat a "
+    return fmt::format("a context of {} is shorter than 4: no head analysis (its probes repeat a "
                        "sequence of 2 or more characters twice)", config.block_size);
   }
   return "";
