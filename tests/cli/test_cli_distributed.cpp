@@ -2,8 +2,11 @@
 // rounding), resumes byte-exactly, and `mpirun -np 2` trains exactly the --grad-accum 2 run,
 // resumes, and fails with one message. The mpirun cases skip when the build or the machine has
 // no MPI.
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <thread>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -148,4 +151,39 @@ TEST_CASE("mpirun -np 2 with a bad input stops both ranks with one message and n
   CHECK(count == 1);
   CHECK(err.find("missing.txt") != std::string::npos);
   CHECK_FALSE(tinygpt::train::has_checkpoint(out));
+}
+
+TEST_CASE("mpirun -np 2: SIGTERM to one rank stops both at the same step with one checkpoint",
+          "[cli][mpi][signals][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build or machine has no MPI");
+    return;
+  }
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  std::string command = "(mpirun --allow-run-as-root --oversubscribe -np 2 " + tinygpt_binary();
+  for (const auto& a : tiny_train_args(run, {"--steps", "1000000", "--eval-every", "1000000"})) {
+    command += " '" + a + "'";
+  }
+  command += " > '" + dir.file("mpi.out") + "' 2> '" + dir.file("mpi.err") + "'; echo $? > '" +
+             dir.file("status") + "') &";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const auto wait_for = [](const std::function<bool()>& ready) {
+    for (int i = 0; i < 6000 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return ready();
+  };
+  REQUIRE(wait_for([&] { return fs::exists(run + "/log.jsonl") && fs::file_size(run + "/log.jsonl") > 0; }));
+  // One rank only, as a scheduler's signal to one process would: the ranks agree to stop.
+  const std::string ranks = "pgrep -f -- '^" + tinygpt_binary() + " train --out " + run + " '";
+  CHECK(std::system((ranks + " | tail -1 | xargs kill -TERM").c_str()) == 0);
+  REQUIRE(wait_for([&] { return fs::exists(dir.file("status")) && !read_bytes(dir.file("status")).empty(); }));
+  INFO(read_bytes(dir.file("mpi.err")));
+  CHECK(read_bytes(dir.file("status")) != "0\n");  // mpirun reports the ranks' 143 as a failure
+  const int64_t step = saved_step(run);
+  CHECK_THAT(read_bytes(dir.file("mpi.err")),
+             Catch::Matchers::Contains("tinygpt: interrupted at step " + std::to_string(step) +
+                                       "; checkpoint saved in " + run));
+  CHECK(mpirun2({"train", "--resume", run, "--steps", std::to_string(step + 4), "--threads", "1"},
+                dir.file("")) == 0);
+  CHECK(saved_step(run) == step + 4);
 }
