@@ -140,7 +140,7 @@ TEST_CASE("a flipped byte in a committed file is caught, naming the file", "[io]
              Contains(dir.file("a.bin")) && Contains("5 bytes"));
 }
 
-TEST_CASE("an append-only file reads as its committed prefix; a changed prefix is damage",
+TEST_CASE("an append-only file reads as its committed prefix, a changed prefix is damage",
           "[io][commit]") {
   ScratchDir dir;
   commit_files(dir.file(""), {{"log.jsonl", "{\"step\": 1}\n"}});
@@ -208,7 +208,7 @@ TEST_CASE("the user's own files beside a checkpoint are never touched", "[io][co
   CHECK(read_file(dir.file("notes.partial")) == "also mine");
 }
 
-TEST_CASE("a folder without a manifest is read unchecked; a file outside the manifest is missing",
+TEST_CASE("a folder without a manifest is read unchecked, a file outside the manifest is missing",
           "[io][commit]") {
   ScratchDir dir;
   write_file_synced(dir.file("a.bin"), "from another tool");
