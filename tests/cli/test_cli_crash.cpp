@@ -19,10 +19,19 @@ using nlohmann::json;
 
 namespace {
 
-// The training loss of every step in log.jsonl (evaluation lines have none).
+// The training loss of every step in the committed part of log.jsonl (evaluation lines have
+// none): its first bytes, as many as checkpoint.json records. The run writes the log a line at a
+// time, so a kill between saves leaves lines after them, which a resume cuts off.
 std::vector<double> step_losses(const std::string& dir) {
+  uint64_t committed = 0;
+  const json manifest = json::parse(read_bytes(dir + "/checkpoint.json"));
+  for (const json& file : manifest.at("files")) {
+    if (file.at("name") == "log.jsonl") committed = file.at("size").get<uint64_t>();
+  }
+  std::istringstream lines(read_bytes(dir + "/log.jsonl").substr(0, committed));
   std::vector<double> losses;
-  for (const json& entry : log_without_timing(dir)) {
+  for (std::string line; std::getline(lines, line);) {
+    const json entry = json::parse(line);
     if (entry.contains("loss")) losses.push_back(entry.at("loss").get<double>());
   }
   return losses;
@@ -58,9 +67,10 @@ void check_equals_uninterrupted(const ScratchDir& scratch, const std::string& di
   CHECK(step_losses(dir) == step_losses(reference));
 }
 
-// A finished run's directory: the checkpoint, its log, and the pictures and the explorer page
-// written at the end.
-const std::set<std::string> kCheckpointFiles = {"checkpoint.json", "config.json", "heads",
+// A finished run's directory: the checkpoint, its log, the pictures and the explorer page
+// written at the end, and the run lock.
+const std::set<std::string> kCheckpointFiles = {".tinygpt-run.lock", "checkpoint.json",
+                                                "config.json", "heads",
                                                 "heads_over_time.png",
                                                 "log.jsonl",         "loss.png",
                                                 "model.safetensors", "optimizer.safetensors",

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -250,4 +251,39 @@ TEST_CASE("mpirun -np 2: a rank killed mid-run takes the other down and leaves a
   INFO(read_bytes(dir.file("mpi.err")));
   CHECK(status == 0);
   CHECK(saved_step(run) == step + 5);
+}
+
+TEST_CASE("mpirun -np 2: SIGTERM to one rank stops both at the same step with one checkpoint",
+          "[cli][mpi][signals][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build or machine has no MPI");
+    return;
+  }
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  std::string command = "(mpirun --allow-run-as-root --oversubscribe -np 2 " + tinygpt_binary();
+  for (const auto& a : tiny_train_args(run, {"--steps", "1000000", "--eval-every", "1000000"})) {
+    command += " '" + a + "'";
+  }
+  command += " > '" + dir.file("mpi.out") + "' 2> '" + dir.file("mpi.err") + "'; echo $? > '" +
+             dir.file("status") + "') &";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const auto wait_for = [](const std::function<bool()>& ready) {
+    for (int i = 0; i < 6000 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    return ready();
+  };
+  REQUIRE(wait_for([&] { return fs::exists(run + "/log.jsonl") && fs::file_size(run + "/log.jsonl") > 0; }));
+  // One rank only, as a scheduler's signal to one process would: the ranks agree to stop.
+  const std::string ranks = "pgrep -f -- '^" + tinygpt_binary() + " train --out " + run + " '";
+  CHECK(std::system((ranks + " | tail -1 | xargs kill -TERM").c_str()) == 0);
+  REQUIRE(wait_for([&] { return fs::exists(dir.file("status")) && !read_bytes(dir.file("status")).empty(); }));
+  INFO(read_bytes(dir.file("mpi.err")));
+  CHECK(read_bytes(dir.file("status")) != "0\n");  // mpirun reports the ranks' 143 as a failure
+  const int64_t step = saved_step(run);
+  CHECK_THAT(read_bytes(dir.file("mpi.err")),
+             Catch::Matchers::Contains("tinygpt: interrupted at step " + std::to_string(step) +
+                                       "; checkpoint saved in " + run));
+  CHECK(mpirun2({"train", "--resume", run, "--steps", std::to_string(step + 4), "--threads", "1"},
+                dir.file("")) == 0);
+  CHECK(saved_step(run) == step + 4);
 }

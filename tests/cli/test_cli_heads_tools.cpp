@@ -22,7 +22,7 @@ std::string small_run(const ScratchDir& dir) {
 
 }  // namespace
 
-TEST_CASE("train: eval records carry heads and in_context; heads_over_time.png is drawn",
+TEST_CASE("train: eval records carry heads and in_context, heads_over_time.png is drawn",
           "[cli][heads][formation]") {
   ScratchDir dir;
   const std::string model = small_run(dir);

@@ -256,7 +256,7 @@ TEST_CASE("a diverging run stops, says so, and keeps its last good checkpoint by
   }
   CHECK(log_without_timing(run) == log_without_timing(reference));
   // No staged or temporary file is left, and the checkpoint still works.
-  CHECK(snapshot(run).size() == 7);  // with checkpoint.json
+  CHECK(snapshot(run).size() == 8);  // with checkpoint.json and the run lock
   const CliResult eval = run_ok({"eval", "--model", run, "--data", "builtin:toy", "--json", "--threads", "1"});
   CHECK(std::isfinite(json::parse(eval.out).at("loss").get<double>()));
 }

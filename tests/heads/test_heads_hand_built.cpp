@@ -121,7 +121,7 @@ TEST_CASE("attribution: rollout of known maps, Spearman with ties", "[heads][att
   CHECK_THROWS_AS(heads::spearman({1}, {1, 2}), ShapeError);
 }
 
-TEST_CASE("attribution: the previous-token head's layer points at i-1; gradients respect causality",
+TEST_CASE("attribution: the previous-token head's layer points at i-1, gradients respect causality",
           "[heads][attribution]") {
   auto model = testing::previous_token_model();
   const std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6};

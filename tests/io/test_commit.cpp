@@ -1,6 +1,8 @@
 // The multi-file commit (io/commit.hpp) at the file level: what a commit leaves, what readers see
 // at every point a writer can die, checksums, hostile records, failed saves, and files of the
 // user's that happen to look like the protocol's.
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <map>
 
@@ -10,6 +12,7 @@
 #include "scratch_dir.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/io/safetensors.hpp"
 
 using namespace tinygpt;
@@ -137,7 +140,7 @@ TEST_CASE("a flipped byte in a committed file is caught, naming the file", "[io]
              Contains(dir.file("a.bin")) && Contains("5 bytes"));
 }
 
-TEST_CASE("an append-only file reads as its committed prefix; a changed prefix is damage",
+TEST_CASE("an append-only file reads as its committed prefix, a changed prefix is damage",
           "[io][commit]") {
   ScratchDir dir;
   commit_files(dir.file(""), {{"log.jsonl", "{\"step\": 1}\n"}});
@@ -155,7 +158,8 @@ TEST_CASE("an append-only file reads as its committed prefix; a changed prefix i
 
 TEST_CASE("commit names must be plain file names of the folder", "[io][commit]") {
   ScratchDir dir;
-  for (const char* name : {"../x", "/abs", "sub/file", "", ".", "..", kManifest, kCommitRecord, kStagingDir}) {
+  for (const char* name : {"../x", "/abs", "sub/file", "", ".", "..", kManifest, kCommitRecord, kStagingDir,
+                           kRunLockFile}) {
     INFO(name);
     CHECK_THROWS_AS(commit_files(dir.file("ckpt"), {{name, "bytes"}}), ValueError);
   }
@@ -204,7 +208,7 @@ TEST_CASE("the user's own files beside a checkpoint are never touched", "[io][co
   CHECK(read_file(dir.file("notes.partial")) == "also mine");
 }
 
-TEST_CASE("a folder without a manifest is read unchecked; a file outside the manifest is missing",
+TEST_CASE("a folder without a manifest is read unchecked, a file outside the manifest is missing",
           "[io][commit]") {
   ScratchDir dir;
   write_file_synced(dir.file("a.bin"), "from another tool");
@@ -229,4 +233,26 @@ TEST_CASE("a manifest of an unknown format_version is refused", "[io][commit]") 
   write_file_synced(dir.file(kManifest), manifest);
   CHECK_THAT(message_of<FormatError>([&] { CommittedFiles files(dir.file("")); }),
              Contains(kManifest) && Contains("format_version 7"));
+}
+
+TEST_CASE("an appended file the folder already holds stays in place, and another is staged",
+          "[io][commit]") {
+  ScratchDir dir;
+  const std::string ckpt = dir.file("ckpt");
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "1\n"}}, {"log"});
+  const auto inode = [&](const std::string& name) {
+    struct stat info {};
+    REQUIRE(::stat((ckpt + "/" + name).c_str(), &info) == 0);
+    return info.st_ino;
+  };
+  const auto log_inode = inode("log");
+  write_file_synced(ckpt + "/log", "1\n2\n");  // appended by the run since
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "1\n2\n"}}, {"log"});
+  CHECK(inode("log") == log_inode);  // tail -f keeps following it
+  CHECK(CommittedFiles(ckpt).read("log") == "1\n2\n");
+  write_file_synced(ckpt + "/log", "1\n2\n3\n");  // a line after the commit: not part of it
+  CHECK(CommittedFiles(ckpt).read_prefix("log") == "1\n2\n");
+  commit_files(ckpt, {{"a.bin", "a"}, {"log", "other\n"}}, {"log"});  // bytes differ: replaced
+  CHECK(read_file(ckpt + "/log") == "other\n");
+  CHECK(CommittedFiles(ckpt).read("log") == "other\n");
 }

@@ -179,7 +179,7 @@ TEST_CASE("dropout module: identity in eval, scaled and seeded in training", "[n
   REQUIRE(drop.forward(x).to_vector() == y.to_vector());
 }
 
-TEST_CASE("GPT in eval mode ignores dropout; in training it does not", "[nn][gpt][dropout]") {
+TEST_CASE("GPT in eval mode ignores dropout, in training it does not", "[nn][gpt][dropout]") {
   nn::GPTConfig config = tiny_config(1);
   config.dropout = 0.5;
   nn::GPT model(config, 1);

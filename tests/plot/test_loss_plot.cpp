@@ -154,7 +154,7 @@ TEST_CASE("formation plot: loss and score series in their colours on one step ax
   CHECK(pixels_of(png, score_color(1)) == 0);  // an empty series is not even in the legend
 }
 
-TEST_CASE("attribution plot: rows of cells; mismatched rows are refused", "[plot][attribution]") {
+TEST_CASE("attribution plot: rows of cells, mismatched rows are refused", "[plot][attribution]") {
   ScratchDir dir;
   save_attribution_plot(dir.file("a.png"), {{0.1, 0.9}, {0.5, 0.5}}, {"attn", "grad"}, {"a", "b"}, "t");
   CHECK(read_png(dir.file("a.png")).width > 0);

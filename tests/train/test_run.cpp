@@ -124,8 +124,13 @@ TEST_CASE("Run::start stores a file by its absolute path, checks before it write
     CHECK_FALSE(fs::exists(a));
   }
   SECTION("an existing checkpoint") {
-    Run first = Run::start(a, config_with_dropout(), quick_options(3), text);
-    train_to_end(first);
+    {
+      Run first = Run::start(a, config_with_dropout(), quick_options(3), text);
+      train_to_end(first);
+      // A living Run holds the directory's run lock.
+      CHECK_THROWS_WITH(Run::start(a, config_with_dropout(), quick_options(3), text, 0.1, true),
+                        Contains(a) && Contains("in use by another training run"));
+    }
     const std::string weights = io::read_file(a + "/model.safetensors");
     CHECK_THROWS_WITH(Run::start(a, config_with_dropout(), quick_options(3), text),
                       Contains("already holds a checkpoint"));
@@ -142,8 +147,10 @@ TEST_CASE("Run::resume refuses a total already reached and keeps the log up to i
   ScratchDir dir;
   const std::string text = write_text(dir);
   const std::string a = dir.file("a");
-  Run run = Run::start(a, config_with_dropout(), quick_options(3), text);
-  train_to_end(run);
+  {
+    Run run = Run::start(a, config_with_dropout(), quick_options(3), text);
+    train_to_end(run);
+  }  // it lets go of the run lock
   CHECK_THROWS_WITH(Run::resume(a), Contains(a) && Contains("already at step 3"));
   ResumeChanges bad;
   bad.steps = 6;

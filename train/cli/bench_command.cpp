@@ -100,6 +100,12 @@ void run_bench(const BenchFlags& f) {
   } else {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
+  try {  // before the model, its gradients and optimiser state are allocated
+    train::check_training_memory(
+        train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
+  } catch (const train::MemoryError& e) {
+    throw ValueError(memory_in_flag_terms(e));
+  }
   const data::TextDataset dataset(std::move(tokens), f.model.block, 0.1);
   nn::GPT model(f.model.config(vocab), f.seed);
 

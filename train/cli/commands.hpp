@@ -1,15 +1,19 @@
 #pragma once
 // The tinygpt subcommands. Each add_*_command registers one subcommand with its flags and the
 // callback that runs it; errors are thrown as tinygpt::Error and reported by main().
+#include <signal.h>
+
 #include <CLI/CLI.hpp>
 
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/dist/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::cli {
 
@@ -50,6 +54,36 @@ struct ModelFlags {
 // "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
 
+// SIGINT and SIGTERM while it lives: the handler records the signal and restores the default
+// disposition (a second signal ends the process at once); agreed() tells the training loop,
+// the same on every rank, whether to stop.
+class StopSignals {
+ public:
+  StopSignals();
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+  ~StopSignals();
+  // The signal to stop for (SIGINT first), 0 for none; a collective under mpirun (every rank
+  // calls it once per step).
+  int agreed(dist::Communicator& world) const;
+  void restore();  // the dispositions from before
+
+ private:
+  struct sigaction old_int_ {}, old_term_ {};
+  bool restored_ = false;
+};
+
+// Thrown once train has saved its checkpoint after SIGINT/SIGTERM: main exits with 128 + signal.
+struct Interrupted {
+  int signal;
+};
+
+// The flags that set a run's memory: the refusal of train::check_training_memory, or
+// std::bad_alloc, in their terms.
+inline constexpr const char* kActivationFlags = "--batch/--block";
+inline constexpr const char* kModelFlags = "--layers/--d-model";
+std::string memory_in_flag_terms(const train::MemoryError& e);
+
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>
 auto with_context(const std::string& context, F&& f) {
@@ -63,6 +97,12 @@ auto with_context(const std::string& context, F&& f) {
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::CharTokenizer& tokenizer);
+
+// Why the head probes cannot run on a model of `config` ("" when they can). They repeat a random
+// sequence of at least 2 distinct characters twice, so they need a context of 4 and a
+// vocabulary of 2. Every place that probes heads (train's tracking and final analysis, heads)
+// asks this.
+std::string head_probe_obstacle(const nn::GPTConfig& config);
 
 // Probes for the head analysis: `text` if given, else windows of the run's data source.
 struct HeadProbeSet {

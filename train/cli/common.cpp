@@ -135,6 +135,10 @@ std::string in_flag_terms(const std::string& message) {
   return out;
 }
 
+std::string memory_in_flag_terms(const train::MemoryError& e) {
+  return e.message(kActivationFlags, kModelFlags);
+}
+
 std::string wrap_words(const std::string& text, size_t width) {
   std::string out;
   size_t line_start = 0;

@@ -50,6 +50,18 @@ std::vector<std::vector<int64_t>> probe_windows(const std::string& source,
 
 }  // namespace
 
+std::string head_probe_obstacle(const nn::GPTConfig& config) {
+  if (config.vocab_size < 2) {
+    return fmt::format("vocabulary of {} character: no head analysis (its probes repeat a "
+                       "sequence of 2 or more distinct characters)", config.vocab_size);
+  }
+  if (config.block_size < 4) {
+    return fmt::format("a context of {} is shorter than 4: no head analysis (its probes repeat a "
+                       "sequence of 2 or more characters twice)", config.block_size);
+  }
+  return "";
+}
+
 HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
                          const std::string& text, const std::string& data_source) {
   HeadProbeSet set;
@@ -179,12 +191,8 @@ void add_heads_command(CLI::App& app) {
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
     train::LoadedModel loaded = train::load_model(flags->model);
-    // The induction probe is a random sequence of at least 2 characters, repeated.
-    if (loaded.config.block_size < 4) {
-      throw ValueError(fmt::format(
-          "{} has a context of {}; the head probes need at least 4 characters", flags->model,
-          loaded.config.block_size));
-    }
+    const std::string obstacle = head_probe_obstacle(loaded.config);
+    if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
     const bool ablate_each = cmd->count("--ablate") > 0;
     const heads::AblationMode mode = with_context("--ablate", [&] {
       return heads::parse_ablation_mode(flags->ablate.empty() ? "zero" : flags->ablate);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <new>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
@@ -98,6 +99,13 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
+  } catch (const tinygpt::cli::Interrupted& stop) {
+    return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
+  } catch (const std::bad_alloc&) {
+    // A shape beyond the memory estimate's reach (it refuses the absurd before allocating).
+    return report_failure(tinygpt::Error(fmt::format(
+        "out of memory: a buffer could not be allocated; lower {} (activations) or {} (model)",
+        tinygpt::cli::kActivationFlags, tinygpt::cli::kModelFlags)));
   } catch (const std::exception& e) {
     return report_failure(e);
   }

@@ -56,7 +56,7 @@ struct TrainFlags {
 // A resumed run keeps what defines it: its model, data and optimiser settings. Its flags may
 // be given again when resuming, with the run's own values (the command line that started it
 // works with --resume added); --steps, --eval-every, --eval-iters and --threads may change, and
-// --force does nothing. These are the kept flags but --data (compared as a path), with their
+// --force accepts data that changed since the run started. These are the kept flags but --data (compared as a path), with their
 // values as text (fmt prints a double as the shortest text that reads back as it).
 std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFlags& f) {
   const auto& o = f.options;
@@ -132,6 +132,7 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, dist::Communicat
   if (cmd.count("--steps") > 0) changes.steps = f.options.steps;
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
+  changes.accept_changed_data = f.force;
   train::Run run = train::Run::resume(f.resume, changes, world);
   check_resume_flags(f, cmd, run);
   return run;
@@ -145,6 +146,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   const bool root = world.is_root();
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
+  // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
+  StopSignals stop_signals;
   std::optional<train::Run> started;
   // Setup fails on every rank or on none, with one message (the lowest failing rank's).
   world.together([&] {
@@ -153,8 +156,12 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
                                : train::Run::start(f.out, f.model.config(), f.options,
                                                    f.data.empty() ? data::kToyCorpus : f.data,
                                                    f.val_fraction, f.force, world));
+    } catch (const train::DataChangedError& e) {
+      throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e.what()));
+    } catch (const train::MemoryError& e) {
+      throw ValueError(memory_in_flag_terms(e));
     }
   });
   train::Run& run = *started;
@@ -178,23 +185,40 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         world.size() > 1 ? "s" : "", run.options().grad_accum));
   }
 
-  // Every evaluation also scores the heads (formation over time; the probes need a context of 4).
-  const bool track_heads = config.block_size >= 4;
+  // Every evaluation also scores the heads (formation over time), when the probes can run.
+  const std::string no_heads = head_probe_obstacle(config);
+  const bool track_heads = no_heads.empty();
   const HeadProbeSet head_probes =
       track_heads ? make_probes(run.tokenizer(), config.block_size, "", run.data_source())
                   : HeadProbeSet{};
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
+  if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
+    progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was",
+                                 run.dir()));
+    throw Interrupted{signal};
+  }
   while (!run.done()) {
     const train::StepStats s = run.step();
     progress.on_step(s);
-    if (s.step % run.options().eval_every == 0 || run.done()) {
+    const bool evaluating = s.step % run.options().eval_every == 0 || run.done();
+    if (evaluating) {
       const std::string formation =
           track_heads ? heads::formation_record(run.model(), head_probes.probes).dump() : "";
       progress.on_eval(run.evaluate(formation));
       run.save();
     }
+    if (const int signal = stop_signals.agreed(world)) {
+      // The step is finished; its checkpoint (without an evaluation, as the same run never
+      // interrupted would have none here) resumes exactly.
+      if (!evaluating) run.save();
+      progress.message(fmt::format(
+          "tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: tinygpt train "
+          "--resume {}", s.step, run.dir(), run.dir()));
+      throw Interrupted{signal};
+    }
   }
+  stop_signals.restore();
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   progress.message(fmt::format(
@@ -219,8 +243,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   std::istringstream lines(run.log().text());
   for (std::string line; std::getline(lines, line);) records.push_back(json::parse(line));
   report_formation(records, run.dir(), title);
-  if (config.block_size < 4) {
-    progress.message("context shorter than 4: no head analysis (it probes with repeated sequences)");
+  if (!track_heads) {
+    progress.message(no_heads);
     return;
   }
   const HeadProbeSet probes =
@@ -246,7 +270,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->capture_default_str();
   cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has");
-  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out (ignored with --resume)");
+  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out; with --resume: resume although --data changed since the run started");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());

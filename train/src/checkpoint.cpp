@@ -212,9 +212,8 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                                           {{"steps_taken", std::to_string(optimizer->steps_taken())}}));
   }
   if (run != nullptr) {
-    const json state = {{"format_version", kRunStateVersion},
+    json state = {{"format_version", kRunStateVersion},
                         {"step", run->step},
-                        {"ranks", run->ranks},
                         {"ranks", run->ranks},
                         {"options", run->options},
                         {"data_source", run->data_source},
@@ -222,10 +221,18 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                         {"data_rng", hex_state(run->data_rng)},
                         {"dropout_rng", hex_state(run->dropout_rng)},
                         {"best_val_loss", std::isfinite(run->best_val_loss) ? json(run->best_val_loss) : json(nullptr)}};
+    if (!run->data_sha256.empty()) {
+      state["data_bytes"] = run->data_bytes;
+      state["data_sha256"] = run->data_sha256;
+    }
     files.emplace_back("trainer_state.json", state.dump(2) + "\n");
   }
-  files.insert(files.end(), extra_files.begin(), extra_files.end());
-  io::commit_files(dir, files);
+  std::set<std::string> appended;  // a log the run writes a line at a time stays in place
+  for (const auto& [name, bytes] : extra_files) {
+    files.emplace_back(name, bytes);
+    appended.insert(name);
+  }
+  io::commit_files(dir, files, appended);
 }
 
 namespace {
@@ -273,6 +280,15 @@ RunState read_run_state(const io::CommittedFiles& files) {
   run.options = options_from_json(jf::required(j, "options", path), path);
   run.data_source = jf::string(jf::required(j, "data_source", path), "data_source", path);
   run.val_fraction = jf::number(jf::required(j, "val_fraction", path), "val_fraction", path);
+  if (j.contains("data_sha256")) {  // runs saved before they were recorded have neither
+    run.data_bytes = jf::unsigned_integer(jf::required(j, "data_bytes", path), "data_bytes", path);
+    run.data_sha256 = jf::string(j["data_sha256"], "data_sha256", path);
+    if (run.data_sha256.size() != 64 ||
+        run.data_sha256.find_first_not_of("0123456789abcdef") != std::string::npos) {
+      jf::fail(path, "key 'data_sha256' is not a SHA-256 (64 hex digits): '{}'",
+               run.data_sha256.substr(0, 70));
+    }
+  }
   run.data_rng = parse_state(jf::required(j, "data_rng", path), "data_rng", path);
   run.dropout_rng = parse_state(jf::required(j, "dropout_rng", path), "dropout_rng", path);
   const json best = j.value("best_val_loss", json(nullptr));

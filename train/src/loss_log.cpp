@@ -1,10 +1,15 @@
 #include "tinygpt/train/loss_log.hpp"
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
 
 namespace tinygpt::train {
@@ -25,14 +30,45 @@ LossLog LossLog::parse(const std::string& text, int64_t step) {
 void LossLog::add(const StepStats& s) {
   const json entry = {{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"grad_norm", s.grad_norm},
                       {"tokens_per_s", s.seconds > 0 ? s.tokens / s.seconds : 0.0}};
-  lines_.push_back(entry.dump());
+  append(entry.dump());
+}
+
+void LossLog::append(std::string line) {
+  if (file_ && (std::fputs((line + "\n").c_str(), file_.get()) < 0 || std::fflush(file_.get()) != 0)) {
+    throw io::IOError(fmt::format("cannot append to {}: {}", path_, std::strerror(errno)));
+  }
+  lines_.push_back(std::move(line));
+}
+
+void LossLog::write_through(const std::string& path) {
+  const std::string bytes = text();
+  std::string current;
+  bool exists = true;
+  try {
+    current = io::read_file(path);
+  } catch (const io::IOError&) {
+    exists = false;  // created below
+  }
+  const bool keeps_prefix = exists && current.size() >= bytes.size() &&
+                            current.compare(0, bytes.size(), bytes) == 0;
+  file_.reset(std::fopen(path.c_str(), keeps_prefix ? "r+" : "w"));
+  path_ = path;
+  const bool written =
+      file_ && (keeps_prefix ? ::ftruncate(::fileno(file_.get()), static_cast<off_t>(bytes.size())) == 0 &&
+                                   std::fseek(file_.get(), 0, SEEK_END) == 0
+                             : std::fputs(bytes.c_str(), file_.get()) >= 0 && std::fflush(file_.get()) == 0);
+  if (!written) {
+    const int error = errno;
+    file_.reset();
+    throw io::IOError(fmt::format("cannot write {}: {}", path, std::strerror(error)));
+  }
 }
 
 void LossLog::add(const EvalStats& e, const std::string& extra_fields) {
   json entry = {{"step", e.step}, {"train_loss", e.train_loss},
                 {"val_loss", std::isnan(e.val_loss) ? json(nullptr) : json(e.val_loss)}};
   if (!extra_fields.empty()) entry.update(json::parse(extra_fields));
-  lines_.push_back(entry.dump());
+  append(entry.dump());
 }
 
 std::string LossLog::text() const {

@@ -6,30 +6,46 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
+#include "tinygpt/io/run_lock.hpp"
+#include "tinygpt/io/sha256.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
 
 namespace {
 
-// Refuses a directory with a checkpoint unless `force`, creates it, and proves it writable, so
-// that a run never trains for minutes to find it cannot save.
-void prepare_directory(const std::string& dir, bool force) {
-  if (has_checkpoint(dir) && !force) {
-    throw io::IOError(fmt::format(
-        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
-        dir, dir));
-  }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec || !fs::is_directory(dir)) {
-    throw io::IOError(fmt::format("cannot create output directory {}: {}", dir,
-                                  ec ? ec.message() : "not a directory"));
-  }
-  io::check_writable(dir);
+// The lock of an existing directory, taken before anything else so that a second run into a
+// folder in use fails at once (root rank only; the other ranks never touch the directory).
+std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const dist::Communicator& world) {
+  if (!world.is_root() || !fs::is_directory(dir)) return nullptr;
+  return std::make_unique<io::RunLock>(dir);
+}
+
+// "<source> changed since the run started (N bytes, sha256 <first 12 digits>... -> ...)".
+std::string describe_change(const std::string& source, uint64_t was_bytes,
+                            const std::string& was_sha256, uint64_t now_bytes,
+                            const std::string& now_sha256) {
+  return fmt::format(
+      "{} changed since the run started ({} bytes, sha256 {}... -> {} bytes, sha256 {}...)",
+      source, was_bytes, was_sha256.substr(0, 12), now_bytes, now_sha256.substr(0, 12));
 }
 
 }  // namespace
+
+DataChangedError::DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
+                                   uint64_t now_bytes, std::string now_sha256)
+    : ValueError(describe_change(source, was_bytes, was_sha256, now_bytes, now_sha256) +
+                 "; resume with accept_changed_data to train on it anyway"),
+      source_(std::move(source)),
+      was_sha256_(std::move(was_sha256)),
+      now_sha256_(std::move(now_sha256)),
+      was_bytes_(was_bytes),
+      now_bytes_(now_bytes) {}
+
+std::string DataChangedError::change() const {
+  return describe_change(source_, was_bytes_, was_sha256_, now_bytes_, now_sha256_);
+}
 
 Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
          std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
@@ -44,9 +60,56 @@ Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
   state_.ranks = world.size();
 }
 
+Run::~Run() {
+  // A run that created its directory and stops before its first save (refused, diverged, out
+  // of memory) leaves nothing: no empty folder, no lock file.
+  if (!lock_ || !created_dir_ || has_checkpoint(dir_)) return;
+  std::error_code ec;
+  fs::remove(log_path(), ec);
+  lock_->remove();
+  fs::remove(dir_, ec);  // only if empty: a file of anyone else's stays
+}
+
+std::string Run::log_path() const { return (fs::path(dir_) / kLogFile).string(); }
+
+void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
+  std::error_code ec;
+  created_dir_ = fs::create_directories(dir_, ec);
+  if (ec || !fs::is_directory(dir_)) {
+    throw io::IOError(fmt::format("cannot create output directory {}: {}", dir_,
+                                  ec ? ec.message() : "not a directory"));
+  }
+  lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
+  const bool replacing = has_checkpoint(dir_);
+  if (replacing && !force) {
+    throw io::IOError(fmt::format(
+        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
+        dir_, dir_));
+  }
+  // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
+  io::check_writable(dir_);
+  // The log goes out a line at a time from the start, unless the folder's checkpoint (which
+  // --force replaces) still owns log.jsonl: then from the first save, so that until then the
+  // old checkpoint loads.
+  if (!replacing) log_.write_through(log_path());
+}
+
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
                dist::Communicator& world) {
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  try {
+    return start_locked(dir, std::move(config), std::move(options), data_source, val_fraction,
+                        force, world, lock);
+  } catch (...) {
+    if (lock && lock->created()) lock->remove();  // a refused run adds no lock file either
+    throw;
+  }
+}
+
+Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+                      const std::string& data_source, double val_fraction, bool force,
+                      dist::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -54,20 +117,31 @@ Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions option
   state.val_fraction = val_fraction;
   state.best_val_loss = NAN;
   const std::string text = data::load_text(state.data_source);
+  state.data_bytes = text.size();
+  state.data_sha256 = io::sha256_hex(text);
   data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
   config.vocab_size = tokenizer.vocab_size();
   config.validate();
+  // Before the dataset, model or optimiser is allocated: an absurd shape is refused by its size.
+  const int64_t parts = world.size() * state.options.grad_accum;
+  check_training_memory(estimate_training_memory(config, (state.options.batch + parts - 1) / parts,
+                                                 state.options.optimizer, state.options.momentum));
   auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
       text, state.data_source, tokenizer, config.block_size, val_fraction));
   auto model = std::make_unique<nn::GPT>(config, state.options.seed);
   Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset),
           world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
-  if (world.is_root()) prepare_directory(dir, force);
+  if (world.is_root()) run.claim_directory(std::move(lock), force);
   return run;
 }
 
 Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Communicator& world) {
+  // Before anything is read or trained: a run that cannot save, or whose folder another run is
+  // using, fails at once.
+  if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  if (lock) recover_checkpoint(dir);  // a save cut short is completed or dropped: files in place
   SavedRun saved = load_run(dir);
   RunState& state = saved.state;
   state.options.steps = changes.steps.value_or(state.options.steps);
@@ -79,6 +153,13 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
                                  dir, state.step));
   }
   const std::string text = data::load_text(state.data_source);
+  const std::string sha256 = io::sha256_hex(text);
+  if (!state.data_sha256.empty() && (sha256 != state.data_sha256 || text.size() != state.data_bytes) &&
+      !changes.accept_changed_data) {
+    throw DataChangedError(state.data_source, state.data_bytes, state.data_sha256, text.size(), sha256);
+  }
+  state.data_bytes = text.size();  // runs saved without the record get it now
+  state.data_sha256 = sha256;
   auto dataset = std::make_unique<data::TextDataset>(
       data::make_dataset(text, state.data_source, saved.model.tokenizer,
                          saved.model.config.block_size, state.val_fraction));
@@ -94,6 +175,10 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Comm
   run.model_->dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step);
+  run.lock_ = std::move(lock);
+  // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
+  // committed log held lines the run does not keep, it is replaced at the first save instead.
+  if (run.lock_ && run.log_.text() == saved.log) run.log_.write_through(run.log_path());
   return run;
 }
 
@@ -133,7 +218,8 @@ void Run::save() {
   world_->together([&] {
     if (world_->is_root()) {
       save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
-                      {{"log.jsonl", log_.text()}});
+                      {{kLogFile, log_.text()}});
+      log_.write_through(log_path());  // the file committed (in place, or new after --force)
     }
   });
 }

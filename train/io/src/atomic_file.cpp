@@ -123,9 +123,11 @@ void write_file_synced(const std::string& path, std::string_view bytes) {
 }
 
 void check_writable(const std::string& dir) {
-  auto [path, fd] = create_temporary(std::filesystem::path(dir) / ".write-test");
+  const std::string path =
+      (std::filesystem::path(dir) / fmt::format(".tinygpt-write-test-{}", ::getpid())).string();
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  if (file.get() < 0) fail("cannot write in directory {}", dir);
   TemporaryFile probe(path);
-  FileDescriptor file(fd);
   write_sync_close(file, "", fmt::format("'{}' (a write test of the directory)", path));
 }
 

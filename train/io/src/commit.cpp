@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/io/sha256.hpp"
 
@@ -121,6 +122,22 @@ void roll_forward(const std::string& dir) {
   sync_directory(dir);
 }
 
+// Whether `path` holds exactly `bytes`; if so it is synced, to be committed where it is.
+bool holds_synced(const std::string& path, const std::string& bytes) {
+  std::string current;
+  try {
+    current = read_file(path);
+  } catch (const IOError&) {
+    return false;  // missing: staged like any other file
+  }
+  if (current != bytes) return false;
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  const bool synced = fd >= 0 && ::fsync(fd) == 0;
+  if (fd >= 0) ::close(fd);
+  if (!synced) fail(fmt::format("cannot fsync {}", path));
+  return true;
+}
+
 // Deletes the staging folder; errors are ignored (a later writer retries).
 void remove_staging(const std::string& dir) {
   std::error_code ec;
@@ -147,7 +164,7 @@ DirectoryLock::~DirectoryLock() { ::close(fd_); }  // closing the last descripto
 bool is_plain_file_name(const std::string& name) {
   return !name.empty() && name != "." && name != ".." &&
          name.find_first_of(std::string("/\0", 2)) == std::string::npos && name != kStagingDir &&
-         name != kCommitRecord && name != kManifest;
+         name != kCommitRecord && name != kManifest && name != kRunLockFile;
 }
 
 void recover_commit(const std::string& dir) {
@@ -158,7 +175,8 @@ void recover_commit(const std::string& dir) {
   }
 }
 
-void commit_files(const std::string& dir, const NamedFiles& files) {
+void commit_files(const std::string& dir, const NamedFiles& files,
+                  const std::set<std::string>& appended) {
   std::set<std::string> names;
   for (const auto& [name, bytes] : files) {
     if (!is_plain_file_name(name)) {
@@ -179,7 +197,9 @@ void commit_files(const std::string& dir, const NamedFiles& files) {
     if (::mkdir(staging.c_str(), 0777) != 0) fail(fmt::format("cannot create {}", staging));
     Manifest manifest;
     for (const auto& [name, bytes] : files) {
-      write_file_synced(path_in(staging, name), bytes);
+      if (appended.count(name) == 0 || !holds_synced(path_in(dir, name), bytes)) {
+        write_file_synced(path_in(staging, name), bytes);
+      }
       manifest.emplace_back(name, FileChecksum{bytes.size(), sha256_hex(bytes)});
     }
     const std::string staged_record = path_in(staging, kCommitRecord);

@@ -5,8 +5,9 @@
 //   tokenizer.json         {"vocab": [characters in id order]}
 // and, for resuming a run exactly:
 //   optimizer.safetensors  the optimiser's moments ("exp_avg.<param>", ...)
-//   trainer_state.json     step, ranks, options (grad_accum among them), data source, generator
-//                          states, best validation loss
+//   trainer_state.json     step, ranks, options (grad_accum among them), data source and its
+//                          size and SHA-256 (data_bytes, data_sha256), generator states, best
+//                          validation loss
 //
 // All files of one save are committed together (io/commit.hpp), so a checkpoint is never
 // half-written; saves and loads of one directory hold its lock, so a load (tinygpt sample during
@@ -27,6 +28,10 @@ namespace tinygpt::train {
 struct RunState {
   TrainOptions options;
   std::string data_source;  // a file path, or "builtin:toy"
+  // The text's size and SHA-256 (lowercase hex) when the run started, so a resume on changed
+  // data is noticed; runs saved before they were recorded have none (data_sha256 empty).
+  uint64_t data_bytes = 0;
+  std::string data_sha256;
   double val_fraction = 0.1;
   int64_t step = 0;
   int64_t ranks = 1;  // processes of the data-parallel run that saved it (informational)
@@ -42,7 +47,9 @@ struct LoadedModel {
 };
 
 // Writes the model files, plus the optimiser and run state when given, as one commit.
-// Extra files (e.g. the loss log) can ride along in the same commit.
+// Extra files (e.g. the loss log) can ride along in the same commit; one that `dir` already
+// holds with exactly its bytes (a log written a line at a time) stays in place
+// (io::commit_files' `appended`).
 void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
                      const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});

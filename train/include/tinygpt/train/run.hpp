@@ -25,6 +25,7 @@
 
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_log.hpp"
@@ -39,7 +40,26 @@ struct ResumeChanges {
   std::optional<int64_t> steps;       // the new total, above the saved step
   std::optional<int64_t> eval_every;
   std::optional<int64_t> eval_iters;
+  // Resume although the data's size or SHA-256 differs from the run's record (the record then
+  // takes the new data's).
+  bool accept_changed_data = false;
 };
+
+// A resume found the run's data changed since it started. what() is in library terms; the
+// fields let a caller say it in its own (the CLI names --data and --force).
+class DataChangedError : public ValueError {
+ public:
+  DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
+                   uint64_t now_bytes, std::string now_sha256);
+  // "<source> changed since the run started (N bytes, sha256 abcd... -> M bytes, sha256 ...)"
+  std::string change() const;
+
+ private:
+  std::string source_, was_sha256_, now_sha256_;
+  uint64_t was_bytes_, now_bytes_;
+};
+
+inline constexpr const char* kLogFile = "log.jsonl";
 
 class Run {
  public:
@@ -50,14 +70,25 @@ class Run {
   // checkpoint, unless `force`; the first save() replaces it.
   // In a data-parallel run every rank starts (or resumes) the same run with its `world`; only
   // the root rank touches the directory, and save() commits there once for all ranks.
+  // The root rank holds the directory's run lock (io/run_lock.hpp) from the start (an existing
+  // directory is locked before any check) to the Run's end: a second run into it throws IOError
+  // "DIR is in use by another training run (pid N)". A run that created the directory and ends
+  // before its first save removes it again.
   static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    dist::Communicator& world = dist::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
-  // text loaded again from its data source. Throws ValueError when the run's total of steps
-  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file.
+  // text loaded again from its data source, which must be the text the run started on (its
+  // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
+  // ValueError when the run's total of steps
+  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file;
+  // IOError, before reading anything, when `dir` is not writable or another run holds its lock.
   static Run resume(const std::string& dir, const ResumeChanges& changes = {},
                     dist::Communicator& world = dist::world());
+
+  Run(Run&&) = default;
+  Run& operator=(Run&&) = delete;
+  ~Run();
 
   bool done() const { return trainer_->done(); }
   // One training step or one evaluation, logged. If it diverges (DivergedError) nothing is
@@ -68,9 +99,14 @@ class Run {
   EvalStats evaluate(const std::string& extra_fields = "");
   // Commits weights, config, tokenizer, optimiser state, run state (step, generator states) and
   // log as one checkpoint.
+  // The root rank also writes log.jsonl a line at a time as steps and evaluations are logged
+  // (LossLog::write_through): from the start, or, when --force replaces a checkpoint, from the
+  // first save (until then the old checkpoint, log included, still loads). Loads read the log as
+  // its committed prefix; a resume cuts off the lines logged after the last save.
   void save();
 
   const std::string& dir() const { return dir_; }
+  std::string log_path() const;  // DIR/log.jsonl
   int64_t steps_done() const { return trainer_->steps_done(); }
   int64_t saved_step() const { return state_.step; }  // 0 before the first save
   const TrainOptions& options() const { return trainer_->options(); }
@@ -87,6 +123,12 @@ class Run {
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
       std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
       dist::Communicator& world);
+  static Run start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+                          const std::string& data_source, double val_fraction, bool force,
+                          dist::Communicator& world, std::unique_ptr<io::RunLock>& lock);
+  // Creates the directory, takes its run lock (or keeps `lock`), refuses a checkpoint there
+  // unless `force`, and proves it writable (root rank).
+  void claim_directory(std::unique_ptr<io::RunLock> lock, bool force);
   // f(), with a DivergedError's message telling what the directory keeps.
   template <class F>
   auto unless_diverged(F&& f);
@@ -99,6 +141,8 @@ class Run {
   std::unique_ptr<data::TextDataset> dataset_;
   std::unique_ptr<Trainer> trainer_;
   LossLog log_;
+  std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime
+  bool created_dir_ = false;           // this run made the directory
 };
 
 }  // namespace tinygpt::train

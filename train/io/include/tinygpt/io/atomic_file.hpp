@@ -27,8 +27,9 @@ void write_file_atomic(const std::string& path, std::string_view bytes);
 // that a later step renames into place (see checkpoint.hpp's commit protocol).
 void write_file_synced(const std::string& path, std::string_view bytes);
 
-// Creates, syncs and deletes a uniquely named hidden file in `dir`: IOError naming the directory
-// and the reason when the process cannot write there (read-only, no permission, full disk).
+// Creates, syncs and deletes a hidden file named after this process in `dir`: IOError
+// "cannot write in directory DIR: <reason>" when the process cannot write there (read-only, no
+// permission, full disk).
 void check_writable(const std::string& dir);
 
 // Makes the entries of `dir` (files created or renamed in it) durable.

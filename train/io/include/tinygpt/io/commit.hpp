@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -49,13 +50,18 @@ class DirectoryLock {
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;  // {file name, bytes}
 
 // True for a name a commit may hold: a plain file name of the directory (not empty, ".", "..",
-// no '/' or NUL) and not one of the protocol's own names above.
+// no '/' or NUL) and not one of the protocol's own names above, nor the run lock (run_lock.hpp).
 bool is_plain_file_name(const std::string& name);
 
 // Writes `files` into `dir` (created if missing) as one commit, under the exclusive lock.
 // Throws ValueError for a name that is_plain_file_name refuses or given twice, IOError when a
 // write fails (the staged files are deleted then, and `dir`'s files are as they were).
-void commit_files(const std::string& dir, const NamedFiles& files);
+// A file named in `appended` (a log written a line at a time) whose bytes `dir` already holds
+// exactly stays in place: synced and recorded, not staged and renamed, so a reader following it
+// (tail -f) keeps following it. Since loads read such a file as its committed prefix
+// (read_prefix), lines appended after a commit never damage it.
+void commit_files(const std::string& dir, const NamedFiles& files,
+                  const std::set<std::string>& appended = {});
 
 // Completes a commit whose record was written and deletes the staging folder of one that was
 // not. The caller holds `dir`'s exclusive DirectoryLock.

@@ -1,0 +1,251 @@
+// A training run as a hostile but realistic user meets it (issue 15, phase B), through the real
+// binary: a second run into a folder in use, signals, a folder that became read-only, shapes far
+// beyond the machine's memory, data changed under a run, a one-character corpus, and the log
+// written a line at a time.
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+using nlohmann::json;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Polls `ready` every 10 ms until it holds (true) or 60 s pass (false).
+bool wait_until(const std::function<bool()>& ready) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (std::chrono::steady_clock::now() < until) {
+    if (ready()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
+}
+
+// Lines in `path` (0 if it does not exist).
+size_t lines_in(const std::string& path) {
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return 0;
+  const std::string text = read_bytes(path);
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
+// The tiny model trained for `steps` with the schedule's horizon fixed at `steps`, so that a run
+// interrupted and resumed can be compared with one never interrupted.
+std::vector<std::string> long_run(const std::string& out, int64_t steps, int64_t eval_every) {
+  return concat({"train", "--out", out, "--steps", std::to_string(steps), "--eval-every",
+                 std::to_string(eval_every), "--lr-decay-steps", std::to_string(steps)},
+                tiny_model_flags());
+}
+
+// A run of `steps` started in the background, once its log shows a step.
+void wait_for_first_step(CliProcess& trainer, const std::string& out) {
+  const bool stepped = wait_until([&] { return lines_in(out + "/log.jsonl") > 0; });
+  if (!stepped) {
+    trainer.send_signal(SIGKILL);
+    INFO(trainer.finish().describe());
+    FAIL("the run logged no step within 60 s");
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a second train into a folder in use is refused at once, and the first goes on and loads",
+          "[cli][hardening][lock][slow]") {
+  ScratchDir dir;
+  const std::string out = dir.file("run");
+  CliProcess first(long_run(out, 1'000'000, 1'000'000));
+  wait_for_first_step(first, out);
+  // The log is written a line at a time: steps are there long before the first checkpoint.
+  CHECK_FALSE(fs::exists(out + "/checkpoint.json"));
+  const size_t early = lines_in(out + "/log.jsonl");
+  for (const auto& args :
+       {tiny_train_args(out), tiny_train_args(out, {"--force"}),
+        std::vector<std::string>{"train", "--resume", out, "--steps", "2000000"}}) {
+    const CliResult second = run_cli(args);
+    check_one_line_error(second, {out, "is in use by another training run (pid " +
+                                           std::to_string(first.pid()) + ")"});
+  }
+  CHECK(wait_until([&] { return lines_in(out + "/log.jsonl") > early; }));  // it goes on
+  CHECK_FALSE(fs::exists(out + "/checkpoint.json"));
+  // Nothing of the second runs is there: only the first's lock and live log.
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(out)) names.insert(entry.path().filename().string());
+  CHECK(names == std::set<std::string>{".tinygpt-run.lock", "log.jsonl"});
+
+  first.send_signal(SIGINT);  // it saves, and the checkpoint loads
+  const CliResult ended = first.finish();
+  INFO(ended.describe());
+  REQUIRE(ended.exited_with(130));
+  run_ok({"sample", "--model", out, "--tokens", "10"});
+  // Free again: it resumes.
+  run_ok({"train", "--resume", out, "--steps", std::to_string(saved_step(out) + 5), "--threads", "1"});
+}
+
+TEST_CASE("SIGINT saves at the step it ends, and the resumed run equals one never interrupted",
+          "[cli][hardening][signals][slow]") {
+  constexpr int64_t kSteps = 20'000;
+  ScratchDir dir;
+  const std::string out = dir.file("run"), reference = dir.file("reference");
+  CliProcess trainer(long_run(out, kSteps, 5'000));
+  wait_for_first_step(trainer, out);
+  trainer.send_signal(SIGINT);
+  const CliResult r = trainer.finish();
+  INFO(r.describe());
+  if (r.exited_with(0)) {
+    WARN("the run finished before the signal: nothing was tested");
+    return;
+  }
+  REQUIRE(r.exited_with(130));
+  const int64_t step = saved_step(out);
+  CHECK(step < kSteps);
+  const std::vector<std::string> lines = r.err_lines();
+  REQUIRE_FALSE(lines.empty());
+  CHECK(lines.back() == "tinygpt: interrupted at step " + std::to_string(step) +
+                            "; checkpoint saved in " + out + "; resume with: tinygpt train --resume " + out);
+  CHECK(static_cast<int64_t>(log_without_timing(out).size()) == step + step / 5'000);
+  run_ok({"train", "--resume", out, "--threads", "1"});
+  run_ok(long_run(reference, kSteps, 5'000));
+  CHECK(read_bytes(out + "/model.safetensors") == read_bytes(reference + "/model.safetensors"));
+  CHECK(read_bytes(out + "/optimizer.safetensors") == read_bytes(reference + "/optimizer.safetensors"));
+  CHECK(log_without_timing(out) == log_without_timing(reference));
+}
+
+TEST_CASE("SIGTERM exits 143, and a second signal during the save kills at once and the folder loads",
+          "[cli][hardening][signals][slow]") {
+  ScratchDir dir;
+  const std::string out = dir.file("run");
+  {
+    CliProcess trainer(long_run(out, 1'000'000, 1'000'000));
+    wait_for_first_step(trainer, out);
+    trainer.send_signal(SIGTERM);
+    const CliResult r = trainer.finish();
+    INFO(r.describe());
+    CHECK(r.exited_with(143));
+    CHECK_THAT(r.err, Catch::Matchers::Contains("checkpoint saved in " + out));
+  }
+  // Checkpointing every step, SIGINT then at once SIGINT again (the default disposition by
+  // then: it dies), then the same with SIGKILL; each time the last checkpoint loads and resumes.
+  for (const int second : {SIGINT, SIGKILL}) {
+    CAPTURE(second);
+    const int64_t before = saved_step(out);
+    CliProcess trainer({"train", "--resume", out, "--steps", "1000000", "--eval-every", "1",
+                        "--threads", "1"});
+    REQUIRE(wait_until([&] { return saved_step(out) > before; }));
+    trainer.send_signal(SIGINT);
+    trainer.send_signal(second);
+    const CliResult r = trainer.finish();
+    INFO(r.describe());
+    CHECK((r.signal == second || r.exited_with(130)));
+    run_ok({"eval", "--model", out, "--data", "builtin:toy", "--threads", "1"});
+    run_ok({"train", "--resume", out, "--steps", std::to_string(saved_step(out) + 3), "--threads", "1"});
+  }
+}
+
+TEST_CASE("resume into a folder it cannot write fails before training, naming the folder",
+          "[cli][hardening]") {
+  ScratchDir dir;
+  const std::string out = dir.file("run");
+  train_tiny_model(out);
+  const DirSnapshot before = snapshot(out);
+  if (::geteuid() != 0) {
+    fs::permissions(out, fs::perms::owner_write | fs::perms::group_write | fs::perms::others_write,
+                    fs::perm_options::remove);
+    const CliResult r = run_cli({"train", "--resume", out, "--steps", "40"});
+    fs::permissions(out, fs::perms::owner_write, fs::perm_options::add);
+    check_one_line_error(r, {"cannot write in directory " + out});
+  } else {
+    // Root ignores permissions: the same binary as an unprivileged user (setpriv, util-linux),
+    // on a folder it may read but not write.
+    if (std::system("setpriv --version > /dev/null 2>&1") != 0) {
+      WARN("skipped: running as root without setpriv, permissions do not bind");
+      return;
+    }
+    fs::permissions(dir.file(""), fs::perms::all, fs::perm_options::replace);  // mkdtemp made it 0700
+    const std::string err = dir.file("err.txt");
+    const std::string command = "setpriv --reuid=65534 --regid=65534 --clear-groups '" +
+                                tinygpt_binary() + "' train --resume '" + out +
+                                "' --steps 40 > /dev/null 2> '" + err + "'";
+    const int status = std::system(command.c_str());
+    REQUIRE(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 126 || WEXITSTATUS(status) == 127) {
+      WARN("skipped: the unprivileged user cannot run " + tinygpt_binary());
+      return;
+    }
+    CHECK(WEXITSTATUS(status) == 1);
+    CHECK(read_bytes(err) == "tinygpt: error: cannot write in directory " + out + ": Permission denied\n");
+  }
+  CHECK(snapshot(out) == before);
+}
+
+TEST_CASE("a shape far beyond the machine's memory is refused before allocating, naming the flags",
+          "[cli][hardening][memory]") {
+  ScratchDir dir;
+  const std::string out = dir.file("X");
+  const std::vector<std::string> huge = {"--layers", "64", "--d-model", "8192", "--block", "65536"};
+  const CliOptions quick{{}, false, std::chrono::milliseconds(20'000)};
+  for (const auto& args : {concat({"train", "--out", out}, huge), concat({"bench", "--steps", "1"}, huge)}) {
+    check_one_line_error(run_cli(args, quick),
+                         {"this run needs about", "GiB available",
+                          "lower --batch/--block (activations) or --layers/--d-model (model)"});
+  }
+  CHECK_FALSE(fs::exists(out));
+  CHECK(dir.entries().empty());
+}
+
+TEST_CASE("resuming on data that changed is refused unless --force, and older runs resume as before",
+          "[cli][hardening][data]") {
+  ScratchDir dir;
+  const std::string data = dir.file("text.txt"), out = dir.file("run");
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the cat sat on the mat. ";
+  write_bytes(data, text);
+  train_tiny_model(out, {"--data", data});
+  const json state = json::parse(read_bytes(out + "/trainer_state.json"));
+  CHECK(state.at("data_bytes") == text.size());
+  CHECK(state.at("data_sha256").get<std::string>().size() == 64);
+
+  write_bytes(data, text + "the mat sat on the cat. ");
+  const DirSnapshot before = snapshot(out);
+  check_one_line_error(run_cli({"train", "--resume", out, "--steps", "30"}),
+                       {"--data " + data + " changed since the run started (" +
+                            std::to_string(text.size()) + " bytes, sha256 " +
+                            state.at("data_sha256").get<std::string>().substr(0, 12),
+                        "pass --force to resume on it anyway"});
+  CHECK(snapshot(out) == before);
+  run_ok({"train", "--resume", out, "--steps", "30", "--force", "--threads", "1"});
+  CHECK(json::parse(read_bytes(out + "/trainer_state.json")).at("data_bytes") == text.size() + 24);
+
+  // A run saved before the record existed: no fields, no manifest (as that tinygpt wrote it).
+  json old_state = json::parse(read_bytes(out + "/trainer_state.json"));
+  old_state.erase("data_bytes");
+  old_state.erase("data_sha256");
+  write_bytes(out + "/trainer_state.json", old_state.dump(2));
+  fs::remove(out + "/checkpoint.json");
+  write_bytes(data, text);
+  run_ok({"train", "--resume", out, "--steps", "40", "--threads", "1"});
+}
+
+TEST_CASE("a corpus of one distinct character trains, and the head analysis is skipped with a message",
+          "[cli][hardening][heads]") {
+  ScratchDir dir;
+  const std::string data = dir.file("a.txt"), out = dir.file("run");
+  write_bytes(data, std::string(3000, 'a'));
+  const CliResult r = run_ok(tiny_train_args(out, {"--data", data}));
+  CHECK_THAT(r.err, Catch::Matchers::Contains("vocabulary of 1 character: no head analysis"));
+  CHECK(saved_step(out) == 20);
+  check_one_line_error(run_cli({"heads", "--model", out}),
+                       {out, "vocabulary of 1 character: no head analysis"});
+}

@@ -1,0 +1,61 @@
+// The memory estimate a run is checked against before it allocates (train/memory_estimate.hpp).
+#include <catch2/catch.hpp>
+
+#include "tinygpt/train/memory_estimate.hpp"
+
+using namespace tinygpt;
+using namespace tinygpt::train;
+
+namespace {
+
+nn::GPTConfig shape(int64_t layers, int64_t heads, int64_t width, int64_t context, int64_t vocab) {
+  nn::GPTConfig c;
+  c.n_layer = layers;
+  c.n_head = heads;
+  c.n_embd = width;
+  c.block_size = context;
+  c.vocab_size = vocab;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("parameter_count equals the built model's, for every shape option", "[train][memory]") {
+  std::vector<nn::GPTConfig> configs(5, shape(2, 4, 32, 16, 37));
+  configs[1].position_embedding = nn::PositionEmbedding::rope;
+  configs[2].n_kv_head = 2;
+  configs[3].n_kv_head = 1;
+  configs[3].position_embedding = nn::PositionEmbedding::alibi;
+  configs[4].n_layer = 3;
+  configs[4].n_embd = 48;
+  for (const nn::GPTConfig& config : configs) {
+    CHECK(parameter_count(config) == nn::GPT(config, 0).num_parameters());
+  }
+}
+
+TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's activations",
+          "[train][memory]") {
+  nn::GPTConfig c = shape(2, 8, 64, 64, 65);  // the demo's
+  const MemoryEstimate adamw = estimate_training_memory(c, 16, "adamw");
+  CHECK(adamw.model_bytes == 16.0 * static_cast<double>(parameter_count(c)));
+  CHECK(estimate_training_memory(c, 16, "sgd").model_bytes == 8.0 * parameter_count(c));
+  CHECK(estimate_training_memory(c, 16, "sgd", 0.9).model_bytes == 12.0 * parameter_count(c));
+  CHECK(adamw.activation_bytes ==
+        4.0 * 16 * 64 * (2 * (kActivationWidths * 64) + 3 * 65));
+  CHECK(estimate_training_memory(c, 32, "adamw").activation_bytes == 2 * adamw.activation_bytes);
+  c.dropout = 0.1;  // the unfused attention keeps (T,T) maps
+  CHECK(estimate_training_memory(c, 16, "adamw").activation_bytes > adamw.activation_bytes);
+}
+
+TEST_CASE("a run far beyond the machine is refused, and the demo's shape is not", "[train][memory]") {
+  CHECK(available_memory_bytes() > 0.0);
+  try {
+    check_training_memory(estimate_training_memory(shape(64, 8, 8192, 65536, 65), 16, "adamw"));
+    FAIL("not refused");
+  } catch (const MemoryError& e) {
+    CHECK_THAT(e.what(), Catch::Matchers::Contains("GiB available") &&
+                             Catch::Matchers::Contains("the layers or the width"));
+    CHECK_THAT(e.message("--batch", "--layers"), Catch::Matchers::Contains("lower --batch (activations) or --layers (model)"));
+  }
+  CHECK_NOTHROW(check_training_memory(estimate_training_memory(shape(2, 8, 64, 64, 65), 16, "adamw")));
+}

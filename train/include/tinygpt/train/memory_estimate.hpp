@@ -1,0 +1,62 @@
+#pragma once
+// What a training run will need in memory, estimated before anything is allocated, and the
+// check that refuses a run the machine cannot hold (an absurd shape used to meet std::bad_alloc
+// or the OOM killer minutes later, naming no setting).
+//
+//   model bytes       = 4 x parameters x copies; copies: weights + gradients + AdamW m and v (4),
+//                       or weights + gradients (+ momentum) for SGD (2 or 3)
+//   activation bytes  = 4 x B x T x (L x (kActivationWidths x C + a x H x T) + 3 x V)
+// for one micro-batch of B rows of T tokens, L layers of width C and H heads, vocabulary V.
+// kActivationWidths = 20 vectors of width C per token and layer are what the forward keeps for
+// the backward (layer norms, packed q/k/v, the heads' output, the projections, the MLP's 4C
+// twice, residuals) plus the gradients alive at the backward's peak: bench's allocator peak
+// measured 16 C (4 layers, C 256 and 512, T 64 to 512; docs in README "What the CLI
+// guarantees"). The fused causal attention holds nothing of size T x T, so a = 0; with dropout
+// the attention takes the unfused path that keeps its scores, probabilities, dropped
+// probabilities and a gradient, a = 4. The 3 V are the logits, their softmax and gradient.
+// It is meant to be roughly right, so that only a run far beyond the machine is refused.
+#include <cstdint>
+#include <string>
+
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/nn/gpt.hpp"
+
+namespace tinygpt::train {
+
+inline constexpr int64_t kActivationWidths = 20;
+
+struct MemoryEstimate {
+  int64_t parameters = 0;
+  double model_bytes = 0.0;
+  double activation_bytes = 0.0;
+  double total_bytes() const { return model_bytes + activation_bytes; }
+};
+
+// The parameters of a GPT of `config` (exactly nn::GPT::num_parameters(), without building it).
+int64_t parameter_count(const nn::GPTConfig& config);
+// `micro_batch_rows` sequences per forward/backward; `optimizer` "adamw" or "sgd" (with
+// `momentum` > 0 keeping a buffer).
+MemoryEstimate estimate_training_memory(const nn::GPTConfig& config, int64_t micro_batch_rows,
+                                        const std::string& optimizer, double momentum = 0.0);
+
+// Bytes this process can still allocate without swapping: MemAvailable of /proc/meminfo (else
+// the free physical pages, sysconf), capped by a cgroup v2 memory limit when one is set.
+double available_memory_bytes();
+
+// The run does not fit: the estimate and what is available, with a message naming the knobs.
+class MemoryError : public Error {
+ public:
+  MemoryError(const MemoryEstimate& estimate, double available);
+  // "this run needs about X GiB (model Y GiB, activations Z GiB) but the machine has W GiB
+  // available; lower <activation_knobs> (activations) or <model_knobs> (model)".
+  std::string message(const std::string& activation_knobs, const std::string& model_knobs) const;
+
+ private:
+  MemoryEstimate estimate_;
+  double available_;
+};
+
+// Throws MemoryError when the estimate exceeds available_memory_bytes().
+void check_training_memory(const MemoryEstimate& estimate);
+
+}  // namespace tinygpt::train

@@ -1,0 +1,75 @@
+#include "tinygpt/io/run_lock.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <system_error>
+
+#include <fmt/format.h>
+
+#include "tinygpt/io/atomic_file.hpp"
+
+namespace tinygpt::io {
+namespace {
+
+std::string reason(int error) { return std::error_code(error, std::generic_category()).message(); }
+
+// The process id the holder wrote into the lock file ("?" when it has not written it yet).
+std::string holder_of(int fd) {
+  char text[32] = {};
+  const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
+  std::string pid = n > 0 ? std::string(text, static_cast<size_t>(n)) : "";
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  return pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos ? "?" : pid;
+}
+
+}  // namespace
+
+RunLock::RunLock(const std::string& dir)
+    : path_((std::filesystem::path(dir) / kRunLockFile).string()),
+      fd_(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) {
+  created_ = fd_ >= 0;
+  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  if (fd_ < 0) {
+    throw IOError(fmt::format("cannot create the run lock {}: {}", path_, reason(errno)));
+  }
+  while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+    const int error = errno;
+    if (error == EINTR) continue;
+    const std::string pid = error == EWOULDBLOCK ? holder_of(fd_) : "";
+    ::close(fd_);
+    if (error == EWOULDBLOCK) {
+      throw IOError(fmt::format(
+          "{} is in use by another training run (pid {}); wait for it to end or stop it "
+          "(tinygpt sample/eval/heads may read it meanwhile)", dir, pid));
+    }
+    throw IOError(fmt::format("cannot lock {}: {}", path_, reason(error)));
+  }
+  const std::string pid = fmt::format("{}\n", ::getpid());
+  if (::ftruncate(fd_, 0) != 0 || ::pwrite(fd_, pid.data(), pid.size(), 0) != static_cast<ssize_t>(pid.size())) {
+    const int error = errno;
+    ::close(fd_);
+    throw IOError(fmt::format("cannot write the run lock {}: {}", path_, reason(error)));
+  }
+}
+
+RunLock::~RunLock() {
+  if (fd_ < 0) return;
+  // Empty again at rest, so a run that was refused leaves the file as it found it; a holder that
+  // died leaves its pid, which the next one overwrites.
+  const int emptied = ::ftruncate(fd_, 0);  // if it fails, a stale pid is only informational
+  static_cast<void>(emptied);
+  ::close(fd_);  // closing the descriptor releases the lock
+}
+
+void RunLock::remove() {
+  ::unlink(path_.c_str());  // while still locked: no other run holds it meanwhile
+  ::close(fd_);
+  fd_ = -1;
+}
+
+}  // namespace tinygpt::io

@@ -1,0 +1,109 @@
+#include "tinygpt/train/memory_estimate.hpp"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace tinygpt::train {
+namespace {
+
+constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
+
+// "MemAvailable:  123456 kB" of /proc/meminfo, in bytes; 0 when absent.
+double mem_available() {
+  std::ifstream in("/proc/meminfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    std::string key;
+    double kib = 0.0;
+    if (fields >> key >> kib && key == "MemAvailable:") return kib * 1024.0;
+  }
+  return 0.0;
+}
+
+// memory.max - memory.current of this process's cgroup (v2), or 0 without a limit.
+double cgroup_room() {
+  std::ifstream cgroup("/proc/self/cgroup");
+  std::string line;
+  if (!std::getline(cgroup, line) || line.rfind("0::", 0) != 0) return 0.0;
+  const std::string dir = "/sys/fs/cgroup" + line.substr(3);
+  double max = 0.0, current = 0.0;
+  std::ifstream max_file(dir + "/memory.max"), current_file(dir + "/memory.current");
+  if (!(max_file >> max) || !(current_file >> current)) return 0.0;  // "max": no limit
+  return std::max(0.0, max - current);
+}
+
+}  // namespace
+
+int64_t parameter_count(const nn::GPTConfig& c) {
+  const int64_t C = c.n_embd, bias = c.bias ? 1 : 0;
+  const int64_t kv_width = 2 * c.kv_heads() * (C / c.n_head);  // keys and values
+  const auto linear = [&](int64_t in, int64_t out) { return in * out + bias * out; };
+  const int64_t layer_norm = 2 * C;  // weight and bias
+  const int64_t block = layer_norm + linear(C, C + kv_width) + linear(C, C) + layer_norm +
+                        linear(C, 4 * C) + linear(4 * C, C);
+  const int64_t positions =
+      c.position_embedding == nn::PositionEmbedding::learned ? c.block_size * C : 0;
+  const int64_t head = c.tie_weights ? 0 : c.vocab_size * C;
+  return c.vocab_size * C + positions + c.n_layer * block + layer_norm + head;
+}
+
+MemoryEstimate estimate_training_memory(const nn::GPTConfig& c, int64_t micro_batch_rows,
+                                        const std::string& optimizer, double momentum) {
+  MemoryEstimate e;
+  e.parameters = parameter_count(c);
+  const double copies = optimizer == "sgd" ? (momentum > 0.0 ? 3.0 : 2.0) : 4.0;
+  e.model_bytes = 4.0 * copies * static_cast<double>(e.parameters);
+  const double tokens = static_cast<double>(micro_batch_rows) * static_cast<double>(c.block_size);
+  const double attention_maps = c.dropout > 0.0 ? 4.0 : 0.0;  // the unfused path's (T,T) buffers
+  const double per_token =
+      static_cast<double>(c.n_layer) *
+          (static_cast<double>(kActivationWidths * c.n_embd) +
+           attention_maps * static_cast<double>(c.n_head) * static_cast<double>(c.block_size)) +
+      3.0 * static_cast<double>(c.vocab_size);
+  e.activation_bytes = 4.0 * tokens * per_token;
+  return e;
+}
+
+double available_memory_bytes() {
+  double available = mem_available();
+  if (available <= 0.0) {
+    available = static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
+  }
+  const double room = cgroup_room();
+  return room > 0.0 ? std::min(available, room) : available;
+}
+
+namespace {
+
+std::string describe(const MemoryEstimate& e, double available, const std::string& activation_knobs,
+                     const std::string& model_knobs) {
+  return fmt::format(
+      "this run needs about {:.1f} GiB (model {:.1f} GiB, activations {:.1f} GiB) but the machine "
+      "has {:.1f} GiB available; lower {} (activations) or {} (model)",
+      e.total_bytes() / kGiB, e.model_bytes / kGiB, e.activation_bytes / kGiB, available / kGiB,
+      activation_knobs, model_knobs);
+}
+
+}  // namespace
+
+MemoryError::MemoryError(const MemoryEstimate& estimate, double available)
+    : Error(describe(estimate, available, "the batch or the context", "the layers or the width")),
+      estimate_(estimate),
+      available_(available) {}
+
+std::string MemoryError::message(const std::string& activation_knobs,
+                                 const std::string& model_knobs) const {
+  return describe(estimate_, available_, activation_knobs, model_knobs);
+}
+
+void check_training_memory(const MemoryEstimate& estimate) {
+  const double available = available_memory_bytes();
+  if (estimate.total_bytes() > available) throw MemoryError(estimate, available);
+}
+
+}  // namespace tinygpt::train
