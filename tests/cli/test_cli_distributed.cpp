@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <functional>
 #include <iterator>
 #include <sstream>
 #include <thread>
@@ -268,15 +267,11 @@ TEST_CASE("mpirun -np 2: SIGTERM to one rank stops both at the same step with on
   command += " > '" + dir.file("mpi.out") + "' 2> '" + dir.file("mpi.err") + "'; echo $? > '" +
              dir.file("status") + "') &";
   REQUIRE(std::system(command.c_str()) == 0);
-  const auto wait_for = [](const std::function<bool()>& ready) {
-    for (int i = 0; i < 6000 && !ready(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    return ready();
-  };
-  REQUIRE(wait_for([&] { return fs::exists(run + "/log.jsonl") && fs::file_size(run + "/log.jsonl") > 0; }));
+  REQUIRE(wait_for([&] { return fs::exists(run + "/log.jsonl") && fs::file_size(run + "/log.jsonl") > 0; }, 60));
   // One rank only, as a scheduler's signal to one process would: the ranks agree to stop.
   const std::string ranks = "pgrep -f -- '^" + tinygpt_binary() + " train --out " + run + " '";
   CHECK(std::system((ranks + " | tail -1 | xargs kill -TERM").c_str()) == 0);
-  REQUIRE(wait_for([&] { return fs::exists(dir.file("status")) && !read_bytes(dir.file("status")).empty(); }));
+  REQUIRE(wait_for([&] { return fs::exists(dir.file("status")) && !read_bytes(dir.file("status")).empty(); }, 60));
   INFO(read_bytes(dir.file("mpi.err")));
   CHECK(read_bytes(dir.file("status")) != "0\n");  // mpirun reports the ranks' 143 as a failure
   const int64_t step = saved_step(run);
