@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Installs what is missing (Debian 12 packages), builds into build/, then runs one job:
-#   ./setup.sh demo   train the toy GPT on the built-in corpus and show its attention heads
+#   ./setup.sh demo   build the CLI only, train the toy GPT on the built-in corpus and show its
+#                     attention heads
 #   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest,
 #                     with a bounded libFuzzer run of the checkpoint reader (clang) in between;
 #                     the attention explorer's test runs in headless chromium (puppeteer-core)
-#   ./setup.sh build  just install and build
+#   ./setup.sh build  just install and build everything (CLI, examples, tests)
 # Re-running on a set-up machine only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -63,7 +64,9 @@ case "$job" in
     build build
     ;;
   demo)
-    build build
+    # Only the CLI and the libraries it links: the tests and examples wait for `./setup.sh test`.
+    configure build
+    cmake --build build -j "$jobs" --target tinygpt
     exec build/tinygpt train --out runs/demo --force "$@"
     ;;
   test)

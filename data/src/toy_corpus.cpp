@@ -96,7 +96,7 @@ constexpr int64_t sum(const std::array<int64_t, 3>& values) {
   return values[0] + values[1] + values[2];
 }
 static_assert(sum(kToyNameCountPercent) == 100, "kToyNameCountPercent must add up to 100");
-static_assert(kToyEchoMaxChars + kToyEchoMaxGap <= 26, "an echo span and its gap use distinct letters");
+static_assert(kToyEchoMaxChars <= 26, "an echo span has no letter twice");
 static_assert(kToyEchoMinChars > kToyMaxWordChars, "an echo span must not look like a grammar word");
 
 int64_t draw_name_count(Generator& gen) {
@@ -176,7 +176,8 @@ ToyDocument generate_echo_document(Generator& gen) {
     const std::string span = distinct_letters(gen, span_length);
     return {fmt::format("{} {}.", span, span), 0, 0};
   }
-  const int64_t gap_length = gen.randint(kToyEchoMaxGap + 1);
+  // The span and its gap use distinct letters.
+  const int64_t gap_length = gen.randint(std::min(kToyEchoMaxGap, 26 - span_length) + 1);
   const std::string letters = distinct_letters(gen, span_length + gap_length);
   const std::string span = letters.substr(0, static_cast<size_t>(span_length));
   return {fmt::format("{}{}.", letters, span), 0, 0};
@@ -219,7 +220,7 @@ std::string describe_toy_corpus() {
       "{} characters), written with {} symbols (lowercase letters, space, newline and . ( ) [ ] "
       "\"). {}% are echo documents, a span of {}-{} random letters (no letter twice) said twice, "
       "either as two words (\"qzmfkt qzmfkt.\") or running on inside one word after up to {} "
-      "other letters (\"qzmfktbwqzmfkt.\"): the second copy can only be predicted by finding "
+      "other letters (\"qzmfktbwqzmfkt.\"; fewer when the span leaves fewer): the second copy can only be predicted by finding "
       "the earlier occurrence of each letter and copying the letter that followed it (the job "
       "of induction heads). The others are one to three sentences of a tiny grammar (\"the big "
       "cat sees an owl.\") that teaches spelling and word order; {}% of them contain one or two "

@@ -97,10 +97,10 @@ TEST_CASE("toy corpus is the same for the same seed and differs between seeds", 
 TEST_CASE("toy corpus of seed 1 starts with the documents quoted in its header", "[data][corpus]") {
   const std::vector<std::string> docs = split_lines(generate_toy_corpus(1, 150));
   REQUIRE(docs.size() >= 4);
-  CHECK(docs[0] == "lnquvmhgairpbdskeytfjclnquvmhgairpbdsk.");
-  CHECK(docs[1] == "vcdhomsezlbyuqtvcdhomsezlbyu.");
-  CHECK(docs[2] == "the dog hears a fox. the cat finds a fox.");
-  CHECK(docs[3] == "wkmczyrljfiotpuaexgh wkmczyrljfiotpuaexgh.");
+  CHECK(docs[0] == "lnquvmhgairpbdskeytfjczxwolnquvmhgairpbdskeytfjcz.");
+  CHECK(docs[1] == "bpycmntgvwljfkiorahszxde bpycmntgvwljfkiorahszxde.");
+  CHECK(docs[2] == "blfrvtonqwsyjdaugkx blfrvtonqwsyjdaugkx.");
+  CHECK(docs[3] == "eqtpdgwvsahorjuieqtpdgwvsahorj.");
 }
 
 TEST_CASE("toy corpus is whole documents of at least the requested length", "[data][corpus]") {
@@ -162,6 +162,7 @@ TEST_CASE("toy corpus short words all come from the documented grammar", "[data]
 TEST_CASE("toy corpus echo documents say a span of distinct letters twice, in the designed shares",
           "[data][corpus]") {
   int64_t echoes = 0, inside = 0;
+  size_t longest_span = 0;
   for (const std::string& doc : corpus_documents()) {
     if (!is_echo(doc)) continue;
     INFO(doc);
@@ -186,7 +187,10 @@ TEST_CASE("toy corpus echo documents say a span of distinct letters twice, in th
     }
     CHECK(static_cast<int64_t>(span.size()) >= kToyEchoMinChars);
     CHECK(static_cast<int64_t>(span.size()) <= kToyEchoMaxChars);
+    longest_span = std::max(longest_span, span.size());
   }
+  // Copies as long as the head analysis's repeated sequences (the whole alphabet) occur.
+  CHECK(longest_span == 26);
   const auto total = static_cast<double>(corpus_documents().size());
   CHECK(100.0 * echoes / total == Approx(static_cast<double>(kToyEchoPercent)).margin(1.5));
   CHECK(100.0 * inside / static_cast<double>(echoes) ==

@@ -11,14 +11,15 @@
 //     finding the earlier occurrence and copying the letter that followed it (induction heads);
 //   - brackets ( ), [ ] and quotes " " around phrases, properly nested: the closing symbol is
 //     the one that matches the innermost open bracket (matching heads);
-//   - ECHO documents, a SPAN of 8-20 random letters (no letter twice) said twice, as two words
+//   - ECHO documents, a SPAN of 8-26 random letters (no letter twice) said twice, as two words
 //     "SPAN SPAN." or running on inside one word "SPANgapSPAN." (gap: 0-6 more letters): most
 //     of the document is predictable only by copying, the strongest call for induction heads.
 //
 // Grammar (one document per line; every choice is uniform unless a probability is given):
-//   document := echo | grammar                  echo with probability 7/10
+//   document := echo | grammar                  echo with probability 85/100
 //   echo     := SPAN " " SPAN ".\n"              with probability 1/2, else
-//             | SPAN GAP SPAN ".\n"              SPAN 8-20 letters, GAP 0-6, all distinct
+//             | SPAN GAP SPAN ".\n"              SPAN 8-26 letters, GAP 0-min(6, 26-SPAN),
+//                                                all distinct
 //   grammar  := sentence (" " sentence)* "\n"   at most 100 characters before the "\n"
 //   sentence := mention " " verb " " mention "."
 //   mention  := core | group                    a group with probability 1/4
@@ -42,11 +43,11 @@
 //
 // Alphabet (34 symbols): newline, space, " ( ) . [ ] and a-z.
 // The first documents of seed 1 (a test keeps these lines true):
-//   lnquvmhgairpbdskeytfjclnquvmhgairpbdsk.
-//   vcdhomsezlbyuqtvcdhomsezlbyu.
-//   the dog hears a fox. the cat finds a fox.
-//   wkmczyrljfiotpuaexgh wkmczyrljfiotpuaexgh.
-// About nine in ten documents have at most 64 characters; the mean is about 40.
+//   lnquvmhgairpbdskeytfjczxwolnquvmhgairpbdskeytfjcz.
+//   bpycmntgvwljfkiorahszxde bpycmntgvwljfkiorahszxde.
+//   blfrvtonqwsyjdaugkx blfrvtonqwsyjdaugkx.
+//   eqtpdgwvsahorjuieqtpdgwvsahorj.
+// About 95 in 100 documents have at most 64 characters; the mean is about 40.
 #include <array>
 #include <cstdint>
 #include <string>
@@ -63,12 +64,16 @@ inline constexpr int64_t kToyNameMaxChars = 10;
 inline constexpr int64_t kToyMaxWordChars = 5;  // longest grammar word, shorter than any name
 // Percent of grammar documents with 0, 1 and 2 names.
 inline constexpr std::array<int64_t, 3> kToyNameCountPercent = {10, 60, 30};
-// Percent of all documents that are echo documents, and the length of their span (at most 26
-// minus the gap: a span has no letter twice).
-inline constexpr int64_t kToyEchoPercent = 70;
+// Percent of all documents that are echo documents, and the length of their span. Echo documents
+// are what grows the induction heads, and the previous-token head sharpens only once they have
+// formed, so they are most of the text. Spans run up to the whole alphabet (a span has no letter
+// twice) because the head analysis copies sequences of that length: with spans of at most 20, the
+// models learned that a copy ends by then (docs/HEADS.md, "The recipe").
+inline constexpr int64_t kToyEchoPercent = 85;
 inline constexpr int64_t kToyEchoMinChars = 8;
-inline constexpr int64_t kToyEchoMaxChars = 20;
-// Percent of echo documents whose repeat runs on inside one word, after 0-kToyEchoMaxGap letters.
+inline constexpr int64_t kToyEchoMaxChars = 26;
+// Percent of echo documents whose repeat runs on inside one word, after 0-kToyEchoMaxGap letters
+// (fewer when the span leaves fewer letters of the alphabet).
 inline constexpr int64_t kToyEchoInsidePercent = 50;
 inline constexpr int64_t kToyEchoMaxGap = 6;
 
