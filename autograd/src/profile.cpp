@@ -35,8 +35,6 @@ void set_op_profiling(bool on) {
   profile().last = Clock::now();
 }
 
-bool op_profiling() { return detail::g_op_profiling; }
-
 void profile_mark(const char* name) {
   if (!detail::g_op_profiling) return;
   const auto now = Clock::now();

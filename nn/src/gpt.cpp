@@ -212,10 +212,6 @@ bool GPT::remove_hook(HookId id) {
   return false;
 }
 
-void GPT::clear_hooks() {
-  for (auto& layer : hooks_) layer->clear();
-}
-
 ActivationCache GPT::run_with_cache(const Tensor& tokens, const HookFilter& filter) {
   ActivationCache cache;
   ScopedHooks recording(*this);

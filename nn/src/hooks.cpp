@@ -54,10 +54,6 @@ bool LayerHooks::remove(HookId id) {
   return false;
 }
 
-void LayerHooks::clear() {
-  for (auto& list : hooks_) list.clear();
-}
-
 bool ActivationCache::contains(const std::string& name) const {
   return std::any_of(activations.begin(), activations.end(),
                      [&](const auto& a) { return a.first == name; });

@@ -9,7 +9,7 @@
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/version.hpp"
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace {
@@ -62,8 +62,8 @@ void settle_openmp_waiting(char** argv) {
 // seen in the summed numbers) is reported once, by rank 0, and every rank exits; one only this
 // rank has seen is reported with its rank and ends the whole run (the others would wait forever).
 int report_failure(const std::exception& e) {
-  tinygpt::dist::Communicator& world = tinygpt::dist::world();
-  const bool shared = dynamic_cast<const tinygpt::dist::CollectiveError*>(&e) != nullptr ||
+  tinygpt::distributed::Communicator& world = tinygpt::distributed::world();
+  const bool shared = dynamic_cast<const tinygpt::distributed::CollectiveError*>(&e) != nullptr ||
                       dynamic_cast<const tinygpt::train::DivergedError*>(&e) != nullptr;
   if (world.size() == 1 || (shared && world.is_root())) {
     fmt::print(stderr, "tinygpt: error: {}\n", one_line(e.what()));
@@ -77,7 +77,7 @@ int report_failure(const std::exception& e) {
 
 int main(int argc, char** argv) {
   settle_openmp_waiting(argv);
-  const tinygpt::dist::Session mpi(argc, argv);
+  const tinygpt::distributed::Session mpi(argc, argv);
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};
   app.require_subcommand(1);

@@ -42,7 +42,7 @@ void StopSignals::restore() {
   sigaction(SIGTERM, &old_term_, nullptr);
 }
 
-int StopSignals::agreed(dist::Communicator& world) const {
+int StopSignals::agreed(distributed::Communicator& world) const {
   // {SIGINT seen, SIGTERM seen}, summed over the ranks: every rank stops at the same step.
   double seen[2] = {g_stop_signal == SIGINT ? 1.0 : 0.0, g_stop_signal == SIGTERM ? 1.0 : 0.0};
   world.allreduce_sum(seen, 2);

@@ -17,7 +17,7 @@ namespace {
 
 // The lock of an existing directory, taken before anything else so that a second run into a
 // folder in use fails at once (root rank only; the other ranks never touch the directory).
-std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const dist::Communicator& world) {
+std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const distributed::Communicator& world) {
   if (!world.is_root() || !fs::is_directory(dir)) return nullptr;
   return std::make_unique<io::RunLock>(dir);
 }
@@ -49,7 +49,7 @@ std::string DataChangedError::change() const {
 
 Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
          std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
-         dist::Communicator& world)
+         distributed::Communicator& world)
     : dir_(std::move(dir)),
       world_(&world),
       state_(std::move(state)),
@@ -96,7 +96,7 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
 
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
-               dist::Communicator& world) {
+               distributed::Communicator& world) {
   std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
   try {
     return start_locked(dir, std::move(config), std::move(options), data_source, val_fraction,
@@ -109,7 +109,7 @@ Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions option
 
 Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                       const std::string& data_source, double val_fraction, bool force,
-                      dist::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
+                      distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -136,7 +136,7 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions
   return run;
 }
 
-Run Run::resume(const std::string& dir, const ResumeChanges& changes, dist::Communicator& world) {
+Run Run::resume(const std::string& dir, const ResumeChanges& changes, distributed::Communicator& world) {
   // Before anything is read or trained: a run that cannot save, or whose folder another run is
   // using, fails at once.
   if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);

@@ -43,7 +43,7 @@ CosineSchedule TrainOptions::schedule() const {
 }
 
 Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
-                 dist::Communicator& comm)
+                 distributed::Communicator& comm)
     : model_(model), dataset_(dataset), options_(std::move(options)), comm_(comm),
       data_gen_(options_.seed) {
   options_.validate();

@@ -1,7 +1,5 @@
 #include "tinygpt/heads/head_analysis.hpp"
 
-#include <set>
-
 #include "probe_runs.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -90,12 +88,6 @@ std::vector<Tensor> attention_maps(nn::GPT& model, const std::vector<int64_t>& i
     maps.push_back(reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32));  // (H,T,T)
   }
   return maps;
-}
-
-int64_t HeadReport::distinct_roles() const {
-  std::set<std::string> roles;
-  for (const auto& s : heads) roles.insert(s.role);
-  return static_cast<int64_t>(roles.size());
 }
 
 std::string HeadReport::table() const {

@@ -88,7 +88,7 @@ Tensor log_softmax(const Tensor& x, int64_t axis = -1);
 // x where mask == 0, `value` where mask != 0; mask (any dtype) broadcasts to x's shape.
 Tensor masked_fill(const Tensor& x, const Tensor& mask, double value);
 
-// Grouped-query attention's sharing (ops/shape.cpp): x (B,KV,T,d) -> (B,KV*repeats,T,d), head h
+// Grouped-query attention's sharing (ops/layout.cpp): x (B,KV,T,d) -> (B,KV*repeats,T,d), head h
 // being head h / repeats of x; the backward sums each group's gradients.
 Tensor repeat_heads(const Tensor& x, int64_t repeats);
 

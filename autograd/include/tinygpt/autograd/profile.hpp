@@ -22,7 +22,6 @@ struct OpProfileEntry {
 };
 
 void set_op_profiling(bool on);
-bool op_profiling();
 // Charges the time since the previous mark to `name` (a forward-column entry), or, with
 // nullptr, just restarts the clock. A no-op while profiling is off.
 void profile_mark(const char* name);

@@ -68,7 +68,7 @@ class MultiHeadSelfAttention : public Module {
 
   // (B,H,T,Tk) attention weights of the last forward, kept when keep_attention_weights is on
   // (undefined otherwise). Off, plain causal attention takes the fused path, which never
-  // materialises the weights (see fused_attention.hpp); masks, a cache, attention dropout or a
+  // materialises the weights (causal_self_attention in tinygpt/autograd/ops.hpp); masks, a cache, attention dropout or a
   // hook on an attn.* point use the general path either way.
   const Tensor& attention_weights() const { return last_weights_; }
   void set_keep_attention_weights(bool keep) { keep_weights_ = keep; }

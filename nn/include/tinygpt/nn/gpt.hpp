@@ -107,7 +107,6 @@ class GPT : public Module {
   // (ValueError listing the valid names otherwise) and returns an id for remove_hook.
   HookId add_hook(const std::string& name, Hook hook);
   bool remove_hook(HookId id);  // false when no hook has that id
-  void clear_hooks();
   // Every hook point's name, layer by layer in forward order.
   std::vector<std::string> hook_names() const;
   // forward(tokens) recording the activations whose names pass `filter` (all when empty),

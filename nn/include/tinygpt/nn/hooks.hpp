@@ -68,7 +68,6 @@ class LayerHooks {
 
   void add(HookPoint point, HookId id, Hook hook);
   bool remove(HookId id);  // false when no hook has that id here
-  void clear();
 
  private:
   Tensor apply(HookPoint point, const Tensor& value) const;

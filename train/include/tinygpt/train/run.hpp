@@ -29,7 +29,7 @@
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_log.hpp"
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::train {
@@ -76,7 +76,7 @@ class Run {
   // before its first save removes it again.
   static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
-                   dist::Communicator& world = dist::world());
+                   distributed::Communicator& world = distributed::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source, which must be the text the run started on (its
   // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
@@ -84,7 +84,7 @@ class Run {
   // (changed or not) is already reached, and the loaders' errors for a missing or damaged file;
   // IOError, before reading anything, when `dir` is not writable or another run holds its lock.
   static Run resume(const std::string& dir, const ResumeChanges& changes = {},
-                    dist::Communicator& world = dist::world());
+                    distributed::Communicator& world = distributed::world());
 
   Run(Run&&) = default;
   Run& operator=(Run&&) = delete;
@@ -122,10 +122,10 @@ class Run {
  private:
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
       std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
-      dist::Communicator& world);
+      distributed::Communicator& world);
   static Run start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                           const std::string& data_source, double val_fraction, bool force,
-                          dist::Communicator& world, std::unique_ptr<io::RunLock>& lock);
+                          distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock);
   // Creates the directory, takes its run lock (or keeps `lock`), refuses a checkpoint there
   // unless `force`, and proves it writable (root rank).
   void claim_directory(std::unique_ptr<io::RunLock> lock, bool force);
@@ -134,7 +134,7 @@ class Run {
   auto unless_diverged(F&& f);
 
   std::string dir_;
-  dist::Communicator* world_;
+  distributed::Communicator* world_;
   RunState state_;  // as of the last save (or the start), apart from best_val_loss
   data::CharTokenizer tokenizer_;
   std::unique_ptr<nn::GPT> model_;  // held by pointer: the trainer refers to it and the dataset

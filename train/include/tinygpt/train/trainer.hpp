@@ -1,11 +1,11 @@
 #pragma once
 // The training loop, usable from C++ in a few lines (examples/train_tiny_gpt.cpp) and driven by
 // `tinygpt train`. One step: sample a batch, forward, backward, clip, set the scheduled lr,
-// update. Everything random comes from generators whose states are part of TrainerState, so a
+// update. Everything random comes from generators whose states a checkpoint saves (trainer_state.json, train/run.hpp), so a
 // run saved at step k and resumed ends bit-identical to an uninterrupted one.
 //
 // A step's batch can be split into micro-batches: grad_accum of them in turn in this process,
-// times the ranks of a data-parallel run (dist::Communicator), each rank taking its slice of the
+// times the ranks of a data-parallel run (distributed::Communicator), each rank taking its slice of the
 // same drawn batch. Each micro-batch's gradient is weighted by its share of the batch's tokens,
 // so the summed gradient is the gradient of the whole batch's mean loss (up to rounding); the
 // gradient norm, the clip and the update are those of one step on the whole batch.
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "tinygpt/data/dataset.hpp"
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/optim.hpp"
 
@@ -70,7 +70,7 @@ class Trainer {
   // `comm`: the ranks this trainer is one of; the default is a single process. Throws
   // ValueError unless batch splits evenly into comm.size() x grad_accum micro-batches.
   Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
-          dist::Communicator& comm = dist::single_process());
+          distributed::Communicator& comm = distributed::single_process());
 
   StepStats step();
   // Mean loss over eval_iters batches of each split, in eval mode, drawn from a generator seeded
@@ -101,7 +101,7 @@ class Trainer {
   nn::GPT& model_;
   const data::TextDataset& dataset_;
   TrainOptions options_;
-  dist::Communicator& comm_;
+  distributed::Communicator& comm_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Tensor> params_;
   std::vector<float> summed_grads_;  // every parameter's gradient end to end, in params_ order

@@ -35,7 +35,6 @@ struct HeadReport {
   nlohmann::json heads_json() const;
   // {"first_copy_loss":..., "second_copy_loss":..., "ratio": second_copy_ratio()}
   nlohmann::json in_context_json() const;
-  int64_t distinct_roles() const;
 };
 
 HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes);

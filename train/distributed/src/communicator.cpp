@@ -1,5 +1,5 @@
 // The communicator on Open MPI (TINYGPT_HAVE_MPI), and the single process it falls back to.
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -12,7 +12,7 @@
 #include <mpi.h>
 #endif
 
-namespace tinygpt::dist {
+namespace tinygpt::distributed {
 namespace {
 
 Communicator g_world;
@@ -158,4 +158,4 @@ void Communicator::abort(int code) {
   std::_Exit(code);
 }
 
-}  // namespace tinygpt::dist
+}  // namespace tinygpt::distributed

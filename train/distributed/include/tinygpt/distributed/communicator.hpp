@@ -2,8 +2,8 @@
 // The processes of one data-parallel run and the few collectives training needs, on Open MPI
 // when the build found it (`mpirun -np P build/tinygpt train ...`), else a single process.
 //
-//   dist::Session session(argc, argv);    // in main: MPI_Init only when started by mpirun
-//   dist::Communicator& world = dist::world();
+//   distributed::Session session(argc, argv);    // in main: MPI_Init only when started by mpirun
+//   distributed::Communicator& world = distributed::world();
 //   world.allreduce_sum(grads, n);        // every rank ends with the same sum
 //
 // Sums are taken in rank order, (x_0 + x_1) + x_2 + ..., for every element whatever the timing,
@@ -16,7 +16,7 @@
 
 #include "tinygpt/autograd/error.hpp"
 
-namespace tinygpt::dist {
+namespace tinygpt::distributed {
 
 // An error every rank raises at the same point with the same message (a failed setup on any
 // rank, a failed checkpoint on rank 0): rank 0 reports it, the others leave quietly.
@@ -93,4 +93,4 @@ bool mpi_available();
 // Whether this process was started by mpirun (so ranks beyond one are meant).
 bool launched_by_mpirun();
 
-}  // namespace tinygpt::dist
+}  // namespace tinygpt::distributed
