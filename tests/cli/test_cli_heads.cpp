@@ -10,6 +10,18 @@
 
 using namespace tinygpt::testing;
 
+// The last evaluation record of a run's log.jsonl that scored the heads.
+static nlohmann::json last_head_record(const std::string& run) {
+  nlohmann::json last;
+  std::istringstream log(read_bytes(run + "/log.jsonl"));
+  for (std::string line; std::getline(log, line);) {
+    nlohmann::json record = nlohmann::json::parse(line);
+    if (record.contains("heads")) last = std::move(record);
+  }
+  REQUIRE(!last.is_null());
+  return last;
+}
+
 TEST_CASE("the demo command grows a sharp previous-token head, an induction head, and copies",
           "[cli][heads][slow]") {
   ScratchDir dir;
@@ -20,13 +32,7 @@ TEST_CASE("the demo command grows a sharp previous-token head, an induction head
   INFO(train.describe());
   REQUIRE(train.exited_with(0));
 
-  nlohmann::json last;
-  std::istringstream log(read_bytes(model + "/log.jsonl"));
-  for (std::string line; std::getline(log, line);) {
-    nlohmann::json record = nlohmann::json::parse(line);
-    if (record.contains("heads")) last = std::move(record);
-  }
-  REQUIRE(!last.is_null());
+  const nlohmann::json last = last_head_record(model);
   double best_previous = 0.0, best_induction = 0.0;
   for (const auto& head : last["heads"]) {
     if (head["layer"] == 0) best_previous = std::max(best_previous, head["previous_token"].get<double>());
@@ -76,5 +82,22 @@ TEST_CASE("train ends with report.html and heads --html writes the explorer of t
     CHECK(data["heads"][h]["role"] == scores[h]["role"]);
     CHECK(data["heads"][h]["scores"]["previous_token"].get<double>() ==
           Approx(scores[h]["previous_token"].get<double>()).margin(1e-4));
+  }
+}
+
+TEST_CASE("heads on a checkpoint probes the run's own split: its scores are the last evaluation's",
+          "[cli][heads]") {
+  ScratchDir dir;
+  const std::string model = dir.file("run");
+  run_ok(tiny_train_args(model, {"--val-fraction", "0.3"}));
+  const nlohmann::json last = last_head_record(model);
+  const nlohmann::json heads =
+      nlohmann::json::parse(run_ok({"heads", "--model", model, "--json", "--threads", "1"}).out);
+  REQUIRE(heads.size() == last["heads"].size());
+  for (size_t i = 0; i < heads.size(); ++i) {
+    for (const char* score : {"previous_token", "induction", "local", "entropy"}) {
+      INFO("head " << i << " " << score);
+      CHECK(heads[i][score].get<double>() == Approx(last["heads"][i][score].get<double>()).epsilon(1e-9));
+    }
   }
 }

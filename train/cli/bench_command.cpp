@@ -17,6 +17,7 @@
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/train/flop_estimate.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::cli {
@@ -119,14 +120,9 @@ void run_bench(const BenchFlags& f) {
 
   const nn::GPTConfig& cfg = model.config();
   const int64_t tokens_per_step = f.batch * cfg.block_size;
-  // nanoGPT's estimate (PaLM appendix B): 6 N per token for the parameter products, forward and
-  // backward, plus 12 L C T for attention's two (T x T) products over the full square. N leaves
-  // out the position embedding (a lookup); the tied token embedding counts once, as the LM head.
   const int64_t n_params = model.num_parameters();
-  const int64_t n_matmul_params =
-      n_params - (model.transformer->wpe ? model.transformer->wpe->weight.numel() : 0);
-  const double flops_per_token = 6.0 * static_cast<double>(n_matmul_params) +
-                                 12.0 * static_cast<double>(cfg.n_layer * cfg.n_embd * cfg.block_size);
+  const int64_t n_matmul_params = train::matmul_parameter_count(cfg);
+  const double flops_per_token = train::training_flops_per_token(cfg);
   const double flops_per_step = flops_per_token * static_cast<double>(tokens_per_step);
 
   for (int64_t i = 0; i < f.warmup; ++i) trainer.step();
@@ -149,7 +145,7 @@ void run_bench(const BenchFlags& f) {
   const double ms = 1000.0 * median(times);
   const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
   const double gflops = flops_per_step / (ms / 1000.0) / 1e9;
-  const double mfu = gflops / peak;
+  const double mfu = train::model_flops_utilization(flops_per_step, ms / 1000.0, peak * 1e9);
   const int64_t steady_allocs = end.system_allocations - warm.system_allocations;
   const auto profile = op_profile();
 

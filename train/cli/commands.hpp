@@ -8,11 +8,8 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
-#include "tinygpt/heads/ablation.hpp"
-#include "tinygpt/heads/head_analysis.hpp"
-#include "tinygpt/plot/loss_plot.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::cli {
@@ -23,8 +20,8 @@ void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 
-// Flag checks whose messages say what the value must be, e.g. "--lr: must be a finite number
-// > 0, got '0'"; CLI11's own Range prints 300-digit bounds and calls "x" out of range.
+// Flag checks whose messages say what the value must be and what was given, e.g. "--lr: must be
+// a finite number > 0, got '0'" (and that refuse NaN, which compares false with any bound).
 CLI::Validator integer_in(int64_t min, int64_t max);
 // A finite number in [min, max] ([min, max) when max_open); max may be +infinity.
 CLI::Validator number_in(double min, double max, bool max_open = false);
@@ -65,7 +62,7 @@ class StopSignals {
   ~StopSignals();
   // The signal to stop for (SIGINT first), 0 for none; a collective under mpirun (every rank
   // calls it once per step).
-  int agreed(dist::Communicator& world) const;
+  int agreed(distributed::Communicator& world) const;
   void restore();  // the dispositions from before
 
  private:
@@ -97,49 +94,5 @@ auto with_context(const std::string& context, F&& f) {
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::CharTokenizer& tokenizer);
-
-// Why the head probes cannot run on a model of `config` ("" when they can). They repeat a random
-// sequence of at least 2 distinct characters twice, so they need a context of 4 and a
-// vocabulary of 2. Every place that probes heads (train's tracking and final analysis, heads)
-// asks this.
-std::string head_probe_obstacle(const nn::GPTConfig& config);
-
-// Probes for the head analysis: `text` if given, else windows of the run's data source.
-struct HeadProbeSet {
-  heads::HeadProbes probes;
-  std::vector<int64_t> picture;  // the ids drawn in the heatmaps
-};
-HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
-                         const std::string& text, const std::string& data_source);
-// Where the head report goes.
-struct HeadsOutput {
-  std::string heatmap_dir;  // one PNG per head and a grid per layer
-  bool json = false;        // the caller prints JSON: no table
-  std::string html;         // the attention explorer page ("" for none)
-  std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
-  const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
-};
-// Writes the heatmaps and the explorer page and, unless json, prints the head table (followed by
-// the ablation table when given) and a terminal preview; returns the report.
-heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                             const HeadProbeSet& set, const HeadsOutput& out);
-
-// The attention explorer (tinygpt::report) for `picture` and its attention maps (one (H,T,T)
-// tensor per layer), the head report (with each head's ablation results when measured) and the
-// run's log.jsonl, written atomically to `path`.
-void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
-                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
-                        const std::vector<Tensor>& maps, const heads::HeadReport& report,
-                        const heads::EachHeadAblation* ablation);
-
-// The training and validation losses of log.jsonl records (steps and evaluations).
-struct LossSeries {
-  std::vector<plot::LossPoint> train, val;
-};
-LossSeries loss_series(const std::vector<nlohmann::json>& log);
-// Draws <out_dir>/heads_over_time.png from the records' "heads" and "in_context" fields beside the
-// loss, and prints when each head formed; does nothing when no record has them.
-void report_formation(const std::vector<nlohmann::json>& log, const std::string& out_dir,
-                      const std::string& title);
 
 }  // namespace tinygpt::cli

@@ -1,18 +1,17 @@
 // tinygpt heads: score every attention head's role and draw its attention pattern; optionally
 // remove heads (ablation) and attribute one prediction to the tokens before it.
-#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <optional>
 
 #include "commands.hpp"
+#include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
-#include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/heads/attribution.hpp"
-#include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/io/commit.hpp"
+#include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
 namespace tinygpt::cli {
@@ -32,72 +31,23 @@ struct HeadsFlags {
   int64_t attribute = -1;    // query position, -1 = none
 };
 
-// Windows of the text a run trained on (its validation split when it has one).
-std::vector<std::vector<int64_t>> probe_windows(const std::string& source,
-                                                const data::CharTokenizer& tokenizer,
-                                                int64_t block, int64_t count) {
-  const data::TextDataset dataset = data::make_dataset(data::load_text(source), source, tokenizer, block, 0.1);
-  const data::Split split = dataset.num_windows(data::Split::val) > 0 ? data::Split::val : data::Split::train;
-  const int64_t windows = dataset.num_windows(split);
-  const int64_t stride = std::max<int64_t>(1, windows / count);
-  std::vector<std::vector<int64_t>> out;
-  for (int64_t w = 0; w < windows && static_cast<int64_t>(out.size()) < count; w += stride) {
-    const Tensor inputs = dataset.window_batch(split, w, 1).inputs;  // (1,T)
-    out.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + inputs.numel());
-  }
-  return out;
-}
-
-}  // namespace
-
-std::string head_probe_obstacle(const nn::GPTConfig& config) {
-  if (config.vocab_size < 2) {
-    return fmt::format("vocabulary of {} character: no head analysis (its probes repeat a "
-                       "sequence of 2 or more distinct characters)", config.vocab_size);
-  }
-  if (config.block_size < 4) {
-    return fmt::format("a context of {} is shorter than 4: no head analysis (its probes repeat a "
-                       "sequence of 2 or more characters twice)", config.block_size);
-  }
-  return "";
-}
-
-HeadProbeSet make_probes(const data::CharTokenizer& tokenizer, int64_t block,
-                         const std::string& text, const std::string& data_source) {
-  HeadProbeSet set;
+// The probes of a checkpoint: --text if given, else the run's own validation windows (its data
+// and split as trainer_state.json records them, as training probed them).
+heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedModel& loaded,
+                                  const std::string& text) {
   if (!text.empty()) {
-    std::vector<int64_t> ids = encode_flag("--text", text, tokenizer);
-    if (static_cast<int64_t>(ids.size()) > block) ids.resize(static_cast<size_t>(block));
-    if (ids.size() < 2) throw ValueError("--text needs at least two characters");
-    set.probes.texts = {ids};
-    set.picture = ids;
-  } else {
-    set.probes.texts = probe_windows(data_source, tokenizer, block, 16);
-    if (set.probes.texts.empty()) {
-      throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
-    }
-    // A document of the toy corpus shows its structure best; other texts show their first window.
-    set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
-                                            : set.probes.texts[0];
-    const auto longest = static_cast<size_t>(std::min<int64_t>(64, block));  // legible pictures
-    if (set.picture.size() > longest) set.picture.resize(longest);
+    return heads::text_probes(encode_flag("--text", text, loaded.tokenizer), loaded.tokenizer,
+                              loaded.config.block_size);
   }
-  // Random sequences for induction are drawn from the letters and digits of the vocabulary
-  // (the characters random spans are made of in ordinary text), or all of it if it has few.
-  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string token = tokenizer.token(id);
-    if (token.size() == 1 && std::isalnum(static_cast<unsigned char>(token[0]))) {
-      set.probes.alphabet.push_back(id);
-    }
+  if (!io::CommittedFiles(dir).contains("trainer_state.json")) {
+    throw ValueError(fmt::format("{} does not say what it was trained on; pass --text", dir));
   }
-  if (set.probes.alphabet.size() < 8) {
-    set.probes.alphabet.clear();
-    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) set.probes.alphabet.push_back(id);
-  }
-  return set;
+  const train::RunState state = train::load_run_state(dir);
+  const data::TextDataset dataset =
+      data::make_dataset(data::load_text(state.data_source), state.data_source, loaded.tokenizer,
+                         loaded.config.block_size, state.val_fraction);
+  return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
 }
-
-namespace {
 
 // The mean rank correlation with gradient x input over every query position with at least two
 // earlier tokens: per layer's raw attention, then rollout.
@@ -191,7 +141,7 @@ void add_heads_command(CLI::App& app) {
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
     train::LoadedModel loaded = train::load_model(flags->model);
-    const std::string obstacle = head_probe_obstacle(loaded.config);
+    const std::string obstacle = heads::probe_obstacle(loaded.config);
     if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
     const bool ablate_each = cmd->count("--ablate") > 0;
     const heads::AblationMode mode = with_context("--ablate", [&] {
@@ -203,15 +153,8 @@ void add_heads_command(CLI::App& app) {
         return heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
       });
     }
-    std::string source;
-    if (flags->text.empty()) {
-      if (!io::CommittedFiles(flags->model).contains("trainer_state.json")) {
-        throw ValueError(fmt::format("{} does not say what it was trained on; pass --text", flags->model));
-      }
-      source = train::load_run_state(flags->model).data_source;
-    }
-    const HeadProbeSet set = make_probes(loaded.tokenizer, loaded.config.block_size, flags->text, source);
-    HeadsOutput out;
+    const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);
+    analysis::ReportOptions out;
     out.heatmap_dir = flags->out.empty() ? (fs::path(flags->model) / "heads").string() : flags->out;
     out.json = flags->json;
     out.html = flags->html;
@@ -224,7 +167,7 @@ void add_heads_command(CLI::App& app) {
     if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
     if (ablate_each) each = heads::ablate_each_head(*ablation);
     out.ablation = each ? &*each : nullptr;
-    const heads::HeadReport report = show_heads(model, loaded.tokenizer, set, out);
+    const heads::HeadReport report = analysis::report_heads(model, loaded.tokenizer, set, out);
 
     nlohmann::json extra = nlohmann::json::object();
     if (!removed.empty()) {

@@ -6,25 +6,22 @@
 #include <limits>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
-
-#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
-#include "tinygpt/dist/communicator.hpp"
+#include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/analysis/run_report.hpp"
+#include "tinygpt/heads/formation.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/run.hpp"
-#include "tinygpt/heads/formation.hpp"
 
 namespace tinygpt::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 // The library's TrainOptions suit a few quick steps; the command's defaults are the demo run:
 // the default model on the toy corpus forms a sharp previous-token head and induction heads
@@ -110,7 +107,7 @@ void check_resume_flags(const TrainFlags& given, const CLI::App& cmd, train::Run
 
 // The OpenMP team of each rank: --threads if given, else the cores of this machine shared among
 // the ranks on it (2 ranks on 2 cores: 1 thread each), so they never oversubscribe the cores.
-int threads_per_rank(int requested, const dist::Communicator& world) {
+int threads_per_rank(int requested, const distributed::Communicator& world) {
   if (requested > 0 || world.size() == 1) return requested;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / world.local_size());
@@ -118,14 +115,14 @@ int threads_per_rank(int requested, const dist::Communicator& world) {
 
 void check_mpi_build() {
   const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
-  if (!dist::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
+  if (!distributed::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
     throw ValueError(fmt::format(
         "started by mpirun with {} ranks, but this tinygpt was built without MPI (CMake found "
         "none): install libopenmpi-dev and rebuild", ranks));
   }
 }
 
-train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, dist::Communicator& world) {
+train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Communicator& world) {
   std::error_code ec;
   if (cmd.count("--out") > 0 && f.out != f.resume && !fs::equivalent(f.out, f.resume, ec)) {
     throw ValueError(fmt::format("--resume writes back into {}; do not also pass --out {}",
@@ -145,7 +142,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   check_mpi_build();
   // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
   // rank 0 alone writes the checkpoint, log, pictures and progress.
-  dist::Communicator& world = dist::world();
+  distributed::Communicator& world = distributed::world();
   const bool root = world.is_root();
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
@@ -188,12 +185,13 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         world.size() > 1 ? "s" : "", run.options().grad_accum));
   }
 
-  // Every evaluation also scores the heads (formation over time), when the probes can run.
-  const std::string no_heads = head_probe_obstacle(config);
-  const bool track_heads = no_heads.empty();
-  const HeadProbeSet head_probes =
-      track_heads ? make_probes(run.tokenizer(), config.block_size, "", run.data_source())
-                  : HeadProbeSet{};
+  // Every evaluation also scores the heads (formation over time) on the run's own probes, and
+  // the report at the end uses the same ones, when the probes can run.
+  const std::string no_heads = heads::probe_obstacle(config);
+  std::optional<heads::ProbeSet> probes;
+  if (no_heads.empty()) {
+    probes = heads::dataset_probes(run.dataset(), run.tokenizer(), run.data_source());
+  }
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
   if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
@@ -207,7 +205,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     const bool evaluating = s.step % run.options().eval_every == 0 || run.done();
     if (evaluating) {
       const std::string formation =
-          track_heads ? heads::formation_record(run.model(), head_probes.probes).dump() : "";
+          probes ? heads::formation_record(run.model(), probes->probes).dump() : "";
       progress.on_eval(run.evaluate(formation));
       run.save();
     }
@@ -237,31 +235,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
         1e3 * world.stats().seconds / steps, static_cast<double>(world.stats().bytes) / steps / 1e6));
   }
   if (!root) return;
-  const std::string curve = (fs::path(run.dir()) / "loss.png").string();
-  const std::string title = fmt::format("{}: {} layers, d_model {}", run.data_source(),
-                                        config.n_layer, config.n_embd);
-  run.log().save_curve(curve, title);
-  fmt::print("loss curve: {}\n", curve);
-  std::vector<json> records;
-  std::istringstream lines(run.log().text());
-  for (std::string line; std::getline(lines, line);) records.push_back(json::parse(line));
-  report_formation(records, run.dir(), title);
-  if (!track_heads) {
-    progress.message(no_heads);
-    return;
-  }
-  const HeadProbeSet probes =
-      make_probes(run.tokenizer(), config.block_size, "", run.data_source());
-  HeadsOutput out;
-  out.heatmap_dir = (fs::path(run.dir()) / "heads").string();
-  out.html = (fs::path(run.dir()) / "report.html").string();
-  out.run_dir = run.dir();
-  // Each head removed in turn (a second on the demo): the page and the table show which heads
-  // the model's copying depends on, not only where they look.
-  heads::HeadAblation ablation(run.model(), probes.probes, heads::AblationMode::zero);
-  const heads::EachHeadAblation each = heads::ablate_each_head(ablation);
-  out.ablation = &each;
-  show_heads(run.model(), run.tokenizer(), probes, out);
+  if (!probes) progress.message(no_heads);
+  analysis::report_run(run, probes ? &*probes : nullptr);
 }
 
 }  // namespace

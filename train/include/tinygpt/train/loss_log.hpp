@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tinygpt/train/log_records.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::train {
@@ -21,7 +22,8 @@ class LossLog {
   LossLog& operator=(LossLog&&) = default;
 
   // The lines of `text` (a log.jsonl) up to and including `step`: what a checkpoint at that step
-  // had logged. A resumed run logs the later steps again. Unreadable lines are dropped.
+  // had logged. A resumed run logs the later steps again. Unreadable lines are dropped
+  // (LogRecords::parse decides which).
   static LossLog parse(const std::string& text, int64_t step);
 
   void add(const StepStats& s);
@@ -29,14 +31,12 @@ class LossLog {
   // the head scores of heads::formation_record.
   void add(const EvalStats& e, const std::string& extra_fields = "");
   std::string text() const;  // the log.jsonl bytes
+  LogRecords records() const;
   // From now on every line added is also appended to `path` and flushed at once (tail -f shows
   // the run's progress). `path` is first cut to text() if it starts with it, else replaced by
   // it. Throws IOError naming the file when it cannot be opened or written (then and at every
   // line).
   void write_through(const std::string& path);
-  bool writing_through() const { return file_ != nullptr; }
-  // The training curve as a PNG: every step's loss, and the evaluations' validation losses.
-  void save_curve(const std::string& path, const std::string& title) const;
 
  private:
   void append(std::string line);

@@ -3,15 +3,15 @@
 // evaluations, and the head scores of each evaluation when training recorded them).
 #include <cmath>
 #include <filesystem>
-#include <fstream>
 
 #include <nlohmann/json.hpp>
 
-#include "commands.hpp"
+#include "explorer_page.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/report/explorer.hpp"
+#include "tinygpt/train/log_records.hpp"
 
-namespace tinygpt::cli {
+namespace tinygpt::analysis {
 namespace {
 
 using nlohmann::json;
@@ -44,33 +44,24 @@ std::optional<report::InContext> in_context_of(const json& object) {
   return c;
 }
 
-double number_or_nan(const json& record, const char* key) {
-  return record.contains(key) && record[key].is_number() ? record[key].get<double>() : NAN;
-}
-
-// The series of a log.jsonl: step records {step, loss, ...}, evaluation records {step,
-// train_loss, val_loss (null without a validation split), heads?, in_context?}. Lines that are
-// not JSON objects are skipped (a log is a record of the run, not an input to trust).
-void read_log(const std::string& path, report::ExplorerData& d) {
-  std::ifstream in(path);
-  std::string line;
-  while (std::getline(in, line)) {
-    const json record = json::parse(line, nullptr, false);
-    if (record.is_discarded() || !record.is_object() || !record.contains("step")) continue;
-    const double step = number_or_nan(record, "step");
-    if (std::isnan(step)) continue;
-    if (const double loss = number_or_nan(record, "loss"); !std::isnan(loss)) d.step_loss.push_back({step, loss});
-    if (const double loss = number_or_nan(record, "train_loss"); !std::isnan(loss)) d.eval_train_loss.push_back({step, loss});
-    if (const double loss = number_or_nan(record, "val_loss"); !std::isnan(loss)) d.eval_val_loss.push_back({step, loss});
-    if (record.contains("heads") && record["heads"].is_array()) {
-      report::Snapshot snapshot;
-      snapshot.step = static_cast<int64_t>(step);
-      for (const json& head : record["heads"]) {
-        if (head.is_object()) snapshot.heads.push_back(head_entry(head));
-      }
-      if (record.contains("in_context")) snapshot.in_context = in_context_of(record["in_context"]);
-      d.formation.push_back(std::move(snapshot));
+// The loss series and each evaluation's head scores, from train::LogRecords.
+void add_log(const train::LogRecords& log, report::ExplorerData& d) {
+  const auto points = [](const std::vector<train::LogPoint>& series) {
+    std::vector<report::Point> out;
+    for (const auto& p : series) out.push_back({p.step, p.value});
+    return out;
+  };
+  d.step_loss = points(log.step_losses());
+  d.eval_train_loss = points(log.eval_train_losses());
+  d.eval_val_loss = points(log.val_losses());
+  for (const json& record : log.head_records()) {
+    report::Snapshot snapshot;
+    snapshot.step = record["step"].get<int64_t>();
+    for (const json& head : record["heads"]) {
+      if (head.is_object()) snapshot.heads.push_back(head_entry(head));
     }
+    if (record.contains("in_context")) snapshot.in_context = in_context_of(record["in_context"]);
+    d.formation.push_back(std::move(snapshot));
   }
 }
 
@@ -96,7 +87,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   }
   d.in_context = report::InContext{report.first_copy_loss, report.second_copy_loss,
                                    report.first_copy_loss > 0 ? report.second_copy_loss / report.first_copy_loss : 0.0};
-  read_log((std::filesystem::path(run_dir) / "log.jsonl").string(), d);
+  add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
 
   d.facts = {{"model", fmt::format("{} layers x {} heads, d_model {}, context {}", config.n_layer,
                                    config.n_head, config.n_embd, config.block_size)},
@@ -109,4 +100,4 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   io::write_file_atomic(path, report::explorer_html(d));
 }
 
-}  // namespace tinygpt::cli
+}  // namespace tinygpt::analysis

@@ -1,18 +1,16 @@
-// The head report shared by `tinygpt heads` and the end of `tinygpt train`: the role table (and
-// the ablation table), one heatmap per head, a grid per layer, the explorer page, and on a
-// terminal a shaded preview.
 #include <unistd.h>
 
 #include <filesystem>
 
-#include "commands.hpp"
+#include "explorer_page.hpp"
+#include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/plot/attention_plot.hpp"
 #include "tinygpt/plot/terminal_heatmap.hpp"
 
-namespace tinygpt::cli {
+namespace tinygpt::analysis {
 
-heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                             const HeadProbeSet& set, const HeadsOutput& out) {
+heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+                               const heads::ProbeSet& set, const ReportOptions& out) {
   const std::string& out_dir = out.heatmap_dir;
   const heads::HeadReport report = heads::analyze_heads(model, set.probes);
   const std::vector<Tensor> maps = heads::attention_maps(model, set.picture);  // per layer (H,T,T)
@@ -57,4 +55,4 @@ heads::HeadReport show_heads(nn::GPT& model, const data::CharTokenizer& tokenize
   return report;
 }
 
-}  // namespace tinygpt::cli
+}  // namespace tinygpt::analysis

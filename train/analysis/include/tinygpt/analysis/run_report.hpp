@@ -1,0 +1,38 @@
+#pragma once
+// What a trained run shows. `tinygpt train` ends with report_run; `tinygpt heads` calls
+// report_heads on a checkpoint (with its own probes, ablation and output choices).
+#include <string>
+
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/heads/ablation.hpp"
+#include "tinygpt/heads/probe_set.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/log_records.hpp"
+#include "tinygpt/train/run.hpp"
+
+namespace tinygpt::analysis {
+
+// Where the head report goes.
+struct ReportOptions {
+  std::string heatmap_dir;  // one PNG per head and a grid per layer
+  bool json = false;        // the caller prints JSON: no table
+  std::string html;         // the attention explorer page ("" for none)
+  std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
+  const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
+};
+
+// The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer
+// page, and on a terminal a shaded preview of the strongest head; returns the report.
+heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+                               const heads::ProbeSet& set, const ReportOptions& out);
+
+// <run_dir>/loss.png from the log's losses and, when evaluations scored the heads,
+// <run_dir>/heads_over_time.png and when each head reached its role (printed).
+void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
+                          const std::string& title);
+
+// The end of a training run: the curves, then (with `probes`, the run's own, as its evaluations
+// used them) each head removed in turn and report_heads into <dir>/heads and <dir>/report.html.
+void report_run(train::Run& run, const heads::ProbeSet* probes);
+
+}  // namespace tinygpt::analysis

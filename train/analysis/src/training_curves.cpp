@@ -1,0 +1,66 @@
+// The pictures of a run's log.jsonl: the loss curve, and the head formation (heads_over_time.png,
+// and when each head reached its role).
+#include <filesystem>
+
+#include "tinygpt/analysis/run_report.hpp"
+#include "tinygpt/heads/formation.hpp"
+#include "tinygpt/plot/formation_plot.hpp"
+#include "tinygpt/plot/loss_plot.hpp"
+
+namespace tinygpt::analysis {
+namespace {
+
+std::vector<plot::LossPoint> loss_points(const std::vector<train::LogPoint>& series) {
+  std::vector<plot::LossPoint> out;
+  for (const auto& p : series) out.push_back({p.step, p.value});
+  return out;
+}
+
+std::vector<plot::LossPoint> score_points(const std::vector<heads::StepValue>& series) {
+  std::vector<plot::LossPoint> out;
+  for (const auto& p : series) out.push_back({p.step, p.value});
+  return out;
+}
+
+}  // namespace
+
+void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
+                          const std::string& title) {
+  const std::vector<plot::LossPoint> train = loss_points(log.step_losses());
+  const std::vector<plot::LossPoint> val = loss_points(log.val_losses());
+  const std::string curve = (std::filesystem::path(run_dir) / "loss.png").string();
+  plot::save_loss_curve(curve, train, val, title);
+  fmt::print("loss curve: {}\n", curve);
+
+  const heads::FormationSeries series = heads::formation_series(log.head_records());
+  if (series.induction.empty()) return;  // no evaluation tracked the heads
+  std::vector<plot::NamedSeries> scores;
+  for (size_t layer = 0; layer < series.previous_token.size(); ++layer) {
+    scores.push_back({fmt::format("layer {} best previous-token", layer), score_points(series.previous_token[layer])});
+  }
+  scores.push_back({"best induction", score_points(series.induction)});
+  scores.push_back({"second/first copy loss", score_points(series.in_context_ratio)});
+  const std::string path = (std::filesystem::path(run_dir) / "heads_over_time.png").string();
+  plot::save_formation_plot(path, train, val, scores, title);
+  fmt::print("heads over time: {}\n{}\n", path, heads::formation_summary(series));
+}
+
+void report_run(train::Run& run, const heads::ProbeSet* probes) {
+  const nn::GPTConfig& config = run.model().config();
+  draw_training_curves(run.log().records(), run.dir(),
+                       fmt::format("{}: {} layers, d_model {}", run.data_source(), config.n_layer,
+                                   config.n_embd));
+  if (probes == nullptr) return;
+  ReportOptions out;
+  out.heatmap_dir = (std::filesystem::path(run.dir()) / "heads").string();
+  out.html = (std::filesystem::path(run.dir()) / "report.html").string();
+  out.run_dir = run.dir();
+  // Each head removed in turn (a second on the demo): the page and the table show which heads
+  // the model's copying depends on, not only where they look.
+  heads::HeadAblation ablation(run.model(), probes->probes, heads::AblationMode::zero);
+  const heads::EachHeadAblation each = heads::ablate_each_head(ablation);
+  out.ablation = &each;
+  report_heads(run.model(), run.tokenizer(), *probes, out);
+}
+
+}  // namespace tinygpt::analysis

@@ -1,0 +1,77 @@
+#include "tinygpt/heads/probe_set.hpp"
+
+#include <algorithm>
+#include <cctype>
+
+#include "tinygpt/data/data_source.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
+
+namespace tinygpt::heads {
+namespace {
+
+constexpr int64_t kProbeWindows = 16;
+constexpr int64_t kPictureTokens = 64;
+
+// Random sequences for induction are drawn from the letters and digits of the vocabulary (the
+// characters random spans are made of in ordinary text), or all of it if it has few.
+std::vector<int64_t> random_alphabet(const data::CharTokenizer& tokenizer) {
+  std::vector<int64_t> alphabet;
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    const std::string token = tokenizer.token(id);
+    if (token.size() == 1 && std::isalnum(static_cast<unsigned char>(token[0]))) alphabet.push_back(id);
+  }
+  if (alphabet.size() < 8) {
+    alphabet.clear();
+    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) alphabet.push_back(id);
+  }
+  return alphabet;
+}
+
+}  // namespace
+
+std::string probe_obstacle(const nn::GPTConfig& config) {
+  if (config.vocab_size < 2) {
+    return fmt::format("vocabulary of {} character: no head analysis (its probes repeat a "
+                       "sequence of 2 or more distinct characters)", config.vocab_size);
+  }
+  if (config.block_size < 4) {
+    return fmt::format("a context of {} is shorter than 4: no head analysis (its probes repeat a "
+                       "sequence of 2 or more characters twice)", config.block_size);
+  }
+  return "";
+}
+
+ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokenizer& tokenizer,
+                        const std::string& data_source) {
+  const data::Split split =
+      dataset.num_windows(data::Split::val) > 0 ? data::Split::val : data::Split::train;
+  const int64_t windows = dataset.num_windows(split);
+  const int64_t stride = std::max<int64_t>(1, windows / kProbeWindows);
+  ProbeSet set;
+  for (int64_t w = 0; w < windows && static_cast<int64_t>(set.probes.texts.size()) < kProbeWindows;
+       w += stride) {
+    const Tensor inputs = dataset.window_batch(split, w, 1).inputs;  // (1,T)
+    set.probes.texts.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + inputs.numel());
+  }
+  if (set.probes.texts.empty()) {
+    throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
+  }
+  set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
+                                                : set.probes.texts[0];
+  const size_t longest = std::min<size_t>(kPictureTokens, set.probes.texts[0].size());  // a window
+  if (set.picture.size() > longest) set.picture.resize(longest);
+  set.probes.alphabet = random_alphabet(tokenizer);
+  return set;
+}
+
+ProbeSet text_probes(std::vector<int64_t> ids, const data::CharTokenizer& tokenizer, int64_t block) {
+  if (static_cast<int64_t>(ids.size()) > block) ids.resize(static_cast<size_t>(block));
+  if (ids.size() < 2) throw ValueError("--text needs at least two characters");
+  ProbeSet set;
+  set.probes.texts = {ids};
+  set.picture = std::move(ids);
+  set.probes.alphabet = random_alphabet(tokenizer);
+  return set;
+}
+
+}  // namespace tinygpt::heads

@@ -1,0 +1,24 @@
+#include "tinygpt/train/flop_estimate.hpp"
+
+#include "tinygpt/train/memory_estimate.hpp"
+
+namespace tinygpt::train {
+
+int64_t matmul_parameter_count(const nn::GPTConfig& c) {
+  const int64_t positions =
+      c.position_embedding == nn::PositionEmbedding::learned ? c.block_size * c.n_embd : 0;
+  return parameter_count(c) - positions;
+}
+
+double training_flops_per_token(const nn::GPTConfig& c) {
+  return 6.0 * static_cast<double>(matmul_parameter_count(c)) +
+         12.0 * static_cast<double>(c.n_layer) * static_cast<double>(c.n_embd) *
+             static_cast<double>(c.block_size);
+}
+
+double model_flops_utilization(double flops_per_step, double seconds_per_step,
+                               double peak_flops_per_second) {
+  return flops_per_step / seconds_per_step / peak_flops_per_second;
+}
+
+}  // namespace tinygpt::train
