@@ -78,9 +78,21 @@ inline CliResult run_ok(const std::vector<std::string>& args) {
   return r;
 }
 
+// The path a load reads `name` of the checkpoint in `dir` from: the staged copy while a save that
+// a kill interrupted after its commit record waits to be rolled forward, else the file itself
+// (io/commit.hpp).
+inline std::string committed_path(const std::string& dir, const std::string& name) {
+  const std::string staged = dir + "/.tinygpt-staging/" + name;
+  return std::filesystem::exists(dir + "/.tinygpt-commit.json") && std::filesystem::exists(staged)
+             ? staged
+             : dir + "/" + name;
+}
+
 // The step of the checkpoint in `dir` (from its trainer_state.json).
 inline int64_t saved_step(const std::string& dir) {
-  return nlohmann::json::parse(read_bytes(dir + "/trainer_state.json")).at("step").get<int64_t>();
+  return nlohmann::json::parse(read_bytes(committed_path(dir, "trainer_state.json")))
+      .at("step")
+      .get<int64_t>();
 }
 
 // log.jsonl of the run in `dir`, one JSON object per step and per evaluation, without the
