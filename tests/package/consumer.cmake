@@ -4,8 +4,10 @@
 # 1. cmake --install BUILD_DIR into WORK_DIR/prefix (the libraries are already built);
 # 2. no build-only flag of tinygpt (-march, -f... codegen, -W..., sanitizers) in the exported
 #    targets, so none can reach a consumer;
-# 3. examples/consumer configured with -DCMAKE_PREFIX_PATH=WORK_DIR/prefix, built, and run: it
-#    gradient-checks a custom module and prints "gradcheck GatedMLP: ok";
+# 3. examples/consumer configured with -DCMAKE_PREFIX_PATH=WORK_DIR/prefix, linking every target
+#    the package exports (each one listed by name below, so the export set cannot shrink
+#    unnoticed), built, and run: it gradient-checks a custom module ("gradcheck GatedMLP: ok")
+#    and trains it with AdamW ("AdamW on GatedMLP: ok");
 # 4. the consumer's own compile lines hold none of those flags either.
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
   if(NOT ${var})
@@ -64,6 +66,12 @@ run("configuring examples/consumer" ${CMAKE_COMMAND} -S ${SOURCE_DIR}/examples/c
     -B ${consumer_build} -DCMAKE_BUILD_TYPE=Release -DCMAKE_CXX_COMPILER=${CXX}
     -DCMAKE_PREFIX_PATH=${prefix} -DCMAKE_EXPORT_COMPILE_COMMANDS=ON
     "-DCMAKE_CXX_FLAGS=${consumer_flags}" "-DCMAKE_EXE_LINKER_FLAGS=${consumer_flags}")
+set(configure_output "${output}")
+foreach(target autograd nn data io plot heads report distributed train analysis)
+  if(NOT configure_output MATCHES "tinygpt::${target}[;\n]")
+    message(FATAL_ERROR "the installed package does not export tinygpt::${target}:\n${configure_output}")
+  endif()
+endforeach()
 run("building examples/consumer" ${CMAKE_COMMAND} --build ${consumer_build})
 
 file(READ ${consumer_build}/compile_commands.json commands)
@@ -80,6 +88,6 @@ endforeach()
 
 run("running examples/consumer" ${consumer_build}/gated_mlp)
 message("${output}")
-if(NOT output MATCHES "gradcheck GatedMLP: ok")
-  message(FATAL_ERROR "examples/consumer did not report a passing gradcheck")
+if(NOT output MATCHES "gradcheck GatedMLP: ok" OR NOT output MATCHES "AdamW on GatedMLP: ok")
+  message(FATAL_ERROR "examples/consumer did not report a passing gradcheck and training")
 endif()
