@@ -275,3 +275,14 @@ TEST_CASE("a run that diverges before its first checkpoint says it wrote none", 
                                        Catch::Matchers::Contains("saved nothing in " + run));
   CHECK(snapshot(run).empty());
 }
+
+TEST_CASE("a warmup longer than the run is trained as asked, with one warning saying so",
+          "[cli][train]") {
+  ScratchDir dir;
+  const CliResult longer = run_ok(tiny_train_args(dir.file("a"), {"--steps", "10", "--warmup", "40"}));
+  CHECK_THAT(longer.err, Catch::Matchers::Contains(
+                             "tinygpt: warning: --warmup 40 is longer than the run (--steps 10): "
+                             "the learning rate stops at 0.25 of --lr"));
+  const CliResult shorter = run_ok(tiny_train_args(dir.file("b"), {"--steps", "10", "--warmup", "5"}));
+  CHECK(shorter.err.find("warning") == std::string::npos);
+}

@@ -19,6 +19,8 @@ void add_sample_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+// `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
+void add_help_command(CLI::App& app);
 
 // Flag checks whose messages say what the value must be and what was given, e.g. "--lr: must be
 // a finite number > 0, got '0'" (and that refuse NaN, which compares false with any bound).

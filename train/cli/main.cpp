@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_eval_command(app);
   tinygpt::cli::add_heads_command(app);
   tinygpt::cli::add_bench_command(app);
+  tinygpt::cli::add_help_command(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) {
     fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));
@@ -98,7 +99,13 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    // A usage error: exit status 2, as for a missing or unknown subcommand above, whatever
+    // CLI11's own code for the kind of error (105 for a value out of range, 109 for an unknown
+    // flag, ...), and the help of the subcommand it concerns.
+    fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", one_line(e.what()),
+               argv[1]);
+    return 2;
   } catch (const tinygpt::cli::Interrupted& stop) {
     return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {

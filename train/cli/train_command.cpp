@@ -178,6 +178,13 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       config.n_layer, config.n_head, config.kv_heads(), config.n_embd, config.block_size,
       nn::position_embedding_name(config.position_embedding), run.tokenizer().vocab_size(),
       run.dataset().size(data::Split::train)));
+  if (run.options().warmup > run.options().steps) {
+    progress.message(fmt::format(
+        "tinygpt: warning: --warmup {} is longer than the run (--steps {}): the learning rate "
+        "stops at {:.3g} of --lr {}", run.options().warmup, run.options().steps,
+        static_cast<double>(run.options().steps) / static_cast<double>(run.options().warmup),
+        run.options().lr));
+  }
   if (run.trainer().micro_batches() > 1) {
     progress.message(fmt::format(
         "batch {} per step: {} micro-batches of {} ({} rank{} x grad-accum {})", run.options().batch,
