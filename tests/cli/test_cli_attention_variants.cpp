@@ -20,6 +20,9 @@ TEST_CASE("train --pos and --kv-heads: config.json, longer eval windows, KV cach
     const json config = json::parse(read_bytes(model + "/config.json"));
     CHECK(config.at("position_embedding_type") == pos);
     CHECK(config.at("num_key_value_heads") == 1);
+    // GQA (and every position scheme but learned) is not GPT-2: config.json says its own type.
+    CHECK(config.at("model_type") == "tinygpt");
+    CHECK(config.at("architectures") == json::array({"TinyGPTForCausalLM"}));
     CHECK(config.at("rope_theta") == 10000.0);
     CHECK((read_bytes(model + "/model.safetensors").find("transformer.wpe.weight") != std::string::npos) ==
           (pos == "learned"));
@@ -36,4 +39,30 @@ TEST_CASE("train --pos and --kv-heads: config.json, longer eval windows, KV cach
   }
   check_one_line_error(run_cli(tiny_train_args(dir.file("bad"), {"--kv-heads", "3"})),
                        {"--kv-heads 3", "--heads 2"});
+}
+
+TEST_CASE("config.json claims GPT-2 only for what Hugging Face's GPT-2 loads to the same logits, and "
+          "older checkpoints that claimed it for every variant still load", "[cli][position][gqa]") {
+  ScratchDir dir;
+  const std::vector<std::pair<std::vector<std::string>, bool>> variants = {
+      {{"--pos", "learned"}, true},     {{"--pos", "learned", "--kv-heads", "1"}, false},
+      {{"--pos", "rope"}, false},       {{"--pos", "alibi"}, false},
+      {{"--pos", "sinusoidal"}, false}, {{"--pos", "none"}, false}};
+  for (size_t i = 0; i < variants.size(); ++i) {
+    const auto& [flags, gpt2] = variants[i];
+    const std::string model = dir.file("m" + std::to_string(i));
+    INFO(model << " " << flags[1]);
+    train_tiny_model(model, flags);
+    json config = json::parse(read_bytes(model + "/config.json"));
+    CHECK(config.at("model_type") == (gpt2 ? "gpt2" : "tinygpt"));
+    CHECK(config.at("architectures") ==
+          json::array({gpt2 ? "GPT2LMHeadModel" : "TinyGPTForCausalLM"}));
+    const std::string before = run_ok({"sample", "--model", model, "--tokens", "8", "--temperature", "0"}).out;
+    // As a checkpoint of the previous version wrote it; the checkpoint manifest is resealed.
+    config["model_type"] = "gpt2";
+    config["architectures"] = json::array({"GPT2LMHeadModel"});
+    write_bytes(model + "/config.json", config.dump(2));
+    std::filesystem::remove(model + "/checkpoint.json");
+    CHECK(run_ok({"sample", "--model", model, "--tokens", "8", "--temperature", "0"}).out == before);
+  }
 }

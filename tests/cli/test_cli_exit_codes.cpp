@@ -31,7 +31,7 @@ TEST_CASE("every usage error exits 2 in one line naming the subcommand's help", 
   }
 }
 
-TEST_CASE("a runtime failure exits 1; help and a finished command exit 0", "[cli][exit]") {
+TEST_CASE("a runtime failure exits 1, and help and a finished command exit 0", "[cli][exit]") {
   ScratchDir dir;
   const CliResult missing = run_cli({"sample", "--model", dir.file("nothing-here")});
   check_one_line_error(missing, {"nothing-here"});
@@ -40,7 +40,7 @@ TEST_CASE("a runtime failure exits 1; help and a finished command exit 0", "[cli
   CHECK(run_cli({"--version"}).exited_with(0));
 }
 
-TEST_CASE("tinygpt help [COMMAND] prints what --help prints", "[cli][exit]") {
+TEST_CASE("tinygpt help COMMAND prints what --help prints", "[cli][exit]") {
   for (const std::string command : {"train", "sample", "eval", "heads", "bench"}) {
     INFO(command);
     const CliResult help = run_ok({"help", command});

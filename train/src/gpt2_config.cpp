@@ -52,9 +52,14 @@ constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt 
 
 }  // namespace
 
+bool loads_as_gpt2(const nn::GPTConfig& c) {
+  return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head;
+}
+
 std::string config_to_json(const nn::GPTConfig& c) {
-  const json j = {{"architectures", {"GPT2LMHeadModel"}},
-                  {"model_type", "gpt2"},
+  const bool gpt2 = loads_as_gpt2(c);
+  const json j = {{"architectures", {gpt2 ? kGpt2Architecture : kTinyGptArchitecture}},
+                  {"model_type", gpt2 ? kGpt2ModelType : kTinyGptModelType},
                   {"vocab_size", c.vocab_size},
                   {"n_positions", c.block_size},
                   {"n_ctx", c.block_size},
@@ -138,7 +143,13 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   require_value("scale_attn_by_inverse_layer_idx", false, "no per-layer score scaling");
   require_value("add_cross_attention", false, "a decoder without cross-attention");
   require_value("is_encoder_decoder", false, "a decoder only");
-  require_value("model_type", "gpt2", "GPT-2's architecture");
+  // Its own type for what GPT-2 cannot hold; checkpoints before it said gpt2 for every variant.
+  if (const auto it = j.find("model_type");
+      it != j.end() && *it != kGpt2ModelType && *it != kTinyGptModelType) {
+    jf::fail(source, "model_type is {}, but tinygpt reads only \"{}\" and \"{}\" (GPT-2's "
+             "architecture and its own variants of it)", jf::shown(*it), kGpt2ModelType,
+             kTinyGptModelType);
+  }
   require_value("pruned_heads", json::object(), "every head present");
   // Attention runs in float32 whichever order HF would compute it in.
   if (j.contains("reorder_and_upcast_attn")) {

@@ -53,9 +53,6 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokeni
     const Tensor inputs = dataset.window_batch(split, w, 1).inputs;  // (1,T)
     set.probes.texts.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + inputs.numel());
   }
-  if (set.probes.texts.empty()) {
-    throw ValueError(fmt::format("{} is too short to probe the heads; pass --text", data_source));
-  }
   set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
                                                 : set.probes.texts[0];
   const size_t longest = std::min<size_t>(kPictureTokens, set.probes.texts[0].size());  // a window

@@ -75,7 +75,16 @@ bool has_checkpoint(const std::string& dir);
 // Finishes or discards a save that was interrupted (see above); loads call it.
 void recover_checkpoint(const std::string& dir);
 
-// GPT-2 config.json <-> GPTConfig.
+// config.json <-> GPTConfig. config.json claims GPT-2 (model_type "gpt2", GPT2LMHeadModel) only where Hugging Face's GPT-2
+// computes the same logits from it: learned positions and as many key/value heads as heads.
+// Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention) is
+// model_type "tinygpt", TinyGPTForCausalLM: GPT-2's keys and tensor names plus
+// position_embedding_type, rope_theta and num_key_value_heads, which GPT-2 would ignore.
+inline constexpr const char* kGpt2ModelType = "gpt2";
+inline constexpr const char* kGpt2Architecture = "GPT2LMHeadModel";
+inline constexpr const char* kTinyGptModelType = "tinygpt";
+inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
+bool loads_as_gpt2(const nn::GPTConfig& config);
 std::string config_to_json(const nn::GPTConfig& config);
 nn::GPTConfig config_from_json(const std::string& text, const std::string& source);
 

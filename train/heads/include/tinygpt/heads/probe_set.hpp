@@ -24,8 +24,8 @@ std::string probe_obstacle(const nn::GPTConfig& config);
 
 // Up to 16 windows of the dataset's validation split (its training split when it has none),
 // evenly spread. The picture is a document of the toy corpus when `data_source` is it (its
-// structure shows best), else the first window; at most the context and 64 tokens (legible). Throws
-// ValueError when the text has no window.
+// structure shows best), else the first window; at most the context and 64 tokens (legible). A
+// TextDataset always has a training window, so there is always a probe.
 ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokenizer& tokenizer,
                         const std::string& data_source);
 // `ids` (cut to `block`) as the only probe text and the picture; ValueError when shorter than 2.
