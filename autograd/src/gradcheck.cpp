@@ -11,8 +11,9 @@ std::string GradcheckResult::message() const {
   if (checked == 0) return "gradcheck: no input requires grad";
   return fmt::format(
       "gradcheck {}: {} elements checked; worst is input {} element {}: analytic {:.12g}, "
-      "numeric {:.12g}, abs error {:.3g}, rel error {:.3g}",
-      ok ? "passed" : "FAILED", checked, input, index, analytic, numeric, abs_error, rel_error);
+      "numeric {:.12g}, |error| {:.3g} {} atol + rtol * |numeric| = {:.3g} ({:.3g} of it)",
+      ok ? "passed" : "FAILED", checked, input, index, analytic, numeric, abs_error,
+      ok ? "<=" : ">", tolerance, error_ratio);
 }
 
 GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& inputs,
@@ -66,7 +67,8 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
       x[j] = original;
       const double numeric = (plus - minus) / (2 * options.eps);
       const double err = std::abs(a[j] - numeric);
-      const double score = err / (options.atol + options.rtol * std::abs(numeric));
+      const double tolerance = options.atol + options.rtol * std::abs(numeric);
+      const double score = err / tolerance;
       ++r.checked;
       if (!(score <= 1.0)) r.ok = false;  // also catches NaN
       if (!(score <= worst)) {
@@ -76,7 +78,8 @@ GradcheckResult gradcheck(const GradcheckFn& f, const std::vector<Tensor>& input
         r.analytic = a[j];
         r.numeric = numeric;
         r.abs_error = err;
-        r.rel_error = err / std::max({std::abs(numeric), std::abs(a[j]), 1e-300});
+        r.tolerance = tolerance;
+        r.error_ratio = score;
       }
     }
   }

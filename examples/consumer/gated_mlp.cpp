@@ -57,8 +57,7 @@ int main() {
                r.message());
     return 1;
   }
-  fmt::print("gradcheck GatedMLP: ok ({} elements, worst relative error {:.2e})\n", r.checked,
-             r.rel_error);
+  fmt::print("gradcheck GatedMLP: ok; {}\n", r.message());
 
   // The same module in float32 learns a target with the library's AdamW: the loss must fall.
   GatedMLP model(4, 16, gen);

@@ -30,8 +30,11 @@ struct GradcheckResult {
   int64_t index = -1;        // flat index inside that input
   double analytic = 0.0;
   double numeric = 0.0;
-  double abs_error = 0.0;
-  double rel_error = 0.0;    // |a - n| / max(|n|, |a|, tiny)
+  double abs_error = 0.0;    // |analytic - numeric|
+  double tolerance = 0.0;    // what it may be: atol + rtol * |numeric|, as torch.autograd.gradcheck
+  // abs_error / tolerance: <= 1 passes. (A relative error would call a passing 1e-12 against an
+  // exact zero gradient "100% off".)
+  double error_ratio = 0.0;
   std::string message() const;
 };
 
