@@ -123,6 +123,16 @@ void write_file_synced(const std::string& path, std::string_view bytes) {
 }
 
 void check_writable(const std::string& dir) {
+  // An unnamed file (O_TMPFILE) first: a kill during the test then leaves no name behind. A file
+  // system without it gets a named probe, removed at once.
+  {
+    FileDescriptor unnamed(::open(dir.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600));
+    if (unnamed.get() >= 0) {
+      write_sync_close(unnamed, "", fmt::format("an unnamed write test of directory '{}'", dir));
+      return;
+    }
+    if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL) fail("cannot write in directory {}", dir);
+  }
   const std::string path =
       (std::filesystem::path(dir) / fmt::format(".tinygpt-write-test-{}", ::getpid())).string();
   FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
