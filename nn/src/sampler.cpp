@@ -49,7 +49,8 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
   std::vector<int64_t> window(prompt.end() - std::min<int64_t>(prompt.size(), block), prompt.end());
   std::vector<nn::KVCache> cache;
   std::vector<int64_t> out;
-  for (int64_t n = 0; n < options.tokens; ++n) {
+  int64_t skipped = 0;
+  while (static_cast<int64_t>(out.size()) < options.tokens) {
     if (static_cast<int64_t>(window.size()) >= block) {
       // At least the newest token stays: with a context of 1, block / 2 would empty the window.
       window.erase(window.begin(), window.end() - std::max<int64_t>(1, block / 2));
@@ -65,6 +66,10 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
     const float* last = logits.data<float>() + (static_cast<int64_t>(feed.size()) - 1) * vocab;
     const int64_t next = sample_next(last, vocab, options, gen);
     window.push_back(next);
+    if (out.empty() && next == options.skip_leading && skipped < block) {
+      ++skipped;
+      continue;
+    }
     out.push_back(next);
     if (on_token) on_token(next);
   }

@@ -116,3 +116,45 @@ TEST_CASE("eval without --data reads the run's own text, split as in training", 
   CHECK(own != eval({"--data", dir.file("text.txt")}));  // the default 0.1 is another split
   CHECK(eval({"--val-fraction", "0.1"}) == eval({"--data", dir.file("text.txt")}));
 }
+
+TEST_CASE("sample --json is one object holding the text sample prints", "[cli][sample]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  const std::vector<std::string> args{"sample", "--model", model, "--seed", "7", "--tokens", "30",
+                                      "--prompt", "the ", "--top-k", "5"};
+  const std::string text = run_ok(args).out;
+  const json j = json::parse(run_ok(concat(args, {"--json"})).out);
+  CHECK(j["text"] == text.substr(4, 30));  // without the prompt and the final newline
+  CHECK(j["prompt"] == "the ");
+  CHECK(j["model"] == model);
+  CHECK(j["tokens"] == 30);
+  CHECK(j["top_k"] == 5);
+  CHECK(j["seed"] == 7);
+  CHECK(j["temperature"] == 1.0);
+  CHECK(j["seconds"].get<double>() >= 0.0);
+}
+
+TEST_CASE("sample without a prompt starts at a character, not at the blank lines between documents",
+          "[cli][sample]") {
+  ScratchDir dir;
+  // After a newline this text mostly has another: a model of it draws newlines first.
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += i % 2 ? "ab.\n\n\n\n\n\n" : "cd.\n\n\n\n\n\n";
+  write_bytes(dir.file("blank.txt"), text);
+  const std::string model = dir.file("model");
+  train_tiny_model(model, {"--data", dir.file("blank.txt"), "--steps", "60", "--lr", "0.02"});
+  int newline_after_newline = 0;
+  for (int seed = 1; seed <= 8; ++seed) {
+    const std::string seed_flag = std::to_string(seed);
+    const std::string out =
+        run_ok({"sample", "--model", model, "--seed", seed_flag, "--tokens", "12"}).out;
+    INFO(out);
+    REQUIRE(out.size() == 12 + 1);
+    CHECK(out.front() != '\n');
+    const json j = json::parse(run_ok({"sample", "--model", model, "--seed", seed_flag, "--tokens", "12", "--json"}).out);
+    CHECK(j["text"] == out.substr(0, 12));
+    newline_after_newline += out.find("\n\n") != std::string::npos;
+  }
+  CHECK(newline_after_newline > 0);  // the model did learn the blank lines
+}

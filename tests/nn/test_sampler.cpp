@@ -1,6 +1,7 @@
 // nn::generate: the key/value cache is an optimisation only. With it and without it, the same
 // model, prompt and options give the same token ids, including past the context length, where
 // both restart their window by the same rule.
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -95,4 +96,27 @@ TEST_CASE("generate of zero tokens returns no ids", "[sample]") {
   nn::SampleOptions options;
   options.tokens = 0;
   for (const bool use_cache : {true, false}) CHECK(generate_ids(*model, {1, 2}, options, use_cache).empty());
+}
+
+TEST_CASE("generate with skip_leading drops the leading run of that token and still returns as many",
+          "[sample]") {
+  const auto model = random_model(8, 3);
+  nn::SampleOptions options;
+  options.temperature = GENERATE(0.0, 0.9);
+  options.tokens = 10 + 16;
+  const std::vector<int64_t> prompt{2};
+  // The skipped tokens go into the window and use their random draws, so the text after them is
+  // the plain run's text after its leading run.
+  const std::vector<int64_t> plain = generate_ids(*model, prompt, options, true);
+  const int64_t skip = plain.front();
+  const auto run = std::find_if(plain.begin(), plain.end(), [&](int64_t id) { return id != skip; }) - plain.begin();
+  REQUIRE(run <= 8);
+  options.tokens = 10;
+  options.skip_leading = skip;
+  CAPTURE(options.temperature, plain, run);
+  for (const bool use_cache : {true, false}) {
+    const std::vector<int64_t> skipped = generate_ids(*model, prompt, options, use_cache);
+    CHECK(skipped == std::vector<int64_t>(plain.begin() + run, plain.begin() + run + 10));
+    CHECK(skipped.front() != skip);
+  }
 }

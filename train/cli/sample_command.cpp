@@ -3,6 +3,8 @@
 #include <chrono>
 #include <limits>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -16,29 +18,51 @@ struct SampleFlags {
   std::string prompt;
   int threads = 1;
   bool verbose = false;
+  bool json = false;
   nn::SampleOptions options;
 };
 
 void run_sample(const SampleFlags& f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_model(f.model);
-  // With no prompt, start where documents start: after a newline (if the vocabulary has one).
+  // With no prompt, start where documents start: after a newline (if the vocabulary has one),
+  // and print from the first character that is not one (text between blank lines starts so).
   std::vector<int64_t> prompt;
+  nn::SampleOptions options = f.options;
   if (!f.prompt.empty()) {
     prompt = encode_flag("--prompt", f.prompt, loaded.tokenizer);
   } else {
     const auto& vocab = loaded.tokenizer.vocab();
     const auto newline = std::find(vocab.begin(), vocab.end(), U'\n');
     prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
+    if (newline != vocab.end()) options.skip_leading = prompt.front();
   }
-  std::fputs(f.prompt.c_str(), stdout);
+  // As text, each character as it comes; as JSON, one object at the end.
+  std::string generated;
+  if (!f.json) std::fputs(f.prompt.c_str(), stdout);
   const auto start = std::chrono::steady_clock::now();
-  nn::generate(*loaded.model, prompt, f.options, [&](int64_t id) {
-    std::fputs(loaded.tokenizer.token(id).c_str(), stdout);
+  nn::generate(*loaded.model, prompt, options, [&](int64_t id) {
+    const std::string& token = loaded.tokenizer.token(id);
+    if (f.json) {
+      generated += token;
+      return;
+    }
+    std::fputs(token.c_str(), stdout);
     std::fflush(stdout);
   });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::fputs("\n", stdout);
+  if (f.json) {
+    fmt::print("{}\n", nlohmann::json{{"prompt", f.prompt},
+                                      {"text", generated},
+                                      {"tokens", f.options.tokens},
+                                      {"temperature", f.options.temperature},
+                                      {"top_k", f.options.top_k},
+                                      {"seed", f.options.seed},
+                                      {"seconds", seconds},
+                                      {"model", f.model}}.dump());
+  } else {
+    std::fputs("\n", stdout);
+  }
   if (f.verbose) {
     const nn::GPTConfig& c = loaded.config;
     const int64_t d = c.n_embd / c.n_head;
@@ -60,13 +84,14 @@ void run_sample(const SampleFlags& f) {
 void add_sample_command(CLI::App& app) {
   auto flags = std::make_shared<SampleFlags>();
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained model");
-  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
+  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--prompt", flags->prompt, "text to continue (default: start of a document)");
   cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(integer_in(0, int64_t{1} << 30))->capture_default_str();
   cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy)")->check(number_in(0.0, 100.0))->capture_default_str();
   cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->check(seed_value())->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(integer_in(0, 256))->capture_default_str();
+  cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");
   cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");
   cmd->callback([flags] { run_sample(*flags); });
 }

@@ -13,6 +13,10 @@ struct SampleOptions {
   int64_t top_k = 0;          // 0 = the whole vocabulary
   uint64_t seed = 1;
   bool use_cache = true;      // false recomputes every position (the reference for tests)
+  // A token (e.g. the newline that opens a document) that, drawn before any other, goes into the
+  // window but is neither returned nor counted: text starts at its first other token. At most a
+  // context's worth are skipped, so a model that draws nothing else still ends. -1: none.
+  int64_t skip_leading = -1;
 };
 
 // Continues `prompt` (non-empty token ids) and returns the new ids. With the key/value cache,
