@@ -197,6 +197,21 @@ async function checkPage(browser, file, expect) {
   assert(series.includes("training loss per step"), name + ": loss curve");
   const formation = series.filter((s) => s.startsWith("best previous-token"));
   assert.strictEqual(formation.length, expect.formation ? explorer.layers : 0, name + ": formation curves");
+  if (expect.formation) {
+    // The selected head's two scores are told apart by colour, in the chart and in its legend.
+    const own = await page.$$eval(".chart", (charts) => {
+      const chart = charts.find((c) => c.querySelector(".chart-title").textContent.startsWith("The selected head"));
+      return {
+        lines: [...chart.querySelectorAll("path[data-series]")].map((p) => [p.dataset.series, p.getAttribute("stroke")]),
+        legend: [...chart.querySelectorAll(".legend line")].map((l) => l.getAttribute("stroke")),
+      };
+    });
+    const colours = (score) => new Set(own.lines.filter(([n]) => n.endsWith(score)).map(([, c]) => c));
+    const previous = colours("previous-token"), induction = colours("induction");
+    assert(previous.size === 1 && induction.size === 1 && [...previous][0] !== [...induction][0],
+      name + ": the selected head's curves share a colour: " + JSON.stringify(own.lines));
+    assert(own.legend.length === 2 && own.legend[0] !== own.legend[1], name + ": legend " + JSON.stringify(own.legend));
+  }
   const ablationRows = await page.$$eval("#ablation-table tbody tr", (rows) => rows.map((r) => ({
     layer: Number(r.dataset.layer), head: Number(r.dataset.head), ratio: Number(r.dataset.ratio),
     lossDelta: Number(r.dataset.lossDelta) })));
@@ -270,14 +285,14 @@ async function main() {
     run(args.tinygpt, ["train", "--out", runDir, "--steps", "300", "--layers", "2", "--heads", "2",
       "--d-model", "32", "--block", "48", "--batch", "8", "--eval-every", "100", "--eval-iters", "2",
       "--lr", "1e-2", "--threads", "1"]);
-    const heads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--json", "--threads", "1"]));
+    const heads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--json", "--threads", "1"])).heads;
     // A run logs the heads at every evaluation, so its pages carry the formation curves; its
     // report also removes each head in turn (the ablation table).
     await checkPage(browser, path.join(runDir, "report.html"), { heads: heads, formation: true, ablation: true });
 
     const probe = path.join(work, "probe.html");
     const probeHeads = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--text", PROBE, "--json",
-      "--html", probe, "--out", path.join(work, "probe-heads"), "--threads", "1"]));
+      "--html", probe, "--out", path.join(work, "probe-heads"), "--threads", "1"])).heads;
     await checkPage(browser, probe, { heads: probeHeads, tokens: [...PROBE], shading: true, formation: true });
 
     const history = path.join(work, "run-with-formation");
@@ -287,7 +302,7 @@ async function main() {
     await checkPage(browser, formationPage, { heads: heads, formation: true });
     const ablationPage = path.join(work, "ablation.html");
     const ablated = JSON.parse(run(args.tinygpt, ["heads", "--model", history, "--ablate", "--html", ablationPage,
-      "--json", "--threads", "1"]));
+      "--json", "--threads", "1"])).heads;
     await checkPage(browser, ablationPage, { heads: ablated, formation: true, ablation: true });
     console.log("passed");
   } finally {

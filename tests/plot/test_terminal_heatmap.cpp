@@ -127,6 +127,19 @@ TEST_CASE("terminal heatmap: 64 positions fit in 140 columns, more are cut with 
   CHECK(lines[1].substr(0, 4) == "a @ ");  // one column per cell once two do not fit
 }
 
+TEST_CASE("terminal heatmap: fits the terminal's width", "[plot][terminal]") {
+  for (const int columns : {40, 80, 200}) {
+    INFO(columns);
+    const int n = 64;
+    const auto lines = lines_of(terminal_heatmap(identity(n).data(), n, char_labels(n), false, columns));
+    for (const auto& line : lines) CHECK(static_cast<int>(line.size()) <= columns);
+    const int shown = std::min(n, columns - 2);
+    CHECK(lines.size() == static_cast<std::size_t>(1 + shown + (shown < n ? 2 : 1)));
+  }
+  CHECK_THROWS_WITH(terminal_heatmap(identity(4).data(), 4, char_labels(4), false, 3),
+                    Catch::Matchers::Contains("3 columns"));
+}
+
 TEST_CASE("terminal heatmap: NaN shows as '?' and bad arguments throw", "[plot][terminal]") {
   std::vector<float> w = {std::numeric_limits<float>::quiet_NaN(), 0.0f, 0.5f, 0.5f};
   const auto lines = lines_of(terminal_heatmap(w.data(), 2, {"x", "y"}, false));

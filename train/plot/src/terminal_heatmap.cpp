@@ -2,11 +2,15 @@
 
 #include <fmt/format.h>
 
+#include <sys/ioctl.h>
+
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 
 #include "attention_input.hpp"
+#include "tinygpt/autograd/error.hpp"
 #include "tinygpt/plot/attention_plot.hpp"
 #include "tinygpt/plot/colormap.hpp"
 #include "tinygpt/plot/token_label.hpp"
@@ -61,9 +65,20 @@ std::string legend(bool color, int cell_width) {
 
 }  // namespace
 
+int terminal_columns(int fd) {
+  winsize size{};
+  if (ioctl(fd, TIOCGWINSZ, &size) == 0 && size.ws_col > 0) return size.ws_col;
+  const char* env = std::getenv("COLUMNS");
+  const int columns = env != nullptr ? std::atoi(env) : 0;
+  return columns > 0 ? columns : kTerminalColumns;
+}
+
 std::string terminal_heatmap(const float* weights, int seq_len,
-                             const std::vector<std::string>& labels, bool color) {
+                             const std::vector<std::string>& labels, bool color, int columns) {
   check_positions("terminal_heatmap", seq_len, labels, kMaxPlotPositions);
+  if (columns < 8) {
+    throw tinygpt::ValueError(fmt::format("terminal_heatmap: {} columns are too few (at least 8)", columns));
+  }
   check_weights("terminal_heatmap", weights);
   std::vector<std::string> shown_labels;
   std::size_t label_width = 0, label_lines = 0;
@@ -72,7 +87,7 @@ std::string terminal_heatmap(const float* weights, int seq_len,
     label_width = std::max(label_width, shown_labels.back().size());
     label_lines = std::max(label_lines, shown_labels.back().size());
   }
-  const int room = kTerminalColumns - static_cast<int>(label_width) - 1;
+  const int room = std::max(1, columns - static_cast<int>(label_width) - 1);
   const int cell_width = 2 * seq_len <= room ? 2 : 1;
   const int shown = std::min(seq_len, room);
 

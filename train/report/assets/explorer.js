@@ -420,15 +420,22 @@
     for (const s of series) {
       if (!s.points.length) continue;
       const d = s.points.map((p, i) => (i ? "L" : "M") + sx(p[0]).toFixed(1) + " " + sy(p[1]).toFixed(1)).join("");
-      root.append(svg("path", { d: d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5,
-        "stroke-dasharray": s.dash || "", opacity: s.opacity || 1, "data-series": s.name }));
+      const path = svg("path", { d: d, fill: "none", stroke: s.color, "stroke-width": s.width || 1.5,
+        "stroke-dasharray": s.dash || "", opacity: s.opacity || 1, "data-series": s.name });
+      path.append(svg("title", {}));
+      path.lastChild.textContent = s.name;
+      root.append(path);
       if (s.markers) {
         for (const p of s.points) root.append(svg("circle", { cx: sx(p[0]), cy: sy(p[1]), r: 2.5, fill: s.color }));
       }
     }
     const legend = el("div", { className: "legend" });
     for (const s of series.filter((s) => s.legend !== false)) {
-      legend.append(el("span", {}, [el("i", { style: "background:" + s.color }), s.name]));
+      // The swatch is a piece of the line itself: colour and dash.
+      const swatch = svg("svg", { width: 22, height: 6, "data-legend": s.legendName || s.name });
+      swatch.append(svg("line", { x1: 0, x2: 22, y1: 3, y2: 3, stroke: s.color, "stroke-width": 2.5,
+        "stroke-dasharray": s.dash || "" }));
+      legend.append(el("span", {}, [swatch, s.legendName || s.name]));
     }
     container.append(el("div", { className: "chart" }, [el("div", { className: "chart-title", text: options.label }), root, legend]));
   }
@@ -459,17 +466,20 @@
     if (ratio.length) lines.push({ name: "in-context ratio (second / first copy loss)", points: ratio, color: "#1d1f24", dash: "5 3" });
     lineChart(container, lines, { label: "Best head scores and the in-context ratio", yMin: 0, yMax: Math.max(1, ...ratio.map((p) => p[1])) });
 
+    // One colour (and dash) per score, as in the chart above; with every head of a layer shown,
+    // one legend entry per score and each line named on hover.
     const heads = state.head === "all" ? [...Array(H).keys()] : [state.head];
     const own = [];
-    heads.forEach((h, k) => {
-      for (const [name, dash] of [["previous_token", ""], ["induction", "4 2"]]) {
+    for (const [name, color, dash] of [["previous_token", PALETTE[0], ""], ["induction", PALETTE[1], "4 2"]]) {
+      heads.forEach((h, k) => {
         own.push({ name: "L" + state.layer + " H" + h + " " + name.replace("_", "-"),
+          legendName: heads.length > 1 ? name.replace("_", "-") + " (each head)" : undefined,
           points: snaps.map((s) => [s.step, scoreOf(s, state.layer, h, name)]).filter((p) => isFinite(p[1])),
-          color: PALETTE[k % PALETTE.length], dash: dash, legend: heads.length <= 2 });
-      }
-    });
+          color: color, dash: dash, opacity: heads.length > 1 ? 0.7 : 1, legend: k === 0 });
+      });
+    }
     lineChart(container, own, { label: "The selected head" + (heads.length > 1 ? "s" : "") +
-      " (solid: previous-token, dashed: induction)", yMin: 0, yMax: 1, height: 200 });
+      ": previous-token and induction scores", yMin: 0, yMax: 1, height: 200 });
   }
 
   (function drawLoss() {
