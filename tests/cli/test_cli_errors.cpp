@@ -159,8 +159,8 @@ TEST_CASE("train refuses bad flags before it writes anything", "[cli][errors]") 
   SECTION("NaN learning rate") { check_train_refuses({{"--lr", "nan"}}, {"--lr", "nan"}); }
   SECTION("infinite learning rate") { check_train_refuses({{"--lr", "inf"}}, {"--lr", "inf"}); }
   SECTION("NaN momentum") { check_train_refuses({{"--momentum", "nan"}}, {"--momentum"}); }
-  SECTION("learning rate below the default min-lr") {
-    check_train_refuses({{"--lr", "1e-5"}}, {"--min-lr 0.002", "above --lr 1e-05"});
+  SECTION("learning rate below the min-lr given") {
+    check_train_refuses({{"--lr", "1e-5"}, {"--min-lr", "0.002"}}, {"--min-lr 0.002", "above --lr 1e-05"});
   }
   SECTION("validation fraction of 1") {
     check_train_refuses({{"--val-fraction", "1"}}, {"--val-fraction"});

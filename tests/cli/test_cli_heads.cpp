@@ -4,6 +4,7 @@
 // The final evaluation record of log.jsonl holds the same scores as the table train prints
 // (the same probes). ~1 minute on 2 cores, so the sanitizer build skips it.
 #include <algorithm>
+#include <regex>
 
 #include "cli_helpers.hpp"
 #include "scratch_dir.hpp"
@@ -73,7 +74,7 @@ TEST_CASE("train ends with report.html and heads --html writes the explorer of t
   const std::string page = dir.file("page.html");
   const CliResult heads = run_ok({"heads", "--model", model, "--text", text, "--json", "--html", page,
                                   "--out", dir.file("pics"), "--threads", "1"});
-  const nlohmann::json scores = nlohmann::json::parse(heads.out);
+  const nlohmann::json scores = nlohmann::json::parse(heads.out)["heads"];
   const nlohmann::json data = explorer_data(page);
   REQUIRE(data["tokens"].size() == text.size());
   for (size_t i = 0; i < text.size(); ++i) CHECK(data["tokens"][i] == std::string(1, text[i]));
@@ -91,13 +92,21 @@ TEST_CASE("heads on a checkpoint probes the run's own split: its scores are the 
   const std::string model = dir.file("run");
   run_ok(tiny_train_args(model, {"--val-fraction", "0.3"}));
   const nlohmann::json last = last_head_record(model);
-  const nlohmann::json heads =
+  const nlohmann::json report =
       nlohmann::json::parse(run_ok({"heads", "--model", model, "--json", "--threads", "1"}).out);
+  const nlohmann::json& heads = report["heads"];
   REQUIRE(heads.size() == last["heads"].size());
   for (size_t i = 0; i < heads.size(); ++i) {
     for (const char* score : {"previous_token", "induction", "local", "entropy"}) {
       INFO("head " << i << " " << score);
       CHECK(heads[i][score].get<double>() == Approx(last["heads"][i][score].get<double>()).epsilon(1e-9));
     }
+    // The role's own score, as the table prints it.
+    CHECK(heads[i]["role_score"].get<double>() ==
+          heads[i].value(std::regex_replace(heads[i]["role"].get<std::string>(), std::regex("-"), "_"),
+                         heads[i]["entropy"].get<double>()));
   }
+  // The in-context line: the same as the evaluation's.
+  CHECK(report["in_context"]["ratio"].get<double>() ==
+        Approx(last["in_context"]["ratio"].get<double>()).epsilon(1e-9));
 }

@@ -53,7 +53,7 @@ TEST_CASE("heads --ablate, --ablate-heads and --attribute from the CLI", "[cli][
   const CliResult each = run_cli({"heads", "--model", model, "--ablate", "--json"});
   INFO(each.describe());
   REQUIRE(each.exited_with(0));
-  const auto list = nlohmann::json::parse(each.out);
+  const auto list = nlohmann::json::parse(each.out)["heads"];
   REQUIRE(list.size() == 4);
   CHECK(list[1].contains("ablated_second_copy_ratio"));
   CHECK(list[1].contains("ablated_loss_delta"));

@@ -2,6 +2,7 @@
 #   -DBUILD_DIR=<this build>  -DSOURCE_DIR=<the tree>  -DWORK_DIR=<scratch>
 #   -DCXX=<compiler>  -DSANITIZE=ON|OFF
 # 1. cmake --install BUILD_DIR into WORK_DIR/prefix (the libraries are already built);
+#    with the bash completion script, the one `tinygpt completion bash` prints;
 # 2. no build-only flag of tinygpt (-march, -f... codegen, -W..., sanitizers) in the exported
 #    targets, so none can reach a consumer;
 # 3. examples/consumer configured with -DCMAKE_PREFIX_PATH=WORK_DIR/prefix, linking every target
@@ -35,11 +36,19 @@ foreach(file tinygptConfig.cmake tinygptConfigVersion.cmake tinygptTargets.cmake
   endif()
 endforeach()
 foreach(file bin/tinygpt include/tinygpt/version.hpp include/tinygpt/autograd/ops.hpp
-             include/tinygpt/nn/module.hpp)
+             include/tinygpt/nn/module.hpp share/bash-completion/completions/tinygpt)
   if(NOT EXISTS ${prefix}/${file})
     message(FATAL_ERROR "the install did not write ${prefix}/${file}")
   endif()
 endforeach()
+
+# The completion script is the installed program's own (tinygpt completion bash), and bash reads it.
+run("tinygpt completion bash" ${prefix}/bin/tinygpt completion bash)
+file(READ ${prefix}/share/bash-completion/completions/tinygpt installed_completion)
+if(NOT installed_completion STREQUAL output OR NOT output MATCHES "complete -F _tinygpt tinygpt")
+  message(FATAL_ERROR "the installed bash completion is not what tinygpt completion bash prints")
+endif()
+run("bash -n on the completion script" bash -n ${prefix}/share/bash-completion/completions/tinygpt)
 
 # Every flag tinygpt_flags sets; none may appear in what a consumer imports.
 set(build_only_flags -march -mno-avx512f -fsanitize -fno-sanitize-recover -fno-omit-frame-pointer

@@ -18,6 +18,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
+#include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::cli {
@@ -193,9 +194,9 @@ void run_bench(const BenchFlags& f) {
   }
 
   constexpr double kMiB = 1024.0 * 1024.0;
-  fmt::print("tinygpt bench: {} layers, {} heads ({} key/value), d_model {}, context {}, {} "
+  fmt::print("tinygpt bench: {}, {} ({} key/value), d_model {}, context {}, {} "
              "positions, batch {}, vocab {} ({})\n",
-             cfg.n_layer, cfg.n_head, cfg.kv_heads(), cfg.n_embd, cfg.block_size,
+             train::count_of(cfg.n_layer, "layer"), train::count_of(cfg.n_head, "head"), cfg.kv_heads(), cfg.n_embd, cfg.block_size,
              nn::position_embedding_name(cfg.position_embedding), f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
   fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; OpenBLAS "
@@ -255,7 +256,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--steps", flags->steps, "timed steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "untimed steps first (caches, allocator)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); OpenBLAS stays at 1 inside them")->check(CLI::Range(0, 256))->capture_default_str();
-  cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)");
+  cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)")->type_name("FILE");
   cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->check(seed_value())->capture_default_str();
   cmd->add_option("--peak-size", flags->peak_size, "side of the square sgemm that measures the peak (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
   cmd->add_flag("--profile", flags->profile, "also print the time per op (forward and backward) of the timed steps");

@@ -21,6 +21,17 @@ void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
+void add_completion_command(CLI::App& app);
+
+// A command line that cannot be right, found before any work: a value the library refuses
+// ("--kv-heads 3 does not divide --heads 2"), flags that contradict each other or the run they
+// resume. main reports it as it does what CLI11 refuses while parsing: one line naming the
+// subcommand's help, exit status 2. (Under mpirun, one found inside a collective setup reaches
+// main as that setup's CollectiveError and exits 1.)
+class UsageError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
 
 // Flag checks whose messages say what the value must be and what was given, e.g. "--lr: must be
 // a finite number > 0, got '0'" (and that refuse NaN, which compares false with any bound).
@@ -46,6 +57,9 @@ struct ModelFlags {
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
+  // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid, e.g. --kv-heads 3
+  // with --heads 2.
+  void check() const;
 };
 
 // A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in

@@ -116,6 +116,14 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
+void ModelFlags::check() const {
+  try {
+    config(1).validate();
+  } catch (const ValueError& e) {
+    throw UsageError(in_flag_terms(e.what()));
+  }
+}
+
 std::string in_flag_terms(const std::string& message) {
   static const std::pair<const char*, const char*> kFlags[] = {
       {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},

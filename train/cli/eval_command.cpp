@@ -9,6 +9,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
 namespace {
@@ -29,12 +30,12 @@ void run_eval(EvalFlags f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_model(f.model);
   if (f.data.empty()) {  // the run's own text, split as it was in training
-    if (!std::filesystem::exists(std::filesystem::path(f.model) / "trainer_state.json")) {
-      throw ValueError(fmt::format("{} does not say what it was trained on; pass --data", f.model));
+    const std::optional<train::RunState> run = train::trained_on(f.model);
+    if (!run) {
+      throw UsageError(fmt::format("{} does not say what it was trained on; pass --data", f.model));
     }
-    const train::RunState run = train::load_run_state(f.model);
-    f.data = run.data_source;
-    if (!f.val_fraction_given) f.val_fraction = run.val_fraction;
+    f.data = run->data_source;
+    if (!f.val_fraction_given) f.val_fraction = run->val_fraction;
   }
   const std::string text = data::load_text(f.data);
   const data::Split split = f.split == "train" ? data::Split::train
@@ -85,10 +86,11 @@ void add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "Loss and perplexity over a whole split, in non-overlapping context windows");
-  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
+  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--data", flags->data,
                   "UTF-8 text file (builtin:toy for the toy corpus; default: the text the run "
-                  "trained on, split as in training)");
+                  "trained on, split as in training)")
+      ->type_name("FILE");
   cmd->add_option("--split", flags->split, "val, train or all")->check(CLI::IsMember({"val", "train", "all"}))->capture_default_str();
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text that is the val split (default: the run's when --data is not given)")->check(number_in(0.0, 0.9))->capture_default_str();
   cmd->add_option("--block", flags->block,

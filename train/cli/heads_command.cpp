@@ -13,6 +13,7 @@
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
 namespace {
@@ -39,10 +40,9 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
     return heads::text_probes(encode_flag("--text", text, loaded.tokenizer), loaded.tokenizer,
                               loaded.config.block_size);
   }
-  if (!io::CommittedFiles(dir).contains("trainer_state.json")) {
-    throw ValueError(fmt::format("{} does not say what it was trained on; pass --text", dir));
-  }
-  const train::RunState state = train::load_run_state(dir);
+  const std::optional<train::RunState> run = train::trained_on(dir);
+  if (!run) throw UsageError(fmt::format("{} does not say what it was trained on; pass --text", dir));
+  const train::RunState& state = *run;
   const data::TextDataset dataset =
       data::make_dataset(data::load_text(state.data_source), state.data_source, loaded.tokenizer,
                          loaded.config.block_size, state.val_fraction);
@@ -120,12 +120,13 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
 void add_heads_command(CLI::App& app) {
   auto flags = std::make_shared<HeadsFlags>();
   CLI::App* cmd = app.add_subcommand("heads", "Score each attention head's role and draw its attention");
-  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->required();
+  cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
-  cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)");
-  cmd->add_flag("--json", flags->json, "print one JSON object per head instead of the table");
+  cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)")->type_name("DIR");
+  cmd->add_flag("--json", flags->json, "print the report as one JSON object instead of the table: heads (scores and role of each), in_context (first/second copy loss), and what --ablate-heads or --attribute add");
   cmd->add_option("--html", flags->html,
-                  "also write the attention explorer, one self-contained HTML page, to this file");
+                  "also write the attention explorer, one self-contained HTML page, to this file")
+      ->type_name("FILE");
   cmd->add_option("--ablate", flags->ablate,
                   "remove each head in turn (zero: its output set to 0; mean: to its mean output "
                   "on the text) and report the in-context ratio and text loss without it")
@@ -191,14 +192,10 @@ void add_heads_command(CLI::App& app) {
       extra["attribution"] =
           show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, out_dir, !flags->json);
     }
-    if (flags->json) {
-      nlohmann::json list = each ? each->heads_json(report) : report.heads_json();
-      if (extra.empty()) {
-        fmt::print("{}\n", list.dump(2));
-      } else {
-        extra["heads"] = std::move(list);
-        fmt::print("{}\n", extra.dump(2));
-      }
+    if (flags->json) {  // what the table says, and what the in-context line under it says
+      extra["heads"] = each ? each->heads_json(report) : report.heads_json();
+      extra["in_context"] = report.in_context_json();
+      fmt::print("{}\n", extra.dump(2));
     }
   });
 }

@@ -56,6 +56,11 @@ void settle_openmp_waiting(char** argv) {
   execv("/proc/self/exe", argv);  // returns only if it failed: carry on with the defaults
 }
 
+int report_usage_error(const std::string& message, const char* command) {
+  fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", one_line(message), command);
+  return 2;
+}
+
 }  // namespace
 
 // An error under mpirun. One every rank raised together (a collective setup or save, a divergence
@@ -91,6 +96,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_heads_command(app);
   tinygpt::cli::add_bench_command(app);
   tinygpt::cli::add_help_command(app);
+  tinygpt::cli::add_completion_command(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) {
     fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));
@@ -103,9 +109,9 @@ int main(int argc, char** argv) {
     // A usage error: exit status 2, as for a missing or unknown subcommand above, whatever
     // CLI11's own code for the kind of error (105 for a value out of range, 109 for an unknown
     // flag, ...), and the help of the subcommand it concerns.
-    fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", one_line(e.what()),
-               argv[1]);
-    return 2;
+    return report_usage_error(e.what(), argv[1]);
+  } catch (const tinygpt::cli::UsageError& e) {
+    return report_usage_error(e.what(), argv[1]);  // the same, found by the command itself
   } catch (const tinygpt::cli::Interrupted& stop) {
     return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {

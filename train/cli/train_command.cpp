@@ -1,5 +1,6 @@
 // tinygpt train: fit a GPT on the built-in toy corpus or a text file, checkpointing into --out.
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -7,6 +8,8 @@
 #include <memory>
 #include <optional>
 #include <thread>
+
+#include <nlohmann/json.hpp>
 
 #include "commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
@@ -34,8 +37,7 @@ train::TrainOptions demo_options() {
   train::TrainOptions o;
   o.steps = 8000;
   o.batch = 16;
-  o.lr = 2e-2;
-  o.min_lr = 2e-3;
+  o.lr = 2e-2;  // and --min-lr, when not given, --lr / 10 (as nanoGPT): 2e-3
   o.warmup = 200;
   o.beta2 = 0.95;
   o.eval_every = 500;
@@ -46,7 +48,10 @@ struct TrainFlags {
   std::string data;
   std::string out = "runs/tinygpt";
   std::string resume;
+  std::string init_from;
   bool force = false;
+  bool keep_best = false;
+  bool json = false;
   double val_fraction = 0.1;
   int threads = 0;
   ModelFlags model;
@@ -91,7 +96,7 @@ TrainFlags flags_of(train::Run& run) {
 void check_resume_flags(const TrainFlags& given, const CLI::App& cmd, train::Run& run) {
   const auto differs = [&](const std::string& flag, const std::string& value,
                            const std::string& own) {
-    return ValueError(fmt::format("{} {} differs from the run's {} in {}; a resumed run keeps its own",
+    return UsageError(fmt::format("{} {} differs from the run's {} in {}; a resumed run keeps its own",
                                   flag, value, own, run.dir()));
   };
   if (cmd.count("--data") > 0 && !data::same_source(given.data, run.data_source())) {
@@ -113,6 +118,44 @@ int threads_per_rank(int requested, const distributed::Communicator& world) {
   return std::max(1, cores / world.local_size());
 }
 
+// The last evaluation against the best one, and which weights the run's folder keeps: an
+// overfitting run must not read as if the checkpoint held its best loss.
+std::string end_of_run(const train::Run& run, const train::EvalStats& last) {
+  if (std::isnan(last.val_loss)) {
+    return fmt::format("train loss {:.4f} at step {} (no validation split); checkpoint in {}",
+                       last.train_loss, last.step, run.dir());
+  }
+  std::string text = fmt::format("val loss {:.4f} at step {}", last.val_loss, last.step);
+  if (run.best_step() == last.step) {
+    return text + fmt::format(" (the best); checkpoint in {} holds step {}", run.dir(), last.step);
+  }
+  text += fmt::format(", best {:.4f} at step {}; checkpoint in {} holds step {} (the last)",
+                      run.best_val_loss(), run.best_step(), run.dir(), last.step);
+  if (run.best_kept()) return text + fmt::format(", {} step {}", run.best_dir(), run.best_step());
+  return text + (run.state().keep_best ? "; the best came before --keep-best, which keeps the next one"
+                                       : "; --keep-best would keep the best too");
+}
+
+// train --json: the run's outcome as one object on stdout.
+nlohmann::json summary_json(const train::Run& run, const train::EvalStats* last, int64_t steps_run,
+                            double seconds, double tokens_per_s, int interrupted_by) {
+  const auto number = [](double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); };
+  return {{"steps", run.steps_done()},
+          {"steps_run", steps_run},
+          {"seconds", seconds},
+          {"tokens_per_s", tokens_per_s},
+          {"train_loss", last ? number(last->train_loss) : nullptr},
+          {"val_loss", last ? number(last->val_loss) : nullptr},
+          {"eval_step", last ? nlohmann::json(last->step) : nullptr},
+          {"best_val_loss", number(run.best_val_loss())},
+          {"best_step", run.best_step() > 0 ? nlohmann::json(run.best_step()) : nullptr},
+          {"checkpoint", run.dir()},
+          {"checkpoint_step", run.saved_step()},
+          {"best_checkpoint", run.best_kept() ? nlohmann::json(run.best_dir()) : nullptr},
+          {"interrupted", interrupted_by != 0},
+          {"data", run.data_source()}};
+}
+
 void check_mpi_build() {
   const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
   if (!distributed::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
@@ -122,12 +165,38 @@ void check_mpi_build() {
   }
 }
 
-train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Communicator& world) {
-  std::error_code ec;
-  if (cmd.count("--out") > 0 && f.out != f.resume && !fs::equivalent(f.out, f.resume, ec)) {
-    throw ValueError(fmt::format("--resume writes back into {}; do not also pass --out {}",
-                                 f.resume, f.out));
+// The model shape flags: a fine-tuned model's shape is its checkpoint's.
+constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
+                                       "--kv-heads"};
+
+// What the command line alone shows to be wrong, refused before anything is read or written.
+void check_flags(const TrainFlags& f, const CLI::App& cmd) {
+  if (!f.resume.empty()) {
+    std::error_code ec;
+    if (cmd.count("--out") > 0 && f.out != f.resume && !fs::equivalent(f.out, f.resume, ec)) {
+      throw UsageError(fmt::format("--resume writes back into {}; do not also pass --out {}",
+                                   f.resume, f.out));
+    }
+    return;  // the run's own settings were checked when it started
   }
+  if (!f.init_from.empty()) {
+    for (const char* flag : kShapeFlags) {
+      if (cmd.count(flag) > 0) {
+        throw UsageError(fmt::format("{}: a model fine-tuned with --init-from keeps the shape of "
+                                     "{}; drop the flag", flag, f.init_from));
+      }
+    }
+  } else {
+    f.model.check();
+  }
+  try {
+    f.options.validate();
+  } catch (const ValueError& e) {
+    throw UsageError(in_flag_terms(e.what()));
+  }
+}
+
+train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Communicator& world) {
   train::ResumeChanges changes;
   if (cmd.count("--steps") > 0) changes.steps = f.options.steps;
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
@@ -138,7 +207,8 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   return run;
 }
 
-void run_train(const TrainFlags& f, const CLI::App& cmd) {
+void run_train(TrainFlags f, const CLI::App& cmd) {
+  if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
   check_mpi_build();
   // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
   // rank 0 alone writes the checkpoint, log, pictures and progress.
@@ -146,16 +216,28 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   const bool root = world.is_root();
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
+  check_flags(f, cmd);
   // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
   StopSignals stop_signals;
   std::optional<train::Run> started;
   // Setup fails on every rank or on none, with one message (the lowest failing rank's).
   world.together([&] {
     try {
-      started.emplace(resuming ? resume_run(f, cmd, world)
-                               : train::Run::start(f.out, f.model.config(), f.options,
-                                                   f.data.empty() ? data::kToyCorpus : f.data,
-                                                   f.val_fraction, f.force, world));
+      const std::string data = f.data.empty() ? data::kToyCorpus : f.data;
+      if (resuming) {
+        started.emplace(resume_run(f, cmd, world));
+      } else if (!f.init_from.empty()) {
+        train::InitFrom init{f.init_from, {}};
+        if (cmd.count("--dropout") > 0) init.dropout = f.model.dropout;
+        started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world));
+      } else {
+        started.emplace(train::Run::start(f.out, f.model.config(), f.options, data,
+                                          f.val_fraction, f.force, world));
+      }
+    } catch (const UsageError&) {
+      throw;
+    } catch (const train::OptionError& e) {
+      throw UsageError(in_flag_terms(e.what()));
     } catch (const train::DataChangedError& e) {
       throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
     } catch (const ValueError& e) {
@@ -165,6 +247,7 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     }
   });
   train::Run& run = *started;
+  if (f.keep_best) run.keep_best();
   const nn::GPTConfig& config = run.model().config();
   // The other ranks report to nowhere.
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(
@@ -172,12 +255,18 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       [](std::FILE* file) { return file ? std::fclose(file) : 0; });
   train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
   progress.message(fmt::format(
-      "{} {}: {} parameters ({} layers, {} heads, {} key/value heads, d_model {}, context {}, {} "
+      "{} {}: {} parameters ({}, {}, {} key/value heads, d_model {}, context {}, {} "
       "positions), vocabulary {}, {} training tokens",
       resuming ? "resuming" : "training", run.data_source(), run.model().num_parameters(),
-      config.n_layer, config.n_head, config.kv_heads(), config.n_embd, config.block_size,
-      nn::position_embedding_name(config.position_embedding), run.tokenizer().vocab_size(),
-      run.dataset().size(data::Split::train)));
+      train::count_of(config.n_layer, "layer"), train::count_of(config.n_head, "head"), config.kv_heads(),
+      config.n_embd, config.block_size, nn::position_embedding_name(config.position_embedding),
+      run.tokenizer().vocab_size(), run.dataset().size(data::Split::train)));
+  if (!run.state().init_from.empty() && !resuming) {
+    progress.message(fmt::format("fine-tuning the weights of {}{}", run.state().init_from,
+                                 run.state().init_from_step > 0
+                                     ? fmt::format(" (trained {})", train::count_of(run.state().init_from_step, "step"))
+                                     : ""));
+  }
   if (run.options().warmup > run.options().steps) {
     progress.message(fmt::format(
         "tinygpt: warning: --warmup {} is longer than the run (--steps {}): the learning rate "
@@ -201,6 +290,18 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   }
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
+  std::optional<train::EvalStats> last_eval;
+  const auto seconds_so_far = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto print_summary = [&](int interrupted_by) {
+    if (f.json && root) {
+      fmt::print("{}\n", summary_json(run, last_eval ? &*last_eval : nullptr,
+                                      run.steps_done() - first_step, seconds_so_far(),
+                                      progress.tokens_per_second(), interrupted_by).dump());
+      std::fflush(stdout);
+    }
+  };
   if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
     progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was",
                                  run.dir()));
@@ -213,7 +314,8 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
     if (evaluating) {
       const std::string formation =
           probes ? heads::formation_record(run.model(), probes->probes).dump() : "";
-      progress.on_eval(run.evaluate(formation));
+      last_eval = run.evaluate(formation);
+      progress.on_eval(*last_eval);
       run.save();
     }
     if (const int signal = stop_signals.agreed(world)) {
@@ -223,16 +325,15 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
       progress.message(fmt::format(
           "tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: tinygpt train "
           "--resume {}", s.step, run.dir(), run.dir()));
+      print_summary(signal);
       throw Interrupted{signal};
     }
   }
   stop_signals.restore();
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  progress.message(fmt::format(
-      "done: {} steps in {}, {:.0f} tokens/s; best val loss {:.4f}; checkpoint in {}",
-      run.steps_done() - first_step, train::format_duration(seconds),
-      progress.tokens_per_second(), run.best_val_loss(), run.dir()));
+  progress.message(fmt::format("done: {} in {}, {:.0f} tokens/s; {}",
+                               train::count_of(run.steps_done() - first_step, "step"),
+                               train::format_duration(seconds_so_far()),
+                               progress.tokens_per_second(), end_of_run(run, *last_eval)));
 
   const train::Trainer& trainer = run.trainer();
   if (world.size() > 1) {
@@ -243,7 +344,9 @@ void run_train(const TrainFlags& f, const CLI::App& cmd) {
   }
   if (!root) return;
   if (!probes) progress.message(no_heads);
-  analysis::report_run(run, probes ? &*probes : nullptr);
+  // Under --json, stdout carries the summary alone; the report's lines go with the progress.
+  analysis::report_run(run, probes ? &*probes : nullptr, f.json ? stderr : stdout);
+  print_summary(0);
 }
 
 }  // namespace
@@ -252,9 +355,22 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
   cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
-  cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)");
-  cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->capture_default_str();
-  cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has");
+  cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
+  cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
+  CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has")->type_name("DIR");
+  cmd->add_option("--init-from", flags->init_from,
+                  "fine-tune: start a new run (step 0, new optimiser and schedule) from the weights "
+                  "of this checkpoint (a tinygpt run or a Hugging Face GPT-2 folder); the model's "
+                  "shape and vocabulary are its own, --dropout may change")
+      ->type_name("DIR")
+      ->excludes(resume);
+  cmd->add_flag("--keep-best", flags->keep_best,
+                "also keep the weights of the evaluation with the lowest val loss in OUT/best "
+                "(sample, eval and heads read it; --resume continues from the last step); a "
+                "resumed run keeps it on");
+  cmd->add_flag("--json", flags->json,
+                "end with a JSON summary on stdout (steps, losses, best step, tokens/s, "
+                "checkpoint); the report's lines go to stderr");
   cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out; with --resume: resume although --data changed since the run started");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
@@ -273,7 +389,7 @@ void add_train_command(CLI::App& app) {
   };
   last_counts(cmd->add_option("--steps", o.steps, "total optimisation steps (the last one given counts)")->check(integer_in(1, int64_t{1} << 40))->capture_default_str());
   cmd->add_option("--lr", o.lr, "peak learning rate (the default suits the small default model; use ~1e-3 for larger ones)")->check(positive_number())->capture_default_str();
-  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay")->check(non_negative)->capture_default_str();
+  cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay (default: --lr / 10)")->check(non_negative);
   cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
   cmd->add_option("--lr-decay-steps", o.lr_decay_steps,
                   "step where the cosine decay reaches --min-lr (0: --steps); set it to the planned "

@@ -12,6 +12,7 @@
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/io/sha256.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
@@ -225,6 +226,13 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
       state["data_bytes"] = run->data_bytes;
       state["data_sha256"] = run->data_sha256;
     }
+    if (run->best_step > 0) state["best_step"] = run->best_step;
+    if (run->keep_best) state["keep_best"] = true;
+    if (!run->init_from.empty()) {
+      state["init_from"] = {{"dir", run->init_from},
+                            {"model_sha256", run->init_from_sha256},
+                            {"step", run->init_from_step}};
+    }
     files.emplace_back("trainer_state.json", state.dump(2) + "\n");
   }
   std::set<std::string> appended;  // a log the run writes a line at a time stays in place
@@ -243,13 +251,15 @@ LoadedModel read_model(const io::CommittedFiles& files) {
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
   LoadedModel out{config_from_json(files.read("config.json"), config_path),
-                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr};
+                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr, ""};
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
   }
+  const std::string weights_bytes = files.read("model.safetensors");
+  out.weights_sha256 = io::sha256_hex(weights_bytes);
   const NamedTensors weights =
-      gpt2_weights(io::decode_safetensors(files.read("model.safetensors"), weights_path), out.config);
+      gpt2_weights(io::decode_safetensors(weights_bytes, weights_path), out.config);
   check_size_dimensions(out.config, weights, weights_path);
   check_finite(weights, weights_path);
   out.model = std::make_unique<nn::GPT>(out.config, 0);
@@ -288,6 +298,18 @@ RunState read_run_state(const io::CommittedFiles& files) {
       jf::fail(path, "key 'data_sha256' is not a SHA-256 (64 hex digits): '{}'",
                run.data_sha256.substr(0, 70));
     }
+  }
+  if (j.contains("best_step")) run.best_step = jf::integer(j["best_step"], "best_step", path, 1, kMaxSteps);
+  if (j.contains("keep_best")) {
+    if (!j["keep_best"].is_boolean()) jf::fail(path, "key 'keep_best' must be true or false");
+    run.keep_best = j["keep_best"].get<bool>();
+  }
+  if (j.contains("init_from")) {
+    const json& from = j["init_from"];
+    if (!from.is_object()) jf::fail(path, "key 'init_from' is not an object");
+    run.init_from = jf::string(jf::required(from, "dir", path), "init_from.dir", path);
+    run.init_from_sha256 = jf::string(jf::required(from, "model_sha256", path), "init_from.model_sha256", path);
+    run.init_from_step = jf::integer(jf::required(from, "step", path), "init_from.step", path, 0, kMaxSteps);
   }
   run.data_rng = parse_state(jf::required(j, "data_rng", path), "data_rng", path);
   run.dropout_rng = parse_state(jf::required(j, "dropout_rng", path), "dropout_rng", path);

@@ -8,6 +8,10 @@
 
 namespace tinygpt::train {
 
+std::string count_of(int64_t n, const std::string& noun) {
+  return fmt::format("{} {}{}", n, noun, n == 1 ? "" : "s");
+}
+
 std::string format_duration(double seconds) {
   const auto s = static_cast<int64_t>(std::llround(std::max(0.0, seconds)));
   if (s < 60) return fmt::format("{}s", s);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <regex>
 
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
@@ -47,6 +48,22 @@ std::string DataChangedError::change() const {
   return describe_change(source_, was_bytes_, was_sha256_, now_bytes_, now_sha256_);
 }
 
+std::optional<RunState> trained_on(const std::string& dir) {
+  const auto has_state = [](const fs::path& run) {
+    return io::CommittedFiles(run.string()).contains("trainer_state.json");
+  };
+  if (!fs::is_directory(dir)) return std::nullopt;
+  if (has_state(dir)) return load_run_state(dir);
+  fs::path best = fs::absolute(dir).lexically_normal();
+  if (best.filename().empty()) best = best.parent_path();  // "run/best/"
+  const fs::path run = best.parent_path();
+  if (best.filename() == kBestDir && has_state(run)) {
+    RunState state = load_run_state(run.string());
+    if (state.keep_best) return state;
+  }
+  return std::nullopt;
+}
+
 Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
          std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
          distributed::Communicator& world)
@@ -72,6 +89,22 @@ Run::~Run() {
 
 std::string Run::log_path() const { return (fs::path(dir_) / kLogFile).string(); }
 
+std::string Run::best_dir() const { return (fs::path(dir_) / kBestDir).string(); }
+
+void Run::keep_best() {
+  if (state_.keep_best) return;
+  state_.keep_best = true;
+  // Resuming a run whose last evaluation was its best: those are the weights just loaded. An
+  // earlier best is gone; the next evaluation below it is kept.
+  if (state_.step > 0 && state_.best_step == state_.step) {
+    world_->together([&] {
+      if (world_->is_root()) save_checkpoint(best_dir(), *model_, tokenizer_);
+    });
+  }
+}
+
+bool Run::best_kept() const { return state_.keep_best && has_checkpoint(best_dir()); }
+
 void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   std::error_code ec;
   created_dir_ = fs::create_directories(dir_, ec);
@@ -92,6 +125,8 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   // --force replaces) still owns log.jsonl: then from the first save, so that until then the
   // old checkpoint loads.
   if (!replacing) log_.write_through(log_path());
+  // The replaced run's best weights are not this run's: gone at the first save.
+  stale_best_ = replacing && has_checkpoint(best_dir());
 }
 
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
@@ -99,17 +134,31 @@ Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions option
                distributed::Communicator& world) {
   std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
   try {
-    return start_locked(dir, std::move(config), std::move(options), data_source, val_fraction,
-                        force, world, lock);
+    return start_locked(dir, std::move(config), nullptr, std::move(options), data_source,
+                        val_fraction, force, world, lock);
   } catch (...) {
     if (lock && lock->created()) lock->remove();  // a refused run adds no lock file either
     throw;
   }
 }
 
-Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
-                      const std::string& data_source, double val_fraction, bool force,
-                      distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
+Run Run::start(const std::string& dir, const InitFrom& init, TrainOptions options,
+               const std::string& data_source, double val_fraction, bool force,
+               distributed::Communicator& world) {
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  try {
+    return start_locked(dir, {}, &init, std::move(options), data_source, val_fraction, force,
+                        world, lock);
+  } catch (...) {
+    if (lock && lock->created()) lock->remove();
+    throw;
+  }
+}
+
+Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
+                      TrainOptions options, const std::string& data_source, double val_fraction,
+                      bool force, distributed::Communicator& world,
+                      std::unique_ptr<io::RunLock>& lock) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -119,7 +168,29 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions
   const std::string text = data::load_text(state.data_source);
   state.data_bytes = text.size();
   state.data_sha256 = io::sha256_hex(text);
-  data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
+  std::optional<LoadedModel> loaded;
+  if (init != nullptr) {
+    if (fs::exists(dir) && fs::exists(init->dir) && fs::equivalent(dir, init->dir)) {
+      throw OptionError(fmt::format("{} is the checkpoint to start from; the new run needs "
+                                   "another directory", dir));
+    }
+    loaded = load_model(init->dir);
+    try {
+      loaded->tokenizer.encode(text);
+    } catch (const ValueError& e) {
+      const std::string fault = std::regex_replace(e.what(), std::regex("^CharTokenizer::encode: "), "");
+      throw ValueError(fmt::format("{}: {}; a fine-tuned model keeps the vocabulary of {}",
+                                   state.data_source, fault, init->dir));
+    }
+    config = loaded->config;
+    if (init->dropout) config.dropout = *init->dropout;
+    state.init_from = fs::absolute(init->dir).lexically_normal().string();
+    state.init_from_sha256 = loaded->weights_sha256;
+    if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json")) {
+      state.init_from_step = load_run_state(init->dir).step;
+    }
+  }
+  data::CharTokenizer tokenizer = loaded ? std::move(loaded->tokenizer) : data::CharTokenizer::fit(text);
   config.vocab_size = tokenizer.vocab_size();
   config.validate();
   // Before the dataset, model or optimiser is allocated: an absurd shape is refused by its size.
@@ -129,6 +200,8 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions
   auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
       text, state.data_source, tokenizer, config.block_size, val_fraction));
   auto model = std::make_unique<nn::GPT>(config, state.options.seed);
+  // A fine-tuned model takes the checkpoint's weights; the seed still drives batches and dropout.
+  if (loaded) model->load_state_dict(loaded->model->state_dict());
   Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset),
           world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
@@ -149,7 +222,7 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, distribute
   state.options.eval_iters = changes.eval_iters.value_or(state.options.eval_iters);
   state.options.validate();
   if (state.options.steps <= state.step) {
-    throw ValueError(fmt::format("{} is already at step {}; pass --steps above that to continue",
+    throw OptionError(fmt::format("{} is already at step {}; pass --steps above that to continue",
                                  dir, state.step));
   }
   const std::string text = data::load_text(state.data_source);
@@ -205,7 +278,11 @@ StepStats Run::step() {
 EvalStats Run::evaluate(const std::string& extra_fields) {
   const EvalStats e = unless_diverged([&] { return trainer_->evaluate(); });
   log_.add(e, extra_fields);
-  if (!std::isnan(e.val_loss) && !(e.val_loss >= state_.best_val_loss)) state_.best_val_loss = e.val_loss;
+  if (!std::isnan(e.val_loss) && !(e.val_loss >= state_.best_val_loss)) {
+    state_.best_val_loss = e.val_loss;
+    state_.best_step = e.step;
+    best_unsaved_ = true;
+  }
   return e;
 }
 
@@ -217,11 +294,19 @@ void Run::save() {
   // The root rank writes; a failure there stops every rank.
   world_->together([&] {
     if (world_->is_root()) {
+      // The best weights first: the run's own record never names a best save that did not happen.
+      if (state_.keep_best && best_unsaved_) {
+        save_checkpoint(best_dir(), *model_, tokenizer_);
+      } else if (stale_best_) {
+        fs::remove_all(best_dir());
+      }
       save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
                       {{kLogFile, log_.text()}});
       log_.write_through(log_path());  // the file committed (in place, or new after --force)
     }
   });
+  best_unsaved_ = false;
+  stale_best_ = false;
 }
 
 }  // namespace tinygpt::train

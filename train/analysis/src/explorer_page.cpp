@@ -10,6 +10,7 @@
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/report/explorer.hpp"
 #include "tinygpt/train/log_records.hpp"
+#include "tinygpt/train/progress.hpp"
 
 namespace tinygpt::analysis {
 namespace {
@@ -89,13 +90,15 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
                                    report.first_copy_loss > 0 ? report.second_copy_loss / report.first_copy_loss : 0.0};
   add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
 
-  d.facts = {{"model", fmt::format("{} layers x {} heads, d_model {}, context {}", config.n_layer,
-                                   config.n_head, config.n_embd, config.block_size)},
+  d.facts = {{"model", fmt::format("{} x {}, d_model {}, context {}",
+                                   train::count_of(config.n_layer, "layer"),
+                                   train::count_of(config.n_head, "head"), config.n_embd,
+                                   config.block_size)},
              {"parameters", std::to_string(model.num_parameters())},
              {"vocabulary", std::to_string(tokenizer.vocab_size())},
              {"probe text", fmt::format("{} tokens", picture.size())}};
   if (!d.step_loss.empty()) {
-    d.facts.emplace_back("trained", fmt::format("{} steps", static_cast<int64_t>(d.step_loss.back().x)));
+    d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
   }
   io::write_file_atomic(path, report::explorer_html(d));
 }

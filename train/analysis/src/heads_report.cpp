@@ -42,15 +42,16 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
     save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
   }
   if (out.json) return report;  // the caller prints the JSON
-  fmt::print("{}", report.table());
-  if (out.ablation != nullptr) fmt::print("\n{}\n", out.ablation->table(report));
-  fmt::print("heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
-  if (!out.html.empty()) fmt::print("attention explorer: {}\n", out.html);
-  if (isatty(STDOUT_FILENO) && strongest != nullptr) {
-    fmt::print("\nlayer {} head {} ({}) on \"{}\":\n", strongest->layer, strongest->head,
+  std::FILE* text = out.text;
+  fmt::print(text, "{}", report.table());
+  if (out.ablation != nullptr) fmt::print(text, "\n{}\n", out.ablation->table(report));
+  fmt::print(text, "heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
+  if (!out.html.empty()) fmt::print(text, "attention explorer: {}\n", out.html);
+  if (isatty(fileno(text)) && strongest != nullptr) {
+    fmt::print(text, "\nlayer {} head {} ({}) on \"{}\":\n", strongest->layer, strongest->head,
                strongest->role, tokenizer.decode(set.picture));
     const float* a = maps[static_cast<size_t>(strongest->layer)].data<float>() + strongest->head * t * t;
-    fmt::print("{}", plot::terminal_heatmap(a, t, labels, true));
+    fmt::print(text, "{}", plot::terminal_heatmap(a, t, labels, true, plot::terminal_columns(fileno(text))));
   }
   return report;
 }

@@ -6,6 +6,7 @@
 #include "tinygpt/heads/formation.hpp"
 #include "tinygpt/plot/formation_plot.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
+#include "tinygpt/train/progress.hpp"
 
 namespace tinygpt::analysis {
 namespace {
@@ -25,12 +26,12 @@ std::vector<plot::LossPoint> score_points(const std::vector<heads::StepValue>& s
 }  // namespace
 
 void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
-                          const std::string& title) {
+                          const std::string& title, std::FILE* text) {
   const std::vector<plot::LossPoint> train = loss_points(log.step_losses());
   const std::vector<plot::LossPoint> val = loss_points(log.val_losses());
   const std::string curve = (std::filesystem::path(run_dir) / "loss.png").string();
   plot::save_loss_curve(curve, train, val, title);
-  fmt::print("loss curve: {}\n", curve);
+  fmt::print(text, "loss curve: {}\n", curve);
 
   const heads::FormationSeries series = heads::formation_series(log.head_records());
   if (series.induction.empty()) return;  // no evaluation tracked the heads
@@ -42,19 +43,21 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   scores.push_back({"second/first copy loss", score_points(series.in_context_ratio)});
   const std::string path = (std::filesystem::path(run_dir) / "heads_over_time.png").string();
   plot::save_formation_plot(path, train, val, scores, title);
-  fmt::print("heads over time: {}\n{}\n", path, heads::formation_summary(series));
+  fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));
 }
 
-void report_run(train::Run& run, const heads::ProbeSet* probes) {
+void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {
   const nn::GPTConfig& config = run.model().config();
   draw_training_curves(run.log().records(), run.dir(),
-                       fmt::format("{}: {} layers, d_model {}", run.data_source(), config.n_layer,
-                                   config.n_embd));
+                       fmt::format("{}: {}, d_model {}", run.data_source(),
+                                   train::count_of(config.n_layer, "layer"), config.n_embd),
+                       text);
   if (probes == nullptr) return;
   ReportOptions out;
   out.heatmap_dir = (std::filesystem::path(run.dir()) / "heads").string();
   out.html = (std::filesystem::path(run.dir()) / "report.html").string();
   out.run_dir = run.dir();
+  out.text = text;
   // Each head removed in turn (a second on the demo): the page and the table show which heads
   // the model's copying depends on, not only where they look.
   heads::HeadAblation ablation(run.model(), probes->probes, heads::AblationMode::zero);

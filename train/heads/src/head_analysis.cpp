@@ -125,6 +125,7 @@ nlohmann::json HeadReport::heads_json() const {
     list.push_back({{"layer", s.layer},
                     {"head", s.head},
                     {"role", s.role},
+                    {"role_score", s.role_score},
                     {"previous_token", s.previous_token},
                     {"induction", s.induction},
                     {"duplicate_token", s.duplicate_token},

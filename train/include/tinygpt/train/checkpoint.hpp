@@ -38,12 +38,21 @@ struct RunState {
   Generator::State data_rng{};
   Generator::State dropout_rng{};
   double best_val_loss = 0.0;  // NaN before the first evaluation
+  int64_t best_step = 0;       // the evaluation that reached it (0: none, or saved before kept)
+  bool keep_best = false;      // the best evaluation's weights are kept in <dir>/best
+  // A fine-tuned run's origin (train --init-from): the checkpoint directory it started from
+  // (absolute), the SHA-256 of that checkpoint's model.safetensors, and the step it had been
+  // trained to (0 when it was not a tinygpt run). init_from is empty for a run from scratch.
+  std::string init_from;
+  std::string init_from_sha256;
+  int64_t init_from_step = 0;
 };
 
 struct LoadedModel {
   nn::GPTConfig config;
   data::CharTokenizer tokenizer;
   std::unique_ptr<nn::GPT> model;
+  std::string weights_sha256;  // of model.safetensors' bytes: which weights these are
 };
 
 // Writes the model files, plus the optimiser and run state when given, as one commit.

@@ -31,5 +31,7 @@ class ProgressReporter {
 };
 
 std::string format_duration(double seconds);  // "1m05s", "42s", "1h02m"
+// "1 layer", "2 layers": a count and its noun, plural unless the count is one.
+std::string count_of(int64_t n, const std::string& noun);
 
 }  // namespace tinygpt::train

@@ -59,7 +59,26 @@ class DataChangedError : public ValueError {
   uint64_t was_bytes_, now_bytes_;
 };
 
+// A setting the caller chose that cannot work with this run (a total of steps it has already
+// reached, a fine-tune into the checkpoint it starts from): the CLI calls it a usage error.
+class OptionError : public ValueError {
+ public:
+  using ValueError::ValueError;
+};
+
 inline constexpr const char* kLogFile = "log.jsonl";
+inline constexpr const char* kBestDir = "best";  // <dir>/best: the best evaluation's weights
+
+// Fine-tuning: a new run whose model starts from a checkpoint's weights (nanoGPT's init_from).
+struct InitFrom {
+  std::string dir;               // any directory load_model reads: a tinygpt run, a GPT-2 layout
+  std::optional<double> dropout;  // replaces the checkpoint's (a setting of the training)
+};
+
+// What the model in `dir` was trained on (its data source and split): the run state of the run
+// in `dir`, or, for the best weights a run keeps in <run>/best, that run's. Empty when neither
+// says (a folder of model files alone).
+std::optional<RunState> trained_on(const std::string& dir);
 
 class Run {
  public:
@@ -77,12 +96,20 @@ class Run {
   static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    distributed::Communicator& world = distributed::world());
+  // A new run (step 0, a new optimiser and schedule) like the one above, but whose model,
+  // tokenizer and settings are the checkpoint's in `init.dir`. The text must be written in the
+  // checkpoint's characters: the first one it does not know is refused by name (ValueError).
+  // The run state records where the weights came from (RunState::init_from). OptionError when
+  // `dir` is `init.dir`.
+  static Run start(const std::string& dir, const InitFrom& init, TrainOptions options,
+                   const std::string& data_source, double val_fraction = 0.1, bool force = false,
+                   distributed::Communicator& world = distributed::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source, which must be the text the run started on (its
   // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
-  // ValueError when the run's total of steps
-  // (changed or not) is already reached, and the loaders' errors for a missing or damaged file;
-  // IOError, before reading anything, when `dir` is not writable or another run holds its lock.
+  // OptionError when the run's total of steps (changed or not) is already reached, and the
+  // loaders' errors for a missing or damaged file; IOError, before reading anything, when `dir`
+  // is not writable or another run holds its lock.
   static Run resume(const std::string& dir, const ResumeChanges& changes = {},
                     distributed::Communicator& world = distributed::world());
 
@@ -113,6 +140,16 @@ class Run {
   const std::string& data_source() const { return state_.data_source; }
   double val_fraction() const { return state_.val_fraction; }
   double best_val_loss() const { return state_.best_val_loss; }  // NaN before an evaluation
+  int64_t best_step() const { return state_.best_step; }        // 0 before an evaluation
+  const RunState& state() const { return state_; }  // as of the last save (or the start)
+  // From now on (and when resumed), a save after an evaluation that lowered the validation loss
+  // also writes the model's files (weights, config, tokenizer) into best_dir(), which sample,
+  // eval and heads read like any checkpoint; the run itself resumes from its last step.
+  // Turned on when resuming a run that did not keep its best, an earlier best is lost (the
+  // weights just loaded are kept if their evaluation was the best).
+  void keep_best();
+  std::string best_dir() const;  // DIR/best
+  bool best_kept() const;        // best_dir() holds the weights of best_step()
   nn::GPT& model() { return *model_; }
   const data::CharTokenizer& tokenizer() const { return tokenizer_; }
   const data::TextDataset& dataset() const { return *dataset_; }
@@ -123,9 +160,11 @@ class Run {
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
       std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
       distributed::Communicator& world);
-  static Run start_locked(const std::string& dir, nn::GPTConfig config, TrainOptions options,
-                          const std::string& data_source, double val_fraction, bool force,
-                          distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock);
+  // Both starts: a model from `config` and a tokenizer fitted on the text, or `init`'s.
+  static Run start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
+                          TrainOptions options, const std::string& data_source,
+                          double val_fraction, bool force, distributed::Communicator& world,
+                          std::unique_ptr<io::RunLock>& lock);
   // Creates the directory, takes its run lock (or keeps `lock`), refuses a checkpoint there
   // unless `force`, and proves it writable (root rank).
   void claim_directory(std::unique_ptr<io::RunLock> lock, bool force);
@@ -143,6 +182,8 @@ class Run {
   LossLog log_;
   std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime
   bool created_dir_ = false;           // this run made the directory
+  bool best_unsaved_ = false;          // an evaluation lowered the val loss since the last save
+  bool stale_best_ = false;            // --force replaces a run whose best/ is still there
 };
 
 }  // namespace tinygpt::train

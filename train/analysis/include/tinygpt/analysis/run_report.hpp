@@ -1,6 +1,7 @@
 #pragma once
 // What a trained run shows. `tinygpt train` ends with report_run; `tinygpt heads` calls
 // report_heads on a checkpoint (with its own probes, ablation and output choices).
+#include <cstdio>
 #include <string>
 
 #include "tinygpt/data/tokenizer.hpp"
@@ -19,6 +20,7 @@ struct ReportOptions {
   std::string html;         // the attention explorer page ("" for none)
   std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
   const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
+  std::FILE* text = stdout;  // where the tables and paths are printed (stderr under train --json)
 };
 
 // The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer
@@ -29,10 +31,11 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
 // <run_dir>/loss.png from the log's losses and, when evaluations scored the heads,
 // <run_dir>/heads_over_time.png and when each head reached its role (printed).
 void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
-                          const std::string& title);
+                          const std::string& title, std::FILE* text = stdout);
 
 // The end of a training run: the curves, then (with `probes`, the run's own, as its evaluations
 // used them) each head removed in turn and report_heads into <dir>/heads and <dir>/report.html.
-void report_run(train::Run& run, const heads::ProbeSet* probes);
+// What it prints goes to `text`.
+void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text = stdout);
 
 }  // namespace tinygpt::analysis
