@@ -4,6 +4,7 @@
 // written a line at a time.
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -123,7 +124,7 @@ TEST_CASE("SIGINT saves at the step it ends, and the resumed run equals one neve
   CHECK(log_without_timing(out) == log_without_timing(reference));
 }
 
-TEST_CASE("SIGTERM exits 143, and a second signal during the save kills at once and the folder loads",
+TEST_CASE("SIGTERM exits 143, twice at once too, and a second signal during the save kills at once and the folder loads",
           "[cli][hardening][signals][slow]") {
   ScratchDir dir;
   const std::string out = dir.file("run");
@@ -136,8 +137,23 @@ TEST_CASE("SIGTERM exits 143, and a second signal during the save kills at once 
     CHECK(r.exited_with(143));
     CHECK_THAT(r.err, Catch::Matchers::Contains("checkpoint saved in " + out));
   }
-  // Checkpointing every step, SIGINT then at once SIGINT again (the default disposition by
-  // then: it dies), then the same with SIGKILL; each time the last checkpoint loads and resumes.
+  // The same signal twice at once is one request (`timeout` signals the process and its group):
+  // the run saves and exits as for one, every time.
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    const int64_t before = saved_step(out);
+    const size_t logged = lines_in(out + "/log.jsonl");
+    CliProcess trainer({"train", "--resume", out, "--steps", "1000000", "--eval-every", "1000000",
+                        "--threads", "1"});
+    REQUIRE(wait_until([&] { return lines_in(out + "/log.jsonl") > logged; }));  // a step
+    trainer.send_signal(SIGTERM);
+    trainer.send_signal(SIGTERM);
+    const CliResult r = trainer.finish();
+    INFO(r.describe());
+    CHECK(r.exited_with(143));
+    CHECK(saved_step(out) > before);
+  }
+  // Checkpointing every step, SIGINT then at once SIGINT again (the same request: it saves), or
+  // SIGKILL; each time the last checkpoint loads and resumes.
   for (const int second : {SIGINT, SIGKILL}) {
     CAPTURE(second);
     const int64_t before = saved_step(out);
@@ -151,6 +167,32 @@ TEST_CASE("SIGTERM exits 143, and a second signal during the save kills at once 
     CHECK((r.signal == second || r.exited_with(130)));
     run_ok({"eval", "--model", out, "--data", "builtin:toy", "--threads", "1"});
     run_ok({"train", "--resume", out, "--steps", std::to_string(saved_step(out) + 3), "--threads", "1"});
+  }
+}
+
+TEST_CASE("under timeout (SIGTERM to the process and to its group) train saves every time",
+          "[cli][hardening][signals][slow]") {
+  if (std::system("timeout --version > /dev/null 2>&1") != 0) {
+    WARN("skipped: no timeout command");
+    return;
+  }
+  ScratchDir dir;
+  for (int attempt = 0; attempt < 6; ++attempt) {
+    CAPTURE(attempt);
+    const std::string out = dir.file("run" + std::to_string(attempt)), err = dir.file("err");
+    std::string command = "timeout --preserve-status 1.5 " + tinygpt_binary();
+    for (const std::string& arg : long_run(out, 1'000'000, 1'000'000)) command += " '" + arg + "'";
+    const int status = std::system((command + " > /dev/null 2> '" + err + "'").c_str());
+    const std::string said = read_bytes(err);
+    INFO(said);
+    REQUIRE(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 143);
+    if (said.find("interrupted before the first step") != std::string::npos) {
+      CHECK_FALSE(fs::exists(out));  // nothing was saved, nothing is left
+      continue;
+    }
+    CHECK_THAT(said, Catch::Matchers::Contains("checkpoint saved in " + out));
+    run_ok({"sample", "--model", out, "--tokens", "5"});
   }
 }
 

@@ -67,9 +67,9 @@ struct ModelFlags {
 // "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
 
-// SIGINT and SIGTERM while it lives: the handler records the signal and restores the default
-// disposition (a second signal ends the process at once); agreed() tells the training loop,
-// the same on every rank, whether to stop.
+// SIGINT and SIGTERM while it lives: the handler records the signal (a second one ends the
+// process at once, unless it is the same signal within a second: one request delivered twice);
+// agreed() tells the training loop, the same on every rank, whether to stop.
 class StopSignals {
  public:
   StopSignals();

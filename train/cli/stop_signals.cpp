@@ -1,6 +1,7 @@
 // SIGINT/SIGTERM during `tinygpt train`: the handler only records the signal; the training loop
 // asks after each step, saves and exits 130/143 (train_command.cpp).
 #include <csignal>
+#include <ctime>
 
 #include "commands.hpp"
 
@@ -8,21 +9,38 @@ namespace tinygpt::cli {
 namespace {
 
 volatile std::sig_atomic_t g_stop_signal = 0;
+timespec g_first_signal_at{};  // read and written by the handler alone, which never nests
+
+// Copies of the stop signal this soon after it are the same request: `timeout` sends SIGTERM to
+// the process and again to its group, a shell's kill of a job may do likewise.
+constexpr double kSameRequestSeconds = 1.0;
 
 void set_disposition(int sig, void (*handler)(int), struct sigaction* old = nullptr) {
   struct sigaction action {};
   action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
+  sigaddset(&action.sa_mask, SIGINT);
+  sigaddset(&action.sa_mask, SIGTERM);
   action.sa_flags = SA_RESTART;  // reads and writes in flight carry on
   sigaction(sig, &action, old);
 }
 
-// Async-signal-safe: one store and two sigaction calls. The default disposition comes back at
-// once, so a second SIGINT or SIGTERM ends the process without waiting for the save.
+// Async-signal-safe (clock_gettime, sigaction, raise). The first signal is recorded for the
+// training loop; a second one ends the process at once, without waiting for the save, unless it
+// is the same signal within kSameRequestSeconds.
 extern "C" void on_stop_signal(int sig) {
-  g_stop_signal = sig;
-  set_disposition(SIGINT, SIG_DFL);
-  set_disposition(SIGTERM, SIG_DFL);
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  if (g_stop_signal == 0) {
+    g_stop_signal = sig;
+    g_first_signal_at = now;
+    return;
+  }
+  const double since = static_cast<double>(now.tv_sec - g_first_signal_at.tv_sec) +
+                       1e-9 * static_cast<double>(now.tv_nsec - g_first_signal_at.tv_nsec);
+  if (sig == g_stop_signal && since < kSameRequestSeconds) return;
+  set_disposition(sig, SIG_DFL);
+  raise(sig);  // delivered as the handler returns: the default action, death by this signal
 }
 
 }  // namespace
