@@ -215,3 +215,22 @@ TEST_CASE("tokenizer.json encodes to the same ids in the Hugging Face tokenizers
   CHECK(ids.get<std::vector<int64_t>>() == expected);
   CHECK(json::parse(decoded_line).get<std::string>() == all);
 }
+
+TEST_CASE("a refused resume leaves no lock file behind in a folder that had none",
+          "[cli][hardening][lock]") {
+  ScratchDir dir;
+  const std::string folder = dir.file("not-a-run"), run = dir.file("run");
+  fs::create_directories(folder);
+  write_bytes(folder + "/notes.txt", "mine\n");
+  const DirSnapshot before = snapshot(folder);
+  check_one_line_error(run_cli({"train", "--resume", folder, "--steps", "10"}), {folder});
+  CHECK(snapshot(folder) == before);
+  CHECK_FALSE(fs::exists(folder + "/.tinygpt-run.lock"));
+  // A run refused after its lock was taken: the lock it created goes too.
+  train_tiny_model(run);
+  fs::remove(run + "/.tinygpt-run.lock");
+  fs::create_directories(dir.file("elsewhere"));
+  fs::create_symlink(dir.file("elsewhere"), run + "/best");
+  check_one_line_error(run_cli({"train", "--resume", run, "--steps", "30", "--keep-best"}), {"symbolic link"});
+  CHECK_FALSE(fs::exists(run + "/.tinygpt-run.lock"));
+}

@@ -156,7 +156,7 @@ void add_heads_command(CLI::App& app) {
     }
     const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);
     analysis::ReportOptions out;
-    out.heatmap_dir = flags->out.empty() ? (fs::path(flags->model) / "heads").string() : flags->out;
+    out.heatmap_dir = flags->out.empty() ? (fs::path(flags->model) / analysis::kHeatmapDir).string() : flags->out;
     out.json = flags->json;
     out.html = flags->html;
     out.run_dir = flags->model;

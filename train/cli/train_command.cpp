@@ -217,6 +217,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
   check_flags(f, cmd);
+  analysis::check_report_paths(resuming ? f.resume : f.out);  // before the folder is locked
   // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
   StopSignals stop_signals;
   std::optional<train::Run> started;

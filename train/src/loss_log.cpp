@@ -1,6 +1,9 @@
 #include "tinygpt/train/loss_log.hpp"
 
+#include <fcntl.h>
 #include <unistd.h>
+
+#include <cstdio>
 
 #include <cerrno>
 #include <cmath>
@@ -45,7 +48,11 @@ void LossLog::write_through(const std::string& path) {
   }
   const bool keeps_prefix = exists && current.size() >= bytes.size() &&
                             current.compare(0, bytes.size(), bytes) == 0;
-  file_.reset(std::fopen(path.c_str(), keeps_prefix ? "r+" : "w"));
+  // Never through a symbolic link (a link planted as log.jsonl must not redirect the log).
+  io::refuse_symlink(path);
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC | (keeps_prefix ? 0 : O_TRUNC), 0666);
+  file_.reset(fd < 0 ? nullptr : ::fdopen(fd, "r+"));
+  if (fd >= 0 && !file_) ::close(fd);
   path_ = path;
   const bool written =
       file_ && (keeps_prefix ? ::ftruncate(::fileno(file_.get()), static_cast<off_t>(bytes.size())) == 0 &&

@@ -32,6 +32,12 @@ std::string describe_change(const std::string& source, uint64_t was_bytes,
       source, was_bytes, was_sha256.substr(0, 12), now_bytes, now_sha256.substr(0, 12));
 }
 
+// The names a run writes in place in its folder rather than replacing them by a rename: a
+// symbolic link planted there would redirect the writes outside the folder.
+void refuse_links(const std::string& dir) {
+  for (const char* name : {kLogFile, kBestDir}) io::refuse_symlink((fs::path(dir) / name).string());
+}
+
 }  // namespace
 
 DataChangedError::DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
@@ -113,6 +119,7 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
                                   ec ? ec.message() : "not a directory"));
   }
   lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
+  refuse_links(dir_);
   const bool replacing = has_checkpoint(dir_);
   if (replacing && !force) {
     throw io::IOError(fmt::format(
@@ -214,6 +221,17 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, distribute
   // using, fails at once.
   if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
   std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  try {
+    return resume_locked(dir, changes, world, lock);
+  } catch (...) {
+    if (lock && lock->created()) lock->remove();  // a refused resume adds no lock file either
+    throw;
+  }
+}
+
+Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
+                       distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
+  if (lock) refuse_links(dir);
   if (lock) recover_checkpoint(dir);  // a save cut short is completed or dropped: files in place
   SavedRun saved = load_run(dir);
   RunState& state = saved.state;
@@ -248,10 +266,10 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, distribute
   run.model_->dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step);
-  run.lock_ = std::move(lock);
   // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
   // committed log held lines the run does not keep, it is replaced at the first save instead.
-  if (run.lock_ && run.log_.text() == saved.log) run.log_.write_through(run.log_path());
+  if (lock && run.log_.text() == saved.log) run.log_.write_through(run.log_path());
+  run.lock_ = std::move(lock);
   return run;
 }
 

@@ -6,6 +6,7 @@
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/plot/attention_plot.hpp"
 #include "tinygpt/plot/terminal_heatmap.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 
 namespace tinygpt::analysis {
 
@@ -18,6 +19,8 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   for (int64_t id : set.picture) labels.push_back(tokenizer.token(id));
   const int t = static_cast<int>(set.picture.size());
 
+  // The pictures go into a real folder, never through a link planted in its place.
+  io::refuse_symlink(out_dir);
   std::filesystem::create_directories(out_dir);
   const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {

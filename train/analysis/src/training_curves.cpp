@@ -4,6 +4,7 @@
 
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/heads/formation.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/formation_plot.hpp"
 #include "tinygpt/plot/loss_plot.hpp"
 #include "tinygpt/train/progress.hpp"
@@ -46,6 +47,10 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));
 }
 
+void check_report_paths(const std::string& run_dir) {
+  io::refuse_symlink((std::filesystem::path(run_dir) / kHeatmapDir).string());
+}
+
 void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {
   const nn::GPTConfig& config = run.model().config();
   draw_training_curves(run.log().records(), run.dir(),
@@ -54,7 +59,7 @@ void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text)
                        text);
   if (probes == nullptr) return;
   ReportOptions out;
-  out.heatmap_dir = (std::filesystem::path(run.dir()) / "heads").string();
+  out.heatmap_dir = (std::filesystem::path(run.dir()) / kHeatmapDir).string();
   out.html = (std::filesystem::path(run.dir()) / "report.html").string();
   out.run_dir = run.dir();
   out.text = text;

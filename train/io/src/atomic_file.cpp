@@ -117,7 +117,8 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 }
 
 void write_file_synced(const std::string& path, std::string_view bytes) {
-  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666));
+  // Never through a symbolic link: a link planted in a folder must not redirect the write.
+  FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
   if (file.get() < 0) fail("write_file_synced: cannot create '{}'", path);
   write_sync_close(file, bytes, fmt::format("'{}' (write_file_synced)", path));
 }
@@ -139,6 +140,14 @@ void check_writable(const std::string& dir) {
   if (file.get() < 0) fail("cannot write in directory {}", dir);
   TemporaryFile probe(path);
   write_sync_close(file, "", fmt::format("'{}' (a write test of the directory)", path));
+}
+
+void refuse_symlink(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_symlink(path, ec)) {
+    throw IOError(fmt::format("{} is a symbolic link; tinygpt does not write through links: "
+                              "remove it", path));
+  }
 }
 
 void sync_directory(const std::string& dir) {

@@ -124,6 +124,8 @@ void roll_forward(const std::string& dir) {
 
 // Whether `path` holds exactly `bytes`; if so it is synced, to be committed where it is.
 bool holds_synced(const std::string& path, const std::string& bytes) {
+  std::error_code ec;
+  if (fs::is_symlink(path, ec)) return false;  // staged, so the commit replaces the link itself
   std::string current;
   try {
     current = read_file(path);

@@ -33,7 +33,11 @@ RunLock::RunLock(const std::string& dir)
     : path_((std::filesystem::path(dir) / kRunLockFile).string()),
       fd_(::open(path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) {
   created_ = fd_ >= 0;
-  if (fd_ < 0 && errno == EEXIST) fd_ = ::open(path_.c_str(), O_RDWR | O_CLOEXEC);
+  // Not through a symbolic link: the lock writes its holder's pid into the file.
+  if (fd_ < 0 && errno == EEXIST) {
+    refuse_symlink(path_);
+    fd_ = ::open(path_.c_str(), O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+  }
   if (fd_ < 0) {
     throw IOError(fmt::format("cannot create the run lock {}: {}", path_, reason(errno)));
   }

@@ -1,6 +1,7 @@
 #include "tinygpt/plot/canvas.hpp"
 
 #include <fmt/format.h>
+#include <fcntl.h>
 #include <stb_image_write.h>
 #include <unistd.h>
 
@@ -162,8 +163,14 @@ void Canvas::save_png(const std::string& path) const {
     throw Error(fmt::format("save_png: cannot {} '{}': {}", what, path, reason));
   };
   errno = 0;
-  std::FILE* file = std::fopen(temp.c_str(), "wb");
-  if (file == nullptr) fail("write");
+  // Not through a symbolic link planted as the temporary; the rename then replaces a link at
+  // `path` itself, never its target.
+  const int fd = ::open(temp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666);
+  std::FILE* file = fd < 0 ? nullptr : ::fdopen(fd, "wb");
+  if (file == nullptr) {
+    if (fd >= 0) ::close(fd);
+    fail("write");
+  }
   const bool written = std::fwrite(png.data(), 1, png.size(), file) == png.size() && std::fflush(file) == 0 &&
                        ::fsync(::fileno(file)) == 0;
   if (std::fclose(file) != 0 || !written) fail("write");

@@ -165,6 +165,9 @@ class Run {
                           TrainOptions options, const std::string& data_source,
                           double val_fraction, bool force, distributed::Communicator& world,
                           std::unique_ptr<io::RunLock>& lock);
+  // resume() once `lock` (root rank: the directory's run lock, or null) is held.
+  static Run resume_locked(const std::string& dir, const ResumeChanges& changes,
+                           distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock);
   // Creates the directory, takes its run lock (or keeps `lock`), refuses a checkpoint there
   // unless `force`, and proves it writable (root rank).
   void claim_directory(std::unique_ptr<io::RunLock> lock, bool force);

@@ -33,6 +33,13 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
 void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
                           const std::string& title, std::FILE* text = stdout);
 
+// The heatmaps' folder in a run's folder: <run_dir>/heads.
+inline constexpr const char* kHeatmapDir = "heads";
+
+// Before a run trains: IOError if the report's folder in `run_dir` is a symbolic link (the
+// pictures would be written through it, outside the run's folder).
+void check_report_paths(const std::string& run_dir);
+
 // The end of a training run: the curves, then (with `probes`, the run's own, as its evaluations
 // used them) each head removed in turn and report_heads into <dir>/heads and <dir>/report.html.
 // What it prints goes to `text`.

@@ -32,6 +32,11 @@ void write_file_synced(const std::string& path, std::string_view bytes);
 // permission, full disk).
 void check_writable(const std::string& dir);
 
+// IOError "<path> is a symbolic link; tinygpt does not write through links: remove it" when
+// `path` is one: a file or folder a command writes in place (not by a rename, which replaces a
+// link itself) must not send the bytes outside the folder it belongs to.
+void refuse_symlink(const std::string& path);
+
 // Makes the entries of `dir` (files created or renamed in it) durable.
 void sync_directory(const std::string& dir);
 
