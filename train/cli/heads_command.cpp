@@ -10,6 +10,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/heads/attribution.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -74,11 +75,6 @@ std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& id
 nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
                                 const std::vector<int64_t>& ids, int64_t pos,
                                 const std::string& out_dir, bool print) {
-  if (pos >= static_cast<int64_t>(ids.size())) {
-    throw ValueError(fmt::format("--attribute: position {} is outside the probe text's {} "
-                                 "characters (positions 0 to {})",
-                                 pos, ids.size(), ids.size() - 1));
-  }
   const heads::Attribution a = heads::attribute(model, ids, pos);
   std::vector<std::string> labels;
   for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
@@ -89,12 +85,14 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
   names.push_back("rollout");
   rows.push_back(a.grad_x_input);
   names.push_back("grad x input");
-  const std::string png = (fs::path(out_dir) / fmt::format("attribution_pos{}.png", pos)).string();
-  fs::create_directories(out_dir);
-  plot::save_attribution_plot(
-      png, rows, names, labels,
-      fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
-                  tokenizer.token(a.target)));
+  const std::string png = out_dir.empty() ? "" : (fs::path(out_dir) / fmt::format("attribution_pos{}.png", pos)).string();
+  if (!png.empty()) {
+    fs::create_directories(out_dir);
+    plot::save_attribution_plot(
+        png, rows, names, labels,
+        fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
+                    tokenizer.token(a.target)));
+  }
   const std::vector<double> mean = mean_spearman(model, ids);
   nlohmann::json out = {{"position", pos},
                         {"target", tokenizer.token(a.target)},
@@ -111,8 +109,22 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
              tokenizer.token(a.target), heads::attribution_table(a, labels));
   std::string line = "mean over query positions 2.." + std::to_string(ids.size() - 1) + ":";
   for (size_t l = 0; l + 1 < mean.size(); ++l) line += fmt::format(" attention layer {} {:.2f},", l, mean[l]);
-  fmt::print("{} rollout {:.2f}\nattribution picture: {}\n", line, mean.back(), png);
+  fmt::print("{} rollout {:.2f}\n", line, mean.back());
+  if (!png.empty()) fmt::print("attribution picture: {}\n", png);
   return out;
+}
+
+// <model>/heads, or "" (no pictures, said once on stderr) when the checkpoint's folder cannot
+// be written: the scores and the page need no pictures.
+std::string default_heatmap_dir(const std::string& model) {
+  try {
+    io::check_writable(model);
+  } catch (const io::IOError&) {
+    fmt::print(stderr, "tinygpt: note: {} is not writable, so no heatmaps are drawn; pass --out "
+                       "DIR to draw them elsewhere\n", model);
+    return "";
+  }
+  return (fs::path(model) / analysis::kHeatmapDir).string();
 }
 
 }  // namespace
@@ -135,12 +147,16 @@ void add_heads_command(CLI::App& app) {
                   "remove these heads together (LAYER.HEAD,...; mode from --ablate, default zero)")
       ->type_name("L.H,L.H");
   cmd->add_option("--attribute", flags->attribute,
-                  "for this query position of the picture text: raw attention per layer, "
+                  "for this query position of the picture text (from 1): raw attention per layer, "
                   "attention rollout and gradient x input of each earlier token (printed and drawn)")
-      ->check(integer_in(0, std::numeric_limits<int64_t>::max()));
+      ->check(integer_in(1, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
+    if (!flags->html.empty() && train::is_checkpoint_file(flags->html)) {
+      throw UsageError(fmt::format("--html {} is a file of the checkpoint in {}; name another file",
+                                   flags->html, fs::path(flags->html).parent_path().string()));
+    }
     train::LoadedModel loaded = train::load_model(flags->model);
     const std::string obstacle = heads::probe_obstacle(loaded.config);
     if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
@@ -155,8 +171,14 @@ void add_heads_command(CLI::App& app) {
       });
     }
     const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);
+    const int64_t picture = static_cast<int64_t>(set.picture.size());
+    if (flags->attribute >= picture) {  // before any work or output
+      throw UsageError(fmt::format("--attribute {}: the probe text has {} characters; a position "
+                                   "from 1 to {} has earlier tokens to attribute to",
+                                   flags->attribute, picture, picture - 1));
+    }
     analysis::ReportOptions out;
-    out.heatmap_dir = flags->out.empty() ? (fs::path(flags->model) / analysis::kHeatmapDir).string() : flags->out;
+    out.heatmap_dir = flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out;
     out.json = flags->json;
     out.html = flags->html;
     out.run_dir = flags->model;

@@ -194,6 +194,17 @@ bool has_checkpoint(const std::string& dir) {
   return fs::exists(path_in(dir, "model.safetensors"), ec) || io::has_commit(dir);
 }
 
+bool is_checkpoint_file(const std::string& path) {
+  static const std::set<std::string> kFiles = {"model.safetensors", "optimizer.safetensors",
+                                               "config.json",       "tokenizer.json",
+                                               "trainer_state.json", "log.jsonl",
+                                               io::kManifest};
+  const fs::path p = fs::absolute(path).lexically_normal();
+  const std::string name = p.filename().string();
+  return (kFiles.count(name) > 0 || name.rfind(".tinygpt", 0) == 0) &&
+         has_checkpoint(p.parent_path().string());
+}
+
 void recover_checkpoint(const std::string& dir) {
   const io::DirectoryLock lock(dir, io::DirectoryLock::Mode::exclusive);
   io::recover_commit(dir);

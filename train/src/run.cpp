@@ -1,5 +1,6 @@
 #include "tinygpt/train/run.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <regex>
@@ -36,6 +37,42 @@ std::string describe_change(const std::string& source, uint64_t was_bytes,
 // symbolic link planted there would redirect the writes outside the folder.
 void refuse_links(const std::string& dir) {
   for (const char* name : {kLogFile, kBestDir}) io::refuse_symlink((fs::path(dir) / name).string());
+}
+
+// What `dir` holds besides tinygpt's own lock and staging folder (empty for a new folder).
+std::vector<std::string> foreign_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != io::kRunLockFile && name != io::kStagingDir) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+// Where a new run may write, checked before anything is read or written: a new or empty folder,
+// a tinygpt run (replaced with `force`), or with `force` any folder; and never where the text it
+// trains on lives, which --force could overwrite.
+void check_out_folder(const std::string& dir, const std::string& data_source, bool force) {
+  std::error_code ec;
+  if (fs::is_regular_file(data_source, ec)) {
+    const fs::path text = fs::weakly_canonical(data_source, ec);
+    const fs::path inside = text.lexically_relative(fs::weakly_canonical(dir, ec));
+    if (!inside.empty() && *inside.begin() != "..") {
+      throw OptionError(fmt::format("the text {} is inside the output folder {}, where a run "
+                                    "writes its files; move it, or name another folder", data_source, dir));
+    }
+  }
+  if (force || has_checkpoint(dir)) return;  // a checkpoint: refused by claim_directory
+  const std::vector<std::string> names = foreign_entries(dir);
+  if (names.empty()) return;
+  std::string listed;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);
+  throw io::IOError(fmt::format("{} is not empty ({}) and holds no tinygpt run; a run writes into "
+                                "a new or empty folder: name another, or pass --force to write "
+                                "into this one", dir, listed));
 }
 
 }  // namespace
@@ -84,9 +121,13 @@ Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
 }
 
 Run::~Run() {
-  // A run that created its directory and stops before its first save (refused, diverged, out
-  // of memory) leaves nothing: no empty folder, no lock file.
-  if (!lock_ || !created_dir_ || has_checkpoint(dir_)) return;
+  // A run that stops before its first save (refused, diverged, out of memory) leaves nothing:
+  // no lock file it created, and no folder it created.
+  if (!lock_ || has_checkpoint(dir_)) return;
+  if (!created_dir_) {
+    if (lock_->created()) lock_->remove();
+    return;
+  }
   std::error_code ec;
   fs::remove(log_path(), ec);
   lock_->remove();
@@ -128,10 +169,10 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   }
   // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
   io::check_writable(dir_);
-  // The log goes out a line at a time from the start, unless the folder's checkpoint (which
-  // --force replaces) still owns log.jsonl: then from the first save, so that until then the
-  // old checkpoint loads.
-  if (!replacing) log_.write_through(log_path());
+  // The log goes out a line at a time from the start into a folder that held nothing; else from
+  // the first save, so that a run stopped before it leaves the folder's files (a checkpoint that
+  // still loads, or what --force was given for) as they were.
+  if (!replacing && foreign_entries(dir_).empty()) log_.write_through(log_path());
   // The replaced run's best weights are not this run's: gone at the first save.
   stale_best_ = replacing && has_checkpoint(best_dir());
 }
@@ -170,6 +211,7 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
   RunState state;
   state.options = std::move(options);
   state.data_source = data::absolute_source(data_source);
+  if (world.is_root()) check_out_folder(dir, state.data_source, force);
   state.val_fraction = val_fraction;
   state.best_val_loss = NAN;
   const std::string text = data::load_text(state.data_source);

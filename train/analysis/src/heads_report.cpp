@@ -20,8 +20,11 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   const int t = static_cast<int>(set.picture.size());
 
   // The pictures go into a real folder, never through a link planted in its place.
-  io::refuse_symlink(out_dir);
-  std::filesystem::create_directories(out_dir);
+  const bool draw = !out_dir.empty();
+  if (draw) {
+    io::refuse_symlink(out_dir);
+    std::filesystem::create_directories(out_dir);
+  }
   const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {
     const int64_t heads = maps[layer].size(0);
@@ -31,15 +34,19 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
       const float* a = maps[layer].data<float>() + h * t * t;
       const auto& s = report.heads[static_cast<size_t>(static_cast<int64_t>(layer) * heads + h)];
       const std::string title = fmt::format("layer {} head {}: {} {:.2f}", layer, h, s.role, s.role_score);
-      plot::save_attention_heatmap(
-          (std::filesystem::path(out_dir) / fmt::format("layer{}_head{}.png", layer, h)).string(),
-          a, t, labels, title);
+      if (draw) {
+        plot::save_attention_heatmap(
+            (std::filesystem::path(out_dir) / fmt::format("layer{}_head{}.png", layer, h)).string(),
+            a, t, labels, title);
+      }
       grid.emplace_back(a, a + t * t);
       titles.push_back(fmt::format("head {}: {} {:.2f}", h, s.role, s.role_score));
       if (strongest == nullptr || s.role_score > strongest->role_score) strongest = &s;
     }
-    plot::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
-                          grid, t, labels, titles, fmt::format("layer {}", layer));
+    if (draw) {
+      plot::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
+                           grid, t, labels, titles, fmt::format("layer {}", layer));
+    }
   }
   if (!out.html.empty()) {
     save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
@@ -48,7 +55,9 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   std::FILE* text = out.text;
   fmt::print(text, "{}", report.table());
   if (out.ablation != nullptr) fmt::print(text, "\n{}\n", out.ablation->table(report));
-  fmt::print(text, "heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
+  if (draw) {
+    fmt::print(text, "heatmaps: {}/layer<L>_head<H>.png, one grid per layer in {}/layer<L>.png\n", out_dir, out_dir);
+  }
   if (!out.html.empty()) fmt::print(text, "attention explorer: {}\n", out.html);
   if (isatty(fileno(text)) && strongest != nullptr) {
     fmt::print(text, "\nlayer {} head {} ({}) on \"{}\":\n", strongest->layer, strongest->head,

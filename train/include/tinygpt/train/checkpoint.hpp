@@ -81,6 +81,11 @@ struct SavedRun {
 SavedRun load_run(const std::string& dir);
 
 bool has_checkpoint(const std::string& dir);
+
+// True when `path` names a file a checkpoint keeps (weights, optimiser state, config, tokenizer,
+// run state, log, manifest, tinygpt's hidden files) in a folder that holds one: an output path
+// (a page, a picture) must never replace it.
+bool is_checkpoint_file(const std::string& path);
 // Finishes or discards a save that was interrupted (see above); loads call it.
 void recover_checkpoint(const std::string& dir);
 

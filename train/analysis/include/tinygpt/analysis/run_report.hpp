@@ -15,7 +15,7 @@ namespace tinygpt::analysis {
 
 // Where the head report goes.
 struct ReportOptions {
-  std::string heatmap_dir;  // one PNG per head and a grid per layer
+  std::string heatmap_dir;  // one PNG per head and a grid per layer ("" for none)
   bool json = false;        // the caller prints JSON: no table
   std::string html;         // the attention explorer page ("" for none)
   std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
