@@ -4,6 +4,7 @@
 #include <ctime>
 
 #include "commands.hpp"
+#include "tinygpt/io/commit.hpp"
 
 namespace tinygpt::cli {
 namespace {
@@ -47,6 +48,7 @@ extern "C" void on_stop_signal(int sig) {
 
 StopSignals::StopSignals() {
   g_stop_signal = 0;
+  io::set_wait_interrupt(&g_stop_signal);  // a signal ends a wait for a checkpoint's lock too
   set_disposition(SIGINT, on_stop_signal, &old_int_);
   set_disposition(SIGTERM, on_stop_signal, &old_term_);
 }
@@ -56,6 +58,7 @@ StopSignals::~StopSignals() { restore(); }
 void StopSignals::restore() {
   if (restored_) return;
   restored_ = true;
+  io::set_wait_interrupt(nullptr);
   sigaction(SIGINT, &old_int_, nullptr);
   sigaction(SIGTERM, &old_term_, nullptr);
 }

@@ -6,9 +6,14 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -22,6 +27,9 @@ namespace tinygpt::io {
 namespace {
 
 namespace fs = std::filesystem;
+
+const volatile std::sig_atomic_t* g_wait_interrupt = nullptr;
+
 using nlohmann::ordered_json;
 
 constexpr int kManifestVersion = 1;
@@ -32,6 +40,22 @@ std::string path_in(const std::string& dir, const std::string& name) {
 }
 
 std::string staging_of(const std::string& dir) { return path_in(dir, kStagingDir); }
+
+// " (training run pid N holds the folder)" when a run's lock file in `dir` names one, else "".
+std::string holder_note(const std::string& dir) {
+  std::string pid;
+  try {
+    pid = read_file(path_in(dir, kRunLockFile));
+  } catch (const IOError&) {
+    return "";
+  }
+  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
+  if (pid.empty() || pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos ||
+      pid == std::to_string(::getpid())) {  // not one: or this process, a run waiting for readers
+    return "";
+  }
+  return fmt::format(" (training run pid {} holds the folder)", pid);
+}
 
 // Throws "<what>: <the reason errno gives>".
 [[noreturn]] void fail(const std::string& what) {
@@ -148,16 +172,46 @@ void remove_staging(const std::string& dir) {
 
 }  // namespace
 
+double lock_wait_seconds() {
+  const char* text = std::getenv("TINYGPT_LOCK_TIMEOUT");
+  char* end = nullptr;
+  const double seconds = text != nullptr ? std::strtod(text, &end) : 0.0;
+  return text != nullptr && end != text && *end == '\0' && seconds > 0.0 ? seconds : 60.0;
+}
+
+void set_wait_interrupt(const volatile std::sig_atomic_t* flag) { g_wait_interrupt = flag; }
+
 DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
     : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
-  while (::flock(fd_, mode == Mode::shared ? LOCK_SH : LOCK_EX) != 0) {
-    if (errno != EINTR) {
+  const auto start = std::chrono::steady_clock::now();
+  const double limit = lock_wait_seconds();
+  bool said = false;
+  const auto give_up = [&](const std::string& why) {
+    ::close(fd_);
+    throw IOError(fmt::format("{} {}; nothing was read or changed", dir, why));
+  };
+  while (::flock(fd_, (mode == Mode::shared ? LOCK_SH : LOCK_EX) | LOCK_NB) != 0) {
+    if (errno == EINTR) continue;
+    if (errno != EWOULDBLOCK) {
       const int error = errno;
       ::close(fd_);
       errno = error;
       fail(fmt::format("cannot lock checkpoint directory {}", dir));
     }
+    if (g_wait_interrupt != nullptr && *g_wait_interrupt != 0) give_up("was still locked when a signal came");
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (waited >= limit) {
+      give_up(fmt::format("stayed locked for {:g} s by another tinygpt process{} that is saving or "
+                          "reading it and does not finish (stopped?); try again once it has",
+                          limit, holder_note(dir)));
+    }
+    if (!said && waited >= 1.0) {
+      fmt::print(stderr, "tinygpt: waiting for {}: another tinygpt process{} is saving or reading it "
+                         "(giving up after {:g} s)\n", dir, holder_note(dir), limit);
+      said = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
 }
 

@@ -16,6 +16,7 @@
 // Readers never change D: they read the committed state as it is, taking each file the record
 // names from the staging folder if it is still there, and check every file against its
 // checksum. They need no write permission.
+#include <csignal>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -35,6 +36,9 @@ inline constexpr const char* kManifest = "checkpoint.json";
 // renamed away under it. The kernel drops the lock when its holder dies. Opening the directory
 // read-only is enough, so a read-only user can take the shared lock. Throws IOError naming the
 // directory.
+// Waiting never lasts for ever: after a second it says once on stderr who holds the folder (the
+// training run's pid, when one does), and it gives up with IOError after lock_wait_seconds(), or
+// as soon as the flag given to set_wait_interrupt is set (a signal handler's).
 class DirectoryLock {
  public:
   enum class Mode { shared, exclusive };
@@ -46,6 +50,11 @@ class DirectoryLock {
  private:
   int fd_;
 };
+
+// How long a DirectoryLock waits: $TINYGPT_LOCK_TIMEOUT seconds if set (> 0), else 60.
+double lock_wait_seconds();
+// A flag (set by a signal handler) that ends a DirectoryLock's wait at once; nullptr: none.
+void set_wait_interrupt(const volatile std::sig_atomic_t* flag);
 
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;  // {file name, bytes}
 
