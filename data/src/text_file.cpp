@@ -79,6 +79,7 @@ std::string read_text_file(const std::string& path, uint64_t max_bytes) {
     text.append(chunk, static_cast<size_t>(n));
     if (text.size() > max_bytes) throw too_large(text.size());
   }
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a byte-order mark, not text
   if (text.empty()) throw ValueError(fmt::format("read_text_file: '{}' is empty", path));
   try {
     check_utf8(text);

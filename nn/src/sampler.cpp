@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include <fmt/format.h>
+
+#include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::nn {
@@ -64,6 +67,12 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
                                         {}, options.use_cache ? &cache : nullptr);  // (1,T,V)
     const Tensor logits = out_logits.dtype() == DType::f32 ? out_logits : out_logits.to(DType::f32);
     const float* last = logits.data<float>() + (static_cast<int64_t>(feed.size()) - 1) * vocab;
+    // Text drawn from NaN or infinite logits would be garbage that looks like output.
+    if (!std::all_of(last, last + vocab, [](float v) { return std::isfinite(v); })) {
+      throw ValueError(fmt::format("generate: the logits for output token {} are not finite: the "
+                                   "model's computation overflows float32 or meets NaN",
+                                   out.size()));
+    }
     const int64_t next = sample_next(last, vocab, options, gen);
     window.push_back(next);
     if (out.empty() && next == options.skip_leading && skipped < block) {

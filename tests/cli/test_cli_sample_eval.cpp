@@ -2,6 +2,7 @@
 // JSON is one object whose numbers do not depend on the run or the thread count, and its token
 // count is that of the split's whole context windows.
 #include <cmath>
+#include <cstring>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
@@ -157,4 +158,31 @@ TEST_CASE("sample without a prompt starts at a character, not at the blank lines
     newline_after_newline += out.find("\n\n") != std::string::npos;
   }
   CHECK(newline_after_newline > 0);  // the model did learn the blank lines
+}
+
+TEST_CASE("sample refuses a model whose logits are not finite, printing no text", "[cli][sample][hardening]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model"), huge = dir.file("huge");
+  train_tiny_model(model);
+  std::filesystem::create_directories(huge);
+  for (const char* name : {"config.json", "tokenizer.json"}) {
+    std::filesystem::copy_file(model + "/" + name, huge + "/" + name);
+  }
+  // Finite weights whose product overflows float32: the final layer norm's gain at 3e38.
+  std::string weights = read_bytes(model + "/model.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, weights.data(), 8);
+  const json header = json::parse(weights.substr(8, header_size));
+  const json& offsets = header.at("transformer.ln_f.weight").at("data_offsets");
+  for (uint64_t at = 8 + header_size + offsets[0].get<uint64_t>(); at < 8 + header_size + offsets[1].get<uint64_t>(); at += 4) {
+    const float big = 3e38f;
+    std::memcpy(&weights[at], &big, 4);
+  }
+  write_bytes(huge + "/model.safetensors", weights);
+  for (const std::vector<std::string>& more : {std::vector<std::string>{}, {"--prompt", "the "}, {"--json"}}) {
+    CAPTURE(more);
+    const CliResult r = run_cli(concat({"sample", "--model", huge, "--tokens", "5"}, more));
+    check_one_line_error(r, {huge + ": generate: the logits for output token 0 are not finite"});
+    CHECK(r.exited_with(1));
+  }
 }

@@ -286,3 +286,16 @@ TEST_CASE("a warmup longer than the run is trained as asked, with one warning sa
   const CliResult shorter = run_ok(tiny_train_args(dir.file("b"), {"--steps", "10", "--warmup", "5"}));
   CHECK(shorter.err.find("warning") == std::string::npos);
 }
+
+TEST_CASE("a byte-order mark at the start of the text is not a character of the vocabulary",
+          "[cli][train]") {
+  ScratchDir dir;
+  const std::string text = dir.file("bom.txt"), run = dir.file("run");
+  std::string body;
+  for (int i = 0; i < 300; ++i) body += "ab cd.\n";
+  write_bytes(text, "\xEF\xBB\xBF" + body);
+  train_tiny_model(run, {"--data", text});
+  const nlohmann::json vocab = nlohmann::json::parse(read_bytes(run + "/tokenizer.json"))["model"]["vocab"];
+  CHECK(vocab.size() == 7);  // a b c d, space, '.', newline
+  CHECK_FALSE(vocab.contains("\xEF\xBB\xBF"));
+}

@@ -21,6 +21,14 @@ TEST_CASE("read_text_file returns the bytes of a UTF-8 file unchanged", "[data][
   CHECK(read_text_file(dir.write("ok.txt", text)) == text);
 }
 
+TEST_CASE("read_text_file drops a byte-order mark at the start, and only there", "[data][text_file]") {
+  const testing::TempDir dir;
+  const std::string bom = "\xEF\xBB\xBF";
+  CHECK(read_text_file(dir.write("bom.txt", bom + "ab" + bom + "c\r\n")) == "ab" + bom + "c\r\n");
+  CHECK_THROWS_MATCHES(read_text_file(dir.write("only-bom.txt", bom)), ValueError,
+                       MessageContains("is empty"));
+}
+
 TEST_CASE("read_text_file names the path of a missing file", "[data][text_file]") {
   const testing::TempDir dir;
   const std::string path = dir.file("missing.txt");

@@ -37,19 +37,30 @@ void run_sample(const SampleFlags& f) {
     prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
     if (newline != vocab.end()) options.skip_leading = prompt.front();
   }
-  // As text, each character as it comes; as JSON, one object at the end.
+  // As text, each character as it comes (the prompt with the first, which proves the model's
+  // logits finite: a failure prints nothing); as JSON, one object at the end.
   std::string generated;
-  if (!f.json) std::fputs(f.prompt.c_str(), stdout);
+  bool prompt_shown = f.json;
+  const auto show_prompt = [&] {
+    if (!prompt_shown) std::fputs(f.prompt.c_str(), stdout);
+    prompt_shown = true;
+  };
   const auto start = std::chrono::steady_clock::now();
-  nn::generate(*loaded.model, prompt, options, [&](int64_t id) {
-    const std::string& token = loaded.tokenizer.token(id);
-    if (f.json) {
-      generated += token;
-      return;
-    }
-    std::fputs(token.c_str(), stdout);
-    std::fflush(stdout);
-  });
+  try {
+    nn::generate(*loaded.model, prompt, options, [&](int64_t id) {
+      const std::string& token = loaded.tokenizer.token(id);
+      if (f.json) {
+        generated += token;
+        return;
+      }
+      show_prompt();
+      std::fputs(token.c_str(), stdout);
+      std::fflush(stdout);
+    });
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("{}: {}", f.model, e.what()));
+  }
+  show_prompt();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"prompt", f.prompt},

@@ -3,18 +3,62 @@
 #include <fstream>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "tinygpt/autograd/error.hpp"
+
 namespace tinygpt::train {
 using nlohmann::json;
+namespace {
 
-LogRecords LogRecords::parse(const std::string& text, int64_t last_step) {
+// Every field a reader of the log takes, of the type it takes it as; `where` is "<source> line N".
+void check_fields(const json& record, const std::string& where) {
+  const auto refuse = [&](const std::string& field, const json& value, const char* expected) {
+    throw ValueError(fmt::format("{}: field '{}' is {}, not {}", where, field, value.type_name(), expected));
+  };
+  const auto number_or_null = [&](const std::string& field, const json& value) {
+    if (!value.is_number() && !value.is_null()) refuse(field, value, "a number");
+  };
+  for (const auto& [key, value] : record.items()) {
+    if (key == "heads") {
+      if (!value.is_array()) refuse(key, value, "an array");
+      for (size_t i = 0; i < value.size(); ++i) {
+        const json& head = value[i];
+        const std::string at = fmt::format("heads[{}]", i);
+        if (!head.is_object()) refuse(at, head, "an object");
+        for (const auto& [name, field] : head.items()) {
+          if (name == "layer" || name == "head") {
+            if (!field.is_number_integer() || field.get<int64_t>() < 0) refuse(at + "." + name, field, "an integer >= 0");
+          } else if (name == "role") {
+            if (!field.is_string()) refuse(at + "." + name, field, "a string");
+          } else {
+            number_or_null(at + "." + name, field);
+          }
+        }
+      }
+    } else if (key == "in_context") {
+      if (!value.is_object()) refuse(key, value, "an object");
+      for (const auto& [name, field] : value.items()) number_or_null(key + "." + name, field);
+    } else {
+      number_or_null(key, value);
+    }
+  }
+}
+
+}  // namespace
+
+LogRecords LogRecords::parse(const std::string& text, int64_t last_step, const std::string& source) {
   LogRecords log;
   std::istringstream in(text);
+  int64_t number = 0;
   for (std::string line; std::getline(in, line);) {
+    ++number;
     json record = json::parse(line, nullptr, false);
     if (record.is_discarded() || !record.is_object() || !record.contains("step") ||
         !record["step"].is_number() || record["step"].get<double>() > static_cast<double>(last_step)) {
       continue;
     }
+    check_fields(record, fmt::format("{} line {}", source, number));
     log.records_.push_back(std::move(record));
     log.lines_.push_back(std::move(line));
   }
@@ -25,7 +69,7 @@ LogRecords LogRecords::read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::ostringstream text;
   text << in.rdbuf();
-  return parse(text.str());
+  return parse(text.str(), INT64_MAX, path);
 }
 
 std::vector<LogPoint> LogRecords::series(const char* key) const {

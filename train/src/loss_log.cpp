@@ -16,9 +16,9 @@
 namespace tinygpt::train {
 using nlohmann::json;
 
-LossLog LossLog::parse(const std::string& text, int64_t step) {
+LossLog LossLog::parse(const std::string& text, int64_t step, const std::string& source) {
   LossLog log;
-  log.lines_ = LogRecords::parse(text, step).lines();
+  log.lines_ = LogRecords::parse(text, step, source).lines();
   return log;
 }
 

@@ -307,7 +307,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   run.trainer_->data_generator().set_state(run.state_.data_rng);
   run.model_->dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
-  run.log_ = LossLog::parse(saved.log, step);
+  run.log_ = LossLog::parse(saved.log, step, (fs::path(dir) / kLogFile).string());
   // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
   // committed log held lines the run does not keep, it is replaced at the first save instead.
   if (lock && run.log_.text() == saved.log) run.log_.write_through(run.log_path());

@@ -11,7 +11,9 @@ namespace tinygpt::data {
 // text this size already needs some 4.5 GB of memory.
 inline constexpr uint64_t kMaxTextBytes = uint64_t{512} << 20;
 
-// The whole file as UTF-8 bytes, unchanged (no newline or BOM handling). Throws ValueError
+// The whole file as UTF-8 bytes, unchanged but for a UTF-8 byte-order mark at its start, which
+// is dropped (it marks the encoding; it is not a character of the text). Line ends are kept as
+// they are: a CRLF file's \r is a character like any other. Throws ValueError
 // naming the path when the file is missing, is not a regular file (a directory, a FIFO, a device
 // such as /dev/zero: endless streams are refused before anything is read), cannot be read, holds
 // more than `max_bytes`, is empty, or is not valid UTF-8 (the message then also gives the byte

@@ -5,7 +5,9 @@
 //   evaluation records  {"step", "train_loss", "val_loss" (null without a validation split),
 //                        and, when training tracked the heads, "heads" and "in_context"}
 // A line that is not a JSON object with a numeric "step" is skipped: a log is a record of the run
-// (it may end in a line cut short by a crash), not an input to trust.
+// (it may end in a line cut short by a crash), not an input to trust. A record whose fields have
+// the wrong types (a hand-edited log) is refused: ValueError "<source> line N: field 'heads[2].layer'
+// is string, not an integer".
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -22,7 +24,8 @@ struct LogPoint {
 class LogRecords {
  public:
   // The records of log.jsonl bytes, those after `last_step` left out.
-  static LogRecords parse(const std::string& text, int64_t last_step = INT64_MAX);
+  static LogRecords parse(const std::string& text, int64_t last_step = INT64_MAX,
+                          const std::string& source = "log.jsonl");
   // The records of the file at `path` (none when it does not exist).
   static LogRecords read(const std::string& path);
 

@@ -23,8 +23,8 @@ class LossLog {
 
   // The lines of `text` (a log.jsonl) up to and including `step`: what a checkpoint at that step
   // had logged. A resumed run logs the later steps again. Unreadable lines are dropped
-  // (LogRecords::parse decides which).
-  static LossLog parse(const std::string& text, int64_t step);
+  // (LogRecords::parse decides which; `source` names the file in its errors).
+  static LossLog parse(const std::string& text, int64_t step, const std::string& source = "log.jsonl");
 
   void add(const StepStats& s);
   // `extra_fields` (a JSON object, or empty) adds its fields to the evaluation's record, e.g.
