@@ -88,7 +88,7 @@ char32_t single_character(const std::string& text, const std::string& where) {
   const std::u32string decoded = decode_utf8(text);
   if (decoded.size() != 1) {
     throw from_json_error(fmt::format("{} = {} has {} characters, expected exactly 1", where,
-                                      json(text).dump(), decoded.size()));
+                                      excerpt(json(text).dump()), decoded.size()));
   }
   return decoded[0];
 }
@@ -97,7 +97,7 @@ char32_t single_character(const std::string& text, const std::string& where) {
 std::vector<char32_t> legacy_vocab(const json& root) {
   for (const auto& item : root.items()) {
     if (item.key() != "vocab") {
-      throw from_json_error(fmt::format("unexpected key \"{}\" (the only key is \"vocab\")", item.key()));
+      throw from_json_error(fmt::format("unexpected key \"{}\" (the only key is \"vocab\")", excerpt(item.key())));
     }
   }
   const json& vocab = root["vocab"];
@@ -154,7 +154,7 @@ std::vector<char32_t> hugging_face_vocab(const json& root) {
   std::vector<char32_t> by_id(vocab->size(), 0);
   std::vector<bool> seen(vocab->size(), false);
   for (const auto& item : vocab->items()) {
-    const std::string where = fmt::format("model.vocab key {}", json(item.key()).dump());
+    const std::string where = fmt::format("model.vocab key {}", excerpt(json(item.key()).dump()));
     const json& id = item.value();
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= by_id.size() || seen[id.get<size_t>()]) {
       throw from_json_error(fmt::format("{}: id {} is not one of 0..{} used once", where,

@@ -3,6 +3,9 @@
 // tokenizer.json a Hugging Face `tokenizers` client reads.
 #include <sys/stat.h>
 
+#include <cstring>
+#include <functional>
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -233,4 +236,48 @@ TEST_CASE("a refused resume leaves no lock file behind in a folder that had none
   fs::create_symlink(dir.file("elsewhere"), run + "/best");
   check_one_line_error(run_cli({"train", "--resume", run, "--steps", "30", "--keep-best"}), {"symbolic link"});
   CHECK_FALSE(fs::exists(run + "/.tinygpt-run.lock"));
+}
+
+TEST_CASE("a huge value in a checkpoint file makes a short error line that names the file",
+          "[cli][hardening][errors]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  train_tiny_model(run);
+  fs::remove(run + "/checkpoint.json");  // no checksums: the parsers meet the values themselves
+  const std::string huge(8 << 20, 'x');
+  const json tokenizer = json::parse(read_bytes(run + "/tokenizer.json"));
+  const json config = json::parse(read_bytes(run + "/config.json"));
+  const std::string weights = read_bytes(run + "/model.safetensors");
+  const auto restore = [&] {
+    write_bytes(run + "/tokenizer.json", tokenizer.dump());
+    write_bytes(run + "/config.json", config.dump());
+    write_bytes(run + "/model.safetensors", weights);
+  };
+  std::vector<std::pair<std::string, std::function<void()>>> cases;
+  cases.emplace_back("tokenizer.json", [&] {  // a vocabulary entry of 8 MB
+    json t = tokenizer;
+    t["model"]["vocab"][huge] = 99;
+    write_bytes(run + "/tokenizer.json", t.dump());
+  });
+  cases.emplace_back("config.json", [&] {  // an unknown key of 8 MB
+    json c = config;
+    c[huge] = 1;
+    write_bytes(run + "/config.json", c.dump());
+  });
+  cases.emplace_back("model.safetensors", [&] {  // a duplicate tensor name of 8 MB
+    const std::string header = "{\"" + huge + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},\"" + huge +
+                               "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    std::string file(8, '\0');
+    const uint64_t size = header.size();
+    std::memcpy(file.data(), &size, 8);
+    write_bytes(run + "/model.safetensors", file + header + std::string(4, '\0'));
+  });
+  for (const auto& [file, damage] : cases) {
+    CAPTURE(file);
+    restore();
+    damage();
+    const CliResult r = run_cli({"sample", "--model", run, "--tokens", "3"});
+    check_one_line_error(r, {file});
+    CHECK(r.err.size() < 2000);
+  }
 }

@@ -14,9 +14,15 @@
 
 namespace {
 
-// Every failure is one line on stderr: line breaks inside a message (a path or a parser's text
-// can hold them) are written as the two characters \n.
+// Every failure is one short line on stderr: line breaks inside a message (a path or a parser's
+// text can hold them) are written as the two characters \n, and a message that quotes a huge
+// value somewhere keeps its start and its end around a note of what was left out.
 std::string one_line(std::string text) {
+  constexpr size_t kHead = 700, kTail = 300;
+  if (text.size() > kHead + kTail + 100) {
+    text = text.substr(0, kHead) + fmt::format(" [... {} bytes left out ...] ", text.size() - kHead - kTail) +
+           text.substr(text.size() - kTail);
+  }
   for (size_t at = text.find_first_of("\r\n"); at != std::string::npos;
        at = text.find_first_of("\r\n", at + 2)) {
     text.replace(at, 1, text[at] == '\n' ? "\\n" : "\\r");

@@ -107,7 +107,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   // After the required keys, so a renamed one is reported as missing.
   for (const auto& item : j.items()) {
     if (!one_of(kHonouredKeys, item.key()) && !one_of(kIgnoredKeys, item.key())) {
-      jf::fail(source, "unknown key '{}': tinygpt cannot tell whether it changes the model", item.key());
+      jf::fail(source, "unknown key '{}': tinygpt cannot tell whether it changes the model", excerpt(item.key()));
     }
   }
   if (j.contains("n_ctx") && jf::integer(j["n_ctx"], "n_ctx", source) != c.block_size) {

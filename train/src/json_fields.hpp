@@ -24,10 +24,7 @@ template <class... Args>
 }
 
 // The text of a JSON value for a message, cut short.
-inline std::string shown(const json& value) {
-  std::string text = value.dump();
-  return text.size() > 40 ? text.substr(0, 40) + "..." : text;
-}
+inline std::string shown(const json& value) { return excerpt(value.dump()); }
 
 inline json parse(const std::string& text, const std::string& source) {
   try {
@@ -41,7 +38,7 @@ inline json parse(const std::string& text, const std::string& source) {
 
 inline const json& required(const json& j, const char* key, const std::string& source) {
   const auto it = j.find(key);
-  if (it == j.end()) fail(source, "missing key '{}'", key);
+  if (it == j.end()) fail(source, "missing key '{}'", excerpt(key));
   return *it;
 }
 

@@ -108,12 +108,7 @@ template <class... Args>
 }
 
 // A JSON value for an error message, cut short: a hostile header can hold a 100 MB string.
-std::string describe(const Json& value) {
-  std::string text = value.dump();
-  constexpr size_t kMaxChars = 40;
-  if (text.size() > kMaxChars) text = text.substr(0, kMaxChars) + "...";
-  return text;
-}
+std::string describe(const Json& value) { return excerpt(value.dump()); }
 
 std::optional<uint64_t> as_unsigned(const Json& value) {
   if (!value.is_number_unsigned()) return std::nullopt;
@@ -177,9 +172,9 @@ Json parse_header(std::string_view header, const std::string& source,
       case Json::parse_event_t::key: {
         const auto& key = parsed.get_ref<const std::string&>();
         if (!keys_of_open_objects.back().insert(key).second) {
-          if (depth == 1) format_error(source, "duplicate tensor name '{}' in the header", key);
-          format_error(source, "duplicate key '{}' in the header entry '{}'", key,
-                       keys_in_order.back());
+          if (depth == 1) format_error(source, "duplicate tensor name '{}' in the header", excerpt(key));
+          format_error(source, "duplicate key '{}' in the header entry '{}'", excerpt(key),
+                       excerpt(keys_in_order.back()));
         }
         if (depth == 1) keys_in_order.push_back(key);
         break;

@@ -3,6 +3,7 @@
 // so a bad call can be fixed from the message alone.
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace tinygpt {
 
@@ -36,5 +37,10 @@ class ValueError : public Error {
  public:
   using Error::Error;
 };
+
+// `text` as a message may quote it: whole when short, else its first `max` bytes (cut at a UTF-8
+// character boundary) and "... (N bytes)", so that a hostile 100 MB value still makes a short
+// one-line message.
+std::string excerpt(std::string_view text, size_t max = 60);
 
 }  // namespace tinygpt
