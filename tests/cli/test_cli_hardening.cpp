@@ -3,7 +3,9 @@
 // tokenizer.json a Hugging Face `tokenizers` client reads.
 #include <sys/stat.h>
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 #include <functional>
 
 #include <cstdlib>
@@ -280,4 +282,39 @@ TEST_CASE("a huge value in a checkpoint file makes a short error line that names
     check_one_line_error(r, {file});
     CHECK(r.err.size() < 2000);
   }
+}
+
+TEST_CASE("resume refuses optimiser moments training cannot produce, naming the tensor", "[cli][hardening][resume]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  train_tiny_model(run);
+  fs::remove(run + "/checkpoint.json");  // no checksums: the loader meets the values themselves
+  const std::string state = read_bytes(run + "/optimizer.safetensors");
+  uint64_t header_size = 0;
+  std::memcpy(&header_size, state.data(), 8);
+  const json header = json::parse(state.substr(8, header_size));
+  const auto with_value = [&](const std::string& tensor, float value) {
+    std::string edited = state;
+    const uint64_t at = 8 + header_size + header.at(tensor).at("data_offsets")[0].get<uint64_t>();
+    std::memcpy(&edited[at], &value, 4);
+    return edited;
+  };
+  const std::string second = "exp_avg_sq.transformer.h.0.attn.c_attn.weight";
+  const std::string first = "exp_avg.transformer.wte.weight";
+  REQUIRE(header.contains(second));
+  REQUIRE(header.contains(first));
+  for (const auto& [tensor, value, said] :
+       std::vector<std::tuple<std::string, float, std::string>>{
+           {second, -1.0f, "holds -1 at element 0 (a second moment is never negative)"},
+           {first, std::nanf(""), "holds nan at element 0"},
+           {second, INFINITY, "holds inf at element 0"}}) {
+    CAPTURE(tensor, value);
+    write_bytes(run + "/optimizer.safetensors", with_value(tensor, value));
+    const DirSnapshot before = snapshot(run);
+    check_one_line_error(run_cli({"train", "--resume", run, "--steps", "30"}),
+                         {"optimizer.safetensors", "'" + tensor + "' " + said});
+    CHECK(snapshot(run) == before);
+  }
+  write_bytes(run + "/optimizer.safetensors", state);
+  run_ok({"train", "--resume", run, "--steps", "30"});
 }

@@ -42,9 +42,30 @@ nn::NamedTensors named_buffers(const std::vector<ParamGroup>& groups,
   return out;
 }
 
+// A state training cannot have produced (NaN, infinity, a negative second moment) would make a
+// resumed run diverge again from its "last good" checkpoint: refused, naming the tensor.
+void check_values(const Tensor& t, const std::string& key, bool non_negative) {
+  dispatch_float(t.dtype(), "optimizer state", [&](auto tag) {
+    using T = decltype(tag);
+    const T* v = t.data<T>();
+    for (int64_t j = 0; j < t.numel(); ++j) {
+      if (!std::isfinite(v[j]) || (non_negative && v[j] < 0)) {
+        throw ValueError(fmt::format("optimizer state: '{}' holds {} at element {}{}", key, v[j], j,
+                                     non_negative ? " (a second moment is never negative)" : ""));
+      }
+    }
+  });
+}
+
+struct BufferKind {
+  std::string name;
+  std::vector<Tensor>* buffers;
+  bool non_negative;
+};
+
 void load_buffers(const std::vector<ParamGroup>& groups, const nn::NamedTensors& state,
-                  const std::vector<std::pair<std::string, std::vector<Tensor>*>>& kinds) {
-  for (const auto& [kind, buffers] : kinds) {
+                  const std::vector<BufferKind>& kinds) {
+  for (const auto& [kind, buffers, non_negative] : kinds) {
     size_t index = 0;
     for (const auto& group : groups) {
       for (const auto& [name, p] : group.params) {
@@ -58,6 +79,7 @@ void load_buffers(const std::vector<ParamGroup>& groups, const nn::NamedTensors&
           throw ShapeError(fmt::format("optimizer state: '{}' has shape {}, parameter has {}", key,
                                        it->second.shape().str(), p.shape().str()));
         }
+        check_values(it->second, key, non_negative);
         (*buffers)[index++].copy_(it->second);
       }
     }
@@ -127,7 +149,7 @@ nn::NamedTensors AdamW::state() const {
 }
 
 void AdamW::load_state(const nn::NamedTensors& state, int64_t steps_taken) {
-  load_buffers(groups_, state, {{"exp_avg", &m_}, {"exp_avg_sq", &v_}});
+  load_buffers(groups_, state, {{"exp_avg", &m_, false}, {"exp_avg_sq", &v_, true}});
   t_ = steps_taken;
 }
 
@@ -161,7 +183,7 @@ void SGD::step() {
 nn::NamedTensors SGD::state() const { return named_buffers(groups_, {{"momentum", &velocity_}}); }
 
 void SGD::load_state(const nn::NamedTensors& state, int64_t steps_taken) {
-  load_buffers(groups_, state, {{"momentum", &velocity_}});
+  load_buffers(groups_, state, {{"momentum", &velocity_, false}});
   t_ = steps_taken;
 }
 
