@@ -136,7 +136,7 @@ TEST_CASE("resume refuses a flag the run keeps, and a --steps it has already rea
     write_bytes(dir.file("other.txt"), "the cat sees the dog. the dog sees the cat.\n");
     check_one_line_error(
         run_cli({"train", "--resume", a, "--steps", "40", "--data", dir.file("other.txt")}),
-        {"--data " + dir.file("other.txt") + " differs from the run's builtin:toy in " + a});
+        {"--data " + dir.file("other.txt") + " changed since the run started", "pass --force"});
   }
   SECTION("another --out") {
     check_one_line_error(

@@ -107,6 +107,18 @@ auto with_context(const std::string& context, F&& f) {
   }
 }
 
+// f() reading the text a run trained on, where its record says; when it is not there, the
+// message ends saying that `flag` names another text (eval --data, heads --text).
+template <class F>
+std::string with_data_hint(const char* flag, F&& f) {
+  try {
+    return f();
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("{}; the text the model trained on is not there: pass {} to read "
+                                 "another", e.what(), flag));
+  }
+}
+
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::CharTokenizer& tokenizer);

@@ -29,7 +29,8 @@ struct EvalFlags {
 void run_eval(EvalFlags f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_model(f.model);
-  if (f.data.empty()) {  // the run's own text, split as it was in training
+  const bool runs_own_text = f.data.empty();
+  if (runs_own_text) {  // the run's own text, split as it was in training
     const std::optional<train::RunState> run = train::trained_on(f.model);
     if (!run) {
       throw UsageError(fmt::format("{} does not say what it was trained on; pass --data", f.model));
@@ -37,7 +38,8 @@ void run_eval(EvalFlags f) {
     f.data = run->data_source;
     if (!f.val_fraction_given) f.val_fraction = run->val_fraction;
   }
-  const std::string text = data::load_text(f.data);
+  const std::string text = runs_own_text ? with_data_hint("--data", [&] { return data::load_text(f.data); })
+                                         : data::load_text(f.data);
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;

@@ -202,7 +202,13 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
   changes.accept_changed_data = f.force;
+  if (cmd.count("--data") > 0) changes.data_source = f.data;
+  const std::string recorded = train::load_run_state(f.resume).data_source;
   train::Run run = train::Run::resume(f.resume, changes, world);
+  if (!data::same_source(recorded, run.data_source()) && world.is_root()) {
+    fmt::print(stderr, "tinygpt: the run's text moved: {} -> {} (its recorded size and SHA-256 {})\n",
+               recorded, run.data_source(), f.force ? "no longer bind, --force" : "match");
+  }
   check_resume_flags(f, cmd, run);
   return run;
 }
@@ -241,6 +247,9 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       throw UsageError(in_flag_terms(e.what()));
     } catch (const train::DataChangedError& e) {
       throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
+    } catch (const train::DataMissingError& e) {
+      throw ValueError(fmt::format("{}; if the run's text moved, pass --data with its new path (taken "
+                                   "when its bytes are the ones the run recorded)", e.what()));
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e.what()));
     } catch (const train::MemoryError& e) {

@@ -339,8 +339,14 @@ RunState read_run_state(const io::CommittedFiles& files) {
 
 // The committed files of `dir`, read under its shared lock without changing anything.
 io::CommittedFiles committed(const std::string& dir, const char* what) {
-  if (!fs::is_directory(dir)) throw IOError(fmt::format("{} directory {} does not exist", what, dir));
-  return io::CommittedFiles(dir);
+  std::error_code ec;
+  if (fs::is_directory(dir, ec)) return io::CommittedFiles(dir);
+  if (fs::exists(dir, ec)) {  // a file of a checkpoint, most likely: name the folder it is in
+    const fs::path parent = fs::path(dir).parent_path();
+    throw IOError(fmt::format("{} is a file, not a {} directory{}", dir, what,
+                              parent.empty() ? "" : fmt::format(" (its folder is {})", parent.string())));
+  }
+  throw IOError(fmt::format("{} directory {} does not exist", what, dir));
 }
 
 }  // namespace

@@ -91,6 +91,14 @@ std::string DataChangedError::change() const {
   return describe_change(source_, was_bytes_, was_sha256_, now_bytes_, now_sha256_);
 }
 
+std::string load_run_text(const RunState& state) {
+  try {
+    return data::load_text(state.data_source);
+  } catch (const ValueError& e) {
+    throw DataMissingError(state.data_source, e.what());
+  }
+}
+
 std::optional<RunState> trained_on(const std::string& dir) {
   const auto has_state = [](const fs::path& run) {
     return io::CommittedFiles(run.string()).contains("trainer_state.json");
@@ -285,7 +293,10 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
     throw OptionError(fmt::format("{} is already at step {}; pass --steps above that to continue",
                                  dir, state.step));
   }
-  const std::string text = data::load_text(state.data_source);
+  if (changes.data_source && !data::same_source(*changes.data_source, state.data_source)) {
+    state.data_source = data::absolute_source(*changes.data_source);  // checked by its bytes below
+  }
+  const std::string text = load_run_text(state);
   const std::string sha256 = io::sha256_hex(text);
   if (!state.data_sha256.empty() && (sha256 != state.data_sha256 || text.size() != state.data_bytes) &&
       !changes.accept_changed_data) {

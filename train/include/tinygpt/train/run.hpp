@@ -43,7 +43,25 @@ struct ResumeChanges {
   // Resume although the data's size or SHA-256 differs from the run's record (the record then
   // takes the new data's).
   bool accept_changed_data = false;
+  // The run's text at another path (the project moved): taken when its size and SHA-256 are the
+  // recorded ones (or with accept_changed_data), and recorded as the run's source from then on.
+  std::optional<std::string> data_source;
 };
+
+// A resume, eval or heads found no text where the run recorded it. what() is in library terms;
+// source() lets a caller say how to point at the text's new place (the CLI names --data).
+class DataMissingError : public ValueError {
+ public:
+  DataMissingError(std::string source, const std::string& why)
+      : ValueError(why), source_(std::move(source)) {}
+  const std::string& source() const { return source_; }
+
+ private:
+  std::string source_;
+};
+
+// The text of a run's recorded source; DataMissingError when it cannot be read there.
+std::string load_run_text(const RunState& state);
 
 // A resume found the run's data changed since it started. what() is in library terms; the
 // fields let a caller say it in its own (the CLI names --data and --force).

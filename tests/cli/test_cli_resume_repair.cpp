@@ -1,0 +1,63 @@
+// Runs a user can repair: a project moved with its text resumes when --data names the text's new
+// place and its bytes are the recorded ones; eval, heads and resume say how to point at a text
+// that is gone; a checkpoint's file named where its folder is expected says which folder.
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+
+using namespace tinygpt::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string some_text() {
+  std::string text;
+  for (int i = 0; i < 400; ++i) text += "the cat sees a dog.\n";
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("a run whose project moved resumes from the text's new path when its bytes match",
+          "[cli][hardening][resume]") {
+  ScratchDir dir;
+  const std::string project = dir.file("projA"), moved = dir.file("projB"), run = dir.file("run");
+  fs::create_directories(project);
+  write_bytes(project + "/data.txt", some_text());
+  train_tiny_model(run, {"--data", project + "/data.txt"});
+  fs::rename(project, moved);
+
+  // Where the text was: the message says how to point at it.
+  check_one_line_error(run_cli({"train", "--resume", run, "--steps", "30"}),
+                       {project + "/data.txt' does not exist", "pass --data with its new path"});
+  check_one_line_error(run_cli({"eval", "--model", run}), {"does not exist", "pass --data to read another"});
+  check_one_line_error(run_cli({"heads", "--model", run}), {"does not exist", "pass --text to read another"});
+
+  // The same bytes at the new place: resumed, said, and recorded for the next resume.
+  const CliResult r = run_ok({"train", "--resume", run, "--steps", "30", "--data", moved + "/data.txt"});
+  CHECK_THAT(r.err, Catch::Matchers::Contains("the run's text moved: " + project + "/data.txt -> " + moved +
+                                              "/data.txt (its recorded size and SHA-256 match)"));
+  CHECK(nlohmann::json::parse(read_bytes(run + "/trainer_state.json"))["data_source"] == moved + "/data.txt");
+  run_ok({"train", "--resume", run, "--steps", "40"});
+
+  // Other bytes at a new path: refused unless --force.
+  write_bytes(dir.file("other.txt"), some_text() + "the dog sees a cat.\n");
+  const DirSnapshot before = snapshot(run);
+  check_one_line_error(run_cli({"train", "--resume", run, "--steps", "50", "--data", dir.file("other.txt")}),
+                       {"changed since the run started", "--force"});
+  CHECK(snapshot(run) == before);
+  run_ok({"train", "--resume", run, "--steps", "50", "--data", dir.file("other.txt"), "--force"});
+}
+
+TEST_CASE("a checkpoint's file given where its folder is expected names the folder", "[cli][hardening]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  train_tiny_model(run);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"eval", "--model", run + "/model.safetensors"},
+        std::vector<std::string>{"sample", "--model", run + "/config.json"},
+        std::vector<std::string>{"heads", "--model", run + "/model.safetensors"},
+        std::vector<std::string>{"train", "--resume", run + "/trainer_state.json", "--steps", "30"}}) {
+    CAPTURE(args);
+    check_one_line_error(run_cli(args), {args[2] + " is a file, not a", "(its folder is " + run + ")"});
+  }
+}
