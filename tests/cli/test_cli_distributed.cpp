@@ -3,6 +3,7 @@
 // resumes, and fails with one message. The mpirun cases skip when the build or the machine has
 // no MPI.
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -281,4 +282,40 @@ TEST_CASE("mpirun -np 2: SIGTERM to one rank stops both at the same step with on
   CHECK(mpirun2({"train", "--resume", run, "--steps", std::to_string(step + 4), "--threads", "1"},
                 dir.file("")) == 0);
   CHECK(saved_step(run) == step + 4);
+}
+
+TEST_CASE("mpirun ranks started on different runs all stop at setup with one line naming the difference",
+          "[cli][mpi]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build or machine has no MPI");
+    return;
+  }
+  ScratchDir dir;
+  std::string text;
+  for (int i = 0; i < 200; ++i) text += "the cat sees a dog.\n";
+  write_bytes(dir.file("a.txt"), text);
+  write_bytes(dir.file("b.txt"), text + "the dog sees a cat.\n");
+  const std::string run = dir.file("run");
+  const std::vector<std::string> base = tiny_train_args(run, {"--data", dir.file("a.txt")});
+  for (const auto& [change, named] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--lr", "0.5"}, "lr"},
+           {{"--seed", "7"}, "seed"},
+           {{"--steps", "30"}, "steps"},
+           {{"--data", dir.file("b.txt")}, "text (its size and SHA-256)"}}) {
+    CAPTURE(change);
+    std::string command = "timeout 120 mpirun --allow-run-as-root --oversubscribe -np 1 " + tinygpt_binary();
+    for (const auto& a : base) command += " '" + a + "'";
+    command += " : -np 1 " + tinygpt_binary();
+    for (const auto& a : tiny_train_args(run, concat({"--data", dir.file("a.txt")}, change))) command += " '" + a + "'";
+    command += " > '" + dir.file("mpi.out") + "' 2> '" + dir.file("mpi.err") + "'";
+    const int status = std::system(command.c_str());
+    const std::string err = read_bytes(dir.file("mpi.err"));
+    INFO(err);
+    CHECK(status != 0);
+    CHECK(WEXITSTATUS(status) != 124);  // no rank waited for ever
+    const std::string line = "tinygpt: error: the 2 ranks were started on different runs: their " + named + " differs";
+    CHECK(err.find(line) != std::string::npos);
+    CHECK(err.find(line) == err.rfind(line));  // said once
+    CHECK_FALSE(fs::exists(run));
+  }
 }

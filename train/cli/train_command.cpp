@@ -257,6 +257,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     }
   });
   train::Run& run = *started;
+  run.check_ranks_agree();
   if (f.keep_best) run.keep_best();
   const nn::GPTConfig& config = run.model().config();
   // The other ranks report to nowhere.

@@ -194,6 +194,8 @@ bool has_checkpoint(const std::string& dir) {
   return fs::exists(path_in(dir, "model.safetensors"), ec) || io::has_commit(dir);
 }
 
+std::string options_to_json(const TrainOptions& options) { return json(options).dump(); }
+
 bool is_checkpoint_file(const std::string& path) {
   static const std::set<std::string> kFiles = {"model.safetensors", "optimizer.safetensors",
                                                "config.json",       "tokenizer.json",

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <regex>
 
+#include <nlohmann/json.hpp>
+
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
@@ -155,6 +157,42 @@ void Run::keep_best() {
     world_->together([&] {
       if (world_->is_root()) save_checkpoint(best_dir(), *model_, tokenizer_);
     });
+  }
+}
+
+void Run::check_ranks_agree() const {
+  if (world_->size() == 1) return;
+  std::vector<std::pair<std::string, std::string>> fields;
+  for (const std::string& settings : {options_to_json(state_.options), config_to_json(model_->config())}) {
+    const nlohmann::json object = nlohmann::json::parse(settings);
+    for (const auto& [key, value] : object.items()) fields.emplace_back(key, value.dump());
+  }
+  fields.emplace_back("text (its size and SHA-256)", fmt::format("{} {}", state_.data_bytes, state_.data_sha256));
+  fields.emplace_back("val_fraction", fmt::format("{}", state_.val_fraction));
+  fields.emplace_back("step resumed from", std::to_string(state_.step));
+  fields.emplace_back("weights fine-tuned from", state_.init_from_sha256);
+  // Each value's 64-bit FNV-1a hash in four 16-bit pieces, summed with their squares over the
+  // ranks (exact in doubles): the pieces agree on every rank iff sum^2 == ranks * sum of squares.
+  std::vector<double> sums(fields.size() * 8);
+  for (size_t i = 0; i < fields.size(); ++i) {
+    uint64_t hash = 1469598103934665603ull;
+    for (const unsigned char c : fields[i].second) hash = (hash ^ c) * 1099511628211ull;
+    for (int piece = 0; piece < 4; ++piece) {
+      const double x = static_cast<double>((hash >> (16 * piece)) & 0xFFFF);
+      sums[8 * i + piece] = x;
+      sums[8 * i + 4 + piece] = x * x;
+    }
+  }
+  world_->allreduce_sum(sums.data(), static_cast<int64_t>(sums.size()));
+  for (size_t i = 0; i < fields.size(); ++i) {
+    for (int piece = 0; piece < 4; ++piece) {
+      const double sum = sums[8 * i + piece], squares = sums[8 * i + 4 + piece];
+      if (sum * sum != world_->size() * squares) {
+        throw distributed::CollectiveError(fmt::format(
+            "the {} ranks were started on different runs: their {} differs; every rank of an mpirun "
+            "must run the same command on the same text", world_->size(), fields[i].first));
+      }
+    }
   }
 }
 

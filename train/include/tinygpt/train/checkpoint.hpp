@@ -100,6 +100,8 @@ inline constexpr const char* kTinyGptModelType = "tinygpt";
 inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
 bool loads_as_gpt2(const nn::GPTConfig& config);
 std::string config_to_json(const nn::GPTConfig& config);
+// TrainOptions as trainer_state.json's "options" holds them.
+std::string options_to_json(const TrainOptions& options);
 nn::GPTConfig config_from_json(const std::string& text, const std::string& source);
 
 }  // namespace tinygpt::train

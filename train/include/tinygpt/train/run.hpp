@@ -167,6 +167,11 @@ class Run {
   // weights just loaded are kept if their evaluation was the best).
   void keep_best();
   std::string best_dir() const;  // DIR/best
+  // Under mpirun, before the first step: every rank holds the same run (options, model, the
+  // text's size and SHA-256, the step resumed from, the weights fine-tuned from), else every rank
+  // throws the same distributed::CollectiveError naming the first setting that differs. A
+  // collective: every rank calls it once.
+  void check_ranks_agree() const;
   bool best_kept() const;        // best_dir() holds the weights of best_step()
   nn::GPT& model() { return *model_; }
   const data::CharTokenizer& tokenizer() const { return tokenizer_; }
