@@ -33,9 +33,10 @@ std::string load_text(const std::string& source) {
 }
 
 TextDataset make_dataset(const std::string& text, const std::string& source,
-                         const CharTokenizer& tokenizer, int64_t block, double val_fraction) {
+                         const CharTokenizer& tokenizer, int64_t block, double val_fraction,
+                         std::optional<Split> only) {
   try {
-    return TextDataset(tokenizer.encode(text), block, val_fraction);
+    return TextDataset(tokenizer.encode(text), block, val_fraction, only);
   } catch (const ValueError& e) {
     throw ValueError(source + ": " + e.what());
   }

@@ -28,7 +28,8 @@ Split parse_split(std::string_view name) {
   throw ValueError(fmt::format("unknown split '{}' (expected train, val or all)", name));
 }
 
-TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double val_fraction)
+TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double val_fraction,
+                         std::optional<Split> only)
     : tokens_(std::move(tokens)), block_size_(block_size) {
   if (block_size < 1) {
     throw ValueError(fmt::format("TextDataset: block_size must be >= 1, got {}", block_size));
@@ -41,8 +42,9 @@ TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double
   train_size_ = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - val_fraction)));
 
   const int64_t needed = block_size + 1;
-  for (Split split : {Split::train, Split::val}) {
-    if (split == Split::val && val_fraction == 0.0) continue;  // val is not used
+  const std::vector<Split> checked = only ? std::vector<Split>{*only} : std::vector<Split>{Split::train, Split::val};
+  for (Split split : checked) {
+    if (!only && split == Split::val && val_fraction == 0.0) continue;  // val is not used
     if (size(split) < needed) {
       throw ValueError(fmt::format(
           "TextDataset: the {} split has {} tokens but block_size {} needs at least {} (the "

@@ -186,3 +186,19 @@ TEST_CASE("sample refuses a model whose logits are not finite, printing no text"
     CHECK(r.exited_with(1));
   }
 }
+
+TEST_CASE("eval needs a window in the split it reads only, and says which split is too short",
+          "[cli][eval]") {
+  ScratchDir dir;
+  const std::string text = dir.file("t.txt"), model = dir.file("model");
+  write_bytes(text, toy_text(6000));  // splits of 5400 and 600 characters
+  train_tiny_model(model, {"--data", text, "--pos", "none"});  // runs on any window
+  // The train split holds a window of 2000; the val split, which is not read, does not.
+  const json train = json::parse(run_ok({"eval", "--model", model, "--split", "train", "--block", "2000", "--json"}).out);
+  CHECK(train["tokens"] == 2 * 2000);
+  const json all = json::parse(run_ok({"eval", "--model", model, "--split", "all", "--block", "3000", "--json"}).out);
+  CHECK(all["tokens"] == 3000);
+  // The val split is too short: said in the flags' terms, naming the split.
+  check_one_line_error(run_cli({"eval", "--model", model, "--split", "val", "--block", "1000"}),
+                       {"the val split has 600 tokens but --block 1000 needs at least 1001"});
+}

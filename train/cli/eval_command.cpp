@@ -50,8 +50,14 @@ void run_eval(EvalFlags f) {
         "only models trained with --pos sinusoidal, rope, alibi or none run on longer windows",
         block, loaded.config.block_size, f.model));
   }
-  const data::TextDataset dataset =
-      data::make_dataset(text, f.data, loaded.tokenizer, block, f.val_fraction);
+  // Only the split asked for must hold a window; the message is in the flags' terms.
+  const data::TextDataset dataset = [&] {
+    try {
+      return data::make_dataset(text, f.data, loaded.tokenizer, block, f.val_fraction, split);
+    } catch (const ValueError& e) {
+      throw ValueError(in_flag_terms(e.what()));
+    }
+  }();
   const int64_t windows = dataset.num_windows(split);
   if (windows == 0) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",

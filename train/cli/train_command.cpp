@@ -203,11 +203,10 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
   changes.accept_changed_data = f.force;
   if (cmd.count("--data") > 0) changes.data_source = f.data;
-  const std::string recorded = train::load_run_state(f.resume).data_source;
   train::Run run = train::Run::resume(f.resume, changes, world);
-  if (!data::same_source(recorded, run.data_source()) && world.is_root()) {
+  if (!run.data_moved_from().empty() && world.is_root()) {
     fmt::print(stderr, "tinygpt: the run's text moved: {} -> {} (its recorded size and SHA-256 {})\n",
-               recorded, run.data_source(), f.force ? "no longer bind, --force" : "match");
+               run.data_moved_from(), run.data_source(), f.force ? "no longer bind, --force" : "match");
   }
   check_resume_flags(f, cmd, run);
   return run;

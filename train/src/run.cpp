@@ -331,7 +331,9 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
     throw OptionError(fmt::format("{} is already at step {}; pass --steps above that to continue",
                                  dir, state.step));
   }
+  std::string moved_from;
   if (changes.data_source && !data::same_source(*changes.data_source, state.data_source)) {
+    moved_from = state.data_source;
     state.data_source = data::absolute_source(*changes.data_source);  // checked by its bytes below
   }
   const std::string text = load_run_text(state);
@@ -357,6 +359,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   run.model_->dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step, (fs::path(dir) / kLogFile).string());
+  run.data_moved_from_ = moved_from;
   // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
   // committed log held lines the run does not keep, it is replaced at the first save instead.
   if (lock && run.log_.text() == saved.log) run.log_.write_through(run.log_path());

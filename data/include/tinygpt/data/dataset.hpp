@@ -9,6 +9,7 @@
 //   - window_batch: the fixed non-overlapping windows k = 0, 1, ... of num_windows(), for an
 //     evaluation that gives the same number on every run.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -36,8 +37,10 @@ class TextDataset {
  public:
   // Throws ValueError unless block_size >= 1, val_fraction is in [0, 1), the train split has at
   // least block_size + 1 tokens and, when val_fraction > 0, so does the val split. With
-  // val_fraction == 0 the val split is empty and only train and all can be read.
-  TextDataset(std::vector<int64_t> tokens, int64_t block_size, double val_fraction = 0.1);
+  // val_fraction == 0 the val split is empty and only train and all can be read. Given `only`,
+  // just that split must hold a window (a reader of one split, as eval, needs no other).
+  TextDataset(std::vector<int64_t> tokens, int64_t block_size, double val_fraction = 0.1,
+              std::optional<Split> only = std::nullopt);
 
   int64_t block_size() const { return block_size_; }
   int64_t size(Split split) const;  // tokens in the split

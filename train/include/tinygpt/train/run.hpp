@@ -157,6 +157,9 @@ class Run {
   const TrainOptions& options() const { return trainer_->options(); }
   const std::string& data_source() const { return state_.data_source; }
   double val_fraction() const { return state_.val_fraction; }
+  // The source the run had recorded when a resume took its text from another path
+  // (ResumeChanges::data_source), else "".
+  const std::string& data_moved_from() const { return data_moved_from_; }
   double best_val_loss() const { return state_.best_val_loss; }  // NaN before an evaluation
   int64_t best_step() const { return state_.best_step; }        // 0 before an evaluation
   const RunState& state() const { return state_; }  // as of the last save (or the start)
@@ -209,7 +212,8 @@ class Run {
   std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime
   bool created_dir_ = false;           // this run made the directory
   bool best_unsaved_ = false;          // an evaluation lowered the val loss since the last save
-  bool stale_best_ = false;            // --force replaces a run whose best/ is still there
+  bool stale_best_ = false;
+  std::string data_moved_from_;            // --force replaces a run whose best/ is still there
 };
 
 }  // namespace tinygpt::train
