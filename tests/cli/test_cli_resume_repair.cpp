@@ -61,3 +61,39 @@ TEST_CASE("a checkpoint's file given where its folder is expected names the fold
     check_one_line_error(run_cli(args), {args[2] + " is a file, not a", "(its folder is " + run + ")"});
   }
 }
+
+TEST_CASE("train --resume --force repairs a missing or damaged log, keeping its bytes aside",
+          "[cli][hardening][resume]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  train_tiny_model(run);
+  int64_t steps = 20;
+  for (const std::string damage : {"emptied", "cut", "garbage", "missing"}) {
+    CAPTURE(damage);
+    const std::string log = read_bytes(run + "/log.jsonl");
+    const std::string damaged = damage == "emptied" ? "" : damage == "cut" ? log.substr(0, log.size() / 2)
+                                                                       : "not a log\n";
+    if (damage == "missing") {
+      fs::remove(run + "/log.jsonl");
+    } else {
+      write_bytes(run + "/log.jsonl", damaged);
+    }
+    for (const std::string aside : {"/log.jsonl.damaged", "/log.jsonl.damaged.1", "/log.jsonl.damaged.2"}) {
+      fs::remove(run + aside);
+    }
+    // Without --force: refused, saying what --force would do, the folder as it was.
+    const DirSnapshot before = snapshot(run);
+    check_one_line_error(run_cli({"train", "--resume", run, "--steps", std::to_string(steps + 10)}),
+                         {run + "/log.jsonl", "pass --force to resume with a new log"});
+    CHECK(snapshot(run) == before);
+    // With --force: resumed; the damaged bytes kept aside; a new log from the resumed step.
+    const CliResult r = run_ok({"train", "--resume", run, "--steps", std::to_string(steps + 10), "--force"});
+    CHECK_THAT(r.err, Catch::Matchers::Contains("a new log starts at step " + std::to_string(steps)));
+    if (damage != "missing") CHECK(read_bytes(run + "/log.jsonl.damaged") == damaged);
+    steps += 10;
+    CHECK(saved_step(run) == steps);
+    CHECK(log_without_timing(run).front()["step"] == steps - 9);
+    run_ok({"train", "--resume", run, "--steps", std::to_string(steps + 1)});  // whole again
+    steps += 1;
+  }
+}

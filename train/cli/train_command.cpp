@@ -203,7 +203,11 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
   changes.accept_changed_data = f.force;
   if (cmd.count("--data") > 0) changes.data_source = f.data;
+  changes.accept_damaged_log = f.force;
   train::Run run = train::Run::resume(f.resume, changes, world);
+  if (!run.damaged_log_note().empty() && world.is_root()) {
+    fmt::print(stderr, "tinygpt: warning: {}\n", run.damaged_log_note());
+  }
   if (!run.data_moved_from().empty() && world.is_root()) {
     fmt::print(stderr, "tinygpt: the run's text moved: {} -> {} (its recorded size and SHA-256 {})\n",
                run.data_moved_from(), run.data_source(), f.force ? "no longer bind, --force" : "match");
@@ -246,6 +250,9 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       throw UsageError(in_flag_terms(e.what()));
     } catch (const train::DataChangedError& e) {
       throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
+    } catch (const train::DamagedLogError& e) {
+      throw ValueError(fmt::format("{}; the weights and optimiser state are intact: pass --force to "
+                                   "resume with a new log (the damaged one is kept aside)", e.what()));
     } catch (const train::DataMissingError& e) {
       throw ValueError(fmt::format("{}; if the run's text moved, pass --data with its new path (taken "
                                    "when its bytes are the ones the run recorded)", e.what()));
@@ -381,7 +388,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json,
                 "end with a JSON summary on stdout (steps, losses, best step, tokens/s, "
                 "checkpoint); the report's lines go to stderr");
-  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out; with --resume: resume although --data changed since the run started");
+  cmd->add_flag("--force", flags->force, "replace a checkpoint already in --out; with --resume: resume although --data changed since the run started, or its log.jsonl is damaged (kept aside as log.jsonl.damaged, a new log begins)");
   flags->model.add_to(*cmd);
   auto& o = flags->options;
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());

@@ -357,15 +357,21 @@ LoadedModel load_model(const std::string& dir) { return read_model(committed(dir
 
 RunState load_run_state(const std::string& dir) { return read_run_state(committed(dir, "run")); }
 
-SavedRun load_run(const std::string& dir) {
+SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
   const io::CommittedFiles files = committed(dir, "run");  // one save, under one lock
   LoadedModel model = read_model(files);
   RunState state = read_run_state(files);
   const std::string optimizer_path = files.path_of("optimizer.safetensors");
   SafetensorsFile optimizer =
       io::decode_safetensors(files.read("optimizer.safetensors"), optimizer_path);
-  std::string log = files.contains("log.jsonl") ? files.read_prefix("log.jsonl") : std::string();
-  return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log)};
+  std::string log, damage;
+  try {
+    if (files.contains("log.jsonl")) log = files.read_prefix("log.jsonl");
+  } catch (const Error& e) {
+    if (!tolerate_damaged_log) throw;
+    damage = e.what();
+  }
+  return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log), std::move(damage)};
 }
 
 }  // namespace tinygpt::train

@@ -321,7 +321,8 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
                        distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
   if (lock) refuse_links(dir);
   if (lock) recover_checkpoint(dir);  // a save cut short is completed or dropped: files in place
-  SavedRun saved = load_run(dir);
+  SavedRun saved = load_run(dir, /*tolerate_damaged_log=*/true);
+  if (!saved.log_damage.empty() && !changes.accept_damaged_log) throw DamagedLogError(saved.log_damage);
   RunState& state = saved.state;
   state.options.steps = changes.steps.value_or(state.options.steps);
   state.options.eval_every = changes.eval_every.value_or(state.options.eval_every);
@@ -360,6 +361,18 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step, (fs::path(dir) / kLogFile).string());
   run.data_moved_from_ = moved_from;
+  if (!saved.log_damage.empty() && lock) {
+    // The damaged bytes are the user's record of the run: kept aside, never deleted.
+    const fs::path log = run.log_path();
+    fs::path aside = log.string() + ".damaged";
+    for (int n = 1; fs::exists(aside) || fs::is_symlink(aside); ++n) aside = log.string() + ".damaged." + std::to_string(n);
+    std::error_code ec;
+    const bool kept = fs::exists(log, ec);
+    if (kept) fs::rename(log, aside);
+    run.damaged_log_note_ =
+        saved.log_damage + (kept ? fmt::format("; its bytes are kept in {}", aside.string()) : "") +
+        fmt::format("; a new log starts at step {}", step);
+  }
   // Lines logged after the last save are cut off, and the log goes on a line at a time; if the
   // committed log held lines the run does not keep, it is replaced at the first save instead.
   if (lock && run.log_.text() == saved.log) run.log_.write_through(run.log_path());

@@ -77,8 +77,11 @@ struct SavedRun {
   RunState state;
   io::SafetensorsFile optimizer;  // optimizer.safetensors, loaded into the optimiser by the caller
   std::string log;                // log.jsonl's text
+  std::string log_damage;         // with tolerate_damaged_log: why log.jsonl could not be read
 };
-SavedRun load_run(const std::string& dir);
+// With `tolerate_damaged_log`, a log.jsonl that is missing or fails its checksum leaves `log`
+// empty and says why in `log_damage` (the weights and optimiser state are still checked).
+SavedRun load_run(const std::string& dir, bool tolerate_damaged_log = false);
 
 bool has_checkpoint(const std::string& dir);
 

@@ -46,6 +46,16 @@ struct ResumeChanges {
   // The run's text at another path (the project moved): taken when its size and SHA-256 are the
   // recorded ones (or with accept_changed_data), and recorded as the run's source from then on.
   std::optional<std::string> data_source;
+  // Resume although log.jsonl is missing or damaged: its bytes are kept aside as
+  // log.jsonl.damaged (or .damaged.N), and a new log starts from the resumed step.
+  bool accept_damaged_log = false;
+};
+
+// A resume found the run's log.jsonl missing or damaged (weights and optimiser state intact);
+// ResumeChanges::accept_damaged_log resumes anyway (the CLI: --force).
+class DamagedLogError : public ValueError {
+ public:
+  using ValueError::ValueError;
 };
 
 // A resume, eval or heads found no text where the run recorded it. what() is in library terms;
@@ -160,6 +170,8 @@ class Run {
   // The source the run had recorded when a resume took its text from another path
   // (ResumeChanges::data_source), else "".
   const std::string& data_moved_from() const { return data_moved_from_; }
+  // Where a resume with accept_damaged_log put the damaged log's bytes and why ("" if it did not).
+  const std::string& damaged_log_note() const { return damaged_log_note_; }
   double best_val_loss() const { return state_.best_val_loss; }  // NaN before an evaluation
   int64_t best_step() const { return state_.best_step; }        // 0 before an evaluation
   const RunState& state() const { return state_; }  // as of the last save (or the start)
@@ -213,7 +225,8 @@ class Run {
   bool created_dir_ = false;           // this run made the directory
   bool best_unsaved_ = false;          // an evaluation lowered the val loss since the last save
   bool stale_best_ = false;
-  std::string data_moved_from_;            // --force replaces a run whose best/ is still there
+  std::string data_moved_from_;
+  std::string damaged_log_note_;            // --force replaces a run whose best/ is still there
 };
 
 }  // namespace tinygpt::train
