@@ -125,10 +125,16 @@ TEST_CASE("train killed at random moments always leaves a checkpoint that loads 
     const CliResult eval =
         run_ok({"eval", "--model", run, "--data", "builtin:toy", "--json", "--threads", "1"});
     CHECK(std::isfinite(json::parse(eval.out).at("loss").get<double>()));
+    // The end-of-run page and heatmaps go once a resumed run has saved (they describe an
+    // earlier step); the checkpoint's own files are all there.
     std::set<std::string> left = entries_of(run);
     left.erase(tinygpt::io::kStagingDir);
     left.erase(tinygpt::io::kCommitRecord);
-    CHECK(left == kCheckpointFiles);
+    std::set<std::string> kept = kCheckpointFiles;
+    kept.erase("report.html");
+    kept.erase("heads");
+    for (const std::string& name : left) CHECK(kCheckpointFiles.count(name) == 1);
+    for (const std::string& name : kept) CHECK(left.count(name) == 1);
     CHECK(saved_step(run) >= step_before);
     CHECK(static_cast<int64_t>(step_losses(run).size()) == saved_step(run));
   }

@@ -1,5 +1,10 @@
 // Where train writes: a new or empty folder, or a tinygpt run (replaced only with --force), or,
 // with --force, any folder; never the text it trains on; and nothing at all when it refuses.
+#include <signal.h>
+
+#include <chrono>
+#include <thread>
+
 #include "cli_helpers.hpp"
 #include "scratch_dir.hpp"
 
@@ -75,4 +80,38 @@ TEST_CASE("with --force train writes into a folder that is not a run, keeping fi
   fs::create_directories(locked);
   write_bytes(locked + "/.tinygpt-run.lock", "");
   train_tiny_model(locked);
+}
+
+TEST_CASE("the pictures of a replaced run, or of an earlier step, do not outlive it", "[cli][hardening][out]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  train_tiny_model(run, {"--layers", "2"});
+  REQUIRE(fs::exists(run + "/heads/layer1_head1.png"));
+  write_bytes(run + "/heads/notes.txt", "mine\n");  // not a picture of tinygpt's: it stays
+  // --force with a 1-layer model: its report has no layer 1.
+  run_ok(tiny_train_args(run, {"--force"}));
+  CHECK(fs::exists(run + "/heads/layer0_head1.png"));
+  CHECK_FALSE(fs::exists(run + "/heads/layer1_head1.png"));
+  CHECK_FALSE(fs::exists(run + "/heads/layer1.png"));
+  CHECK(read_bytes(run + "/heads/notes.txt") == "mine\n");
+  // A resume interrupted after it saved: the page and heatmaps of step 20 are gone, and the loss
+  // curve is drawn to the step saved.
+  const std::string curve = read_bytes(run + "/loss.png");
+  CliProcess trainer({"train", "--resume", run, "--steps", "1000000", "--eval-every", "1", "--threads", "1"});
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (saved_step(run) <= 21 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  trainer.send_signal(SIGINT);
+  const CliResult r = trainer.finish();
+  INFO(r.describe());
+  REQUIRE(r.exited_with(130));
+  CHECK_FALSE(fs::exists(run + "/report.html"));
+  CHECK_FALSE(fs::exists(run + "/heads/layer0_head0.png"));
+  CHECK(read_bytes(run + "/heads/notes.txt") == "mine\n");
+  CHECK(read_bytes(run + "/loss.png") != curve);
+  // Finished again, the run draws its report anew.
+  run_ok({"train", "--resume", run, "--steps", std::to_string(saved_step(run) + 2), "--threads", "1"});
+  CHECK(fs::exists(run + "/report.html"));
+  CHECK(fs::exists(run + "/heads/layer0_head0.png"));
 }

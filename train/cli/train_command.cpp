@@ -319,6 +319,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       std::fflush(stdout);
     }
   };
+  // The page and heatmaps describe a run's end: once this run has saved, those of the run it
+  // replaced or resumed describe another checkpoint, and go (the end of this run draws its own).
+  bool report_cleared = false;
+  const auto save = [&] {
+    run.save();
+    if (root && !report_cleared) analysis::remove_report(run.dir());
+    report_cleared = true;
+  };
   if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
     progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was",
                                  run.dir()));
@@ -333,12 +341,13 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
           probes ? heads::formation_record(run.model(), probes->probes).dump() : "";
       last_eval = run.evaluate(formation);
       progress.on_eval(*last_eval);
-      run.save();
+      save();
     }
     if (const int signal = stop_signals.agreed(world)) {
       // The step is finished; its checkpoint (without an evaluation, as the same run never
       // interrupted would have none here) resumes exactly.
-      if (!evaluating) run.save();
+      if (!evaluating) save();
+      if (root) analysis::draw_run_curves(run, nullptr);  // the curves as far as the checkpoint
       progress.message(fmt::format(
           "tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: tinygpt train "
           "--resume {}", s.step, run.dir(), run.dir()));

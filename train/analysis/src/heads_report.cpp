@@ -23,6 +23,7 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   const bool draw = !out_dir.empty();
   if (draw) {
     io::refuse_symlink(out_dir);
+    remove_heatmaps(out_dir);  // a model with more layers or heads drew more
     std::filesystem::create_directories(out_dir);
   }
   const heads::HeadScores* strongest = nullptr;

@@ -1,6 +1,7 @@
 // The pictures of a run's log.jsonl: the loss curve, and the head formation (heads_over_time.png,
 // and when each head reached its role).
 #include <filesystem>
+#include <regex>
 
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/heads/formation.hpp"
@@ -32,7 +33,7 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   const std::vector<plot::LossPoint> val = loss_points(log.val_losses());
   const std::string curve = (std::filesystem::path(run_dir) / "loss.png").string();
   plot::save_loss_curve(curve, train, val, title);
-  fmt::print(text, "loss curve: {}\n", curve);
+  if (text != nullptr) fmt::print(text, "loss curve: {}\n", curve);
 
   const heads::FormationSeries series = heads::formation_series(log.head_records());
   if (series.induction.empty()) return;  // no evaluation tracked the heads
@@ -44,19 +45,42 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   scores.push_back({"second/first copy loss", score_points(series.in_context_ratio)});
   const std::string path = (std::filesystem::path(run_dir) / "heads_over_time.png").string();
   plot::save_formation_plot(path, train, val, scores, title);
-  fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));
+  if (text != nullptr) fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));
+}
+
+void remove_heatmaps(const std::string& dir) {
+  static const std::regex kDrawn(R"((layer\d+(_head\d+)?|attribution_pos\d+)\.png)");
+  std::error_code ec;
+  if (std::filesystem::is_symlink(dir, ec) || !std::filesystem::is_directory(dir, ec)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file(ec) && std::regex_match(entry.path().filename().string(), kDrawn)) {
+      std::filesystem::remove(entry.path(), ec);
+    }
+  }
+  if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
+}
+
+void remove_report(const std::string& run_dir) {
+  const std::filesystem::path page = std::filesystem::path(run_dir) / "report.html";
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(std::filesystem::symlink_status(page, ec))) std::filesystem::remove(page, ec);
+  remove_heatmaps((std::filesystem::path(run_dir) / kHeatmapDir).string());
 }
 
 void check_report_paths(const std::string& run_dir) {
   io::refuse_symlink((std::filesystem::path(run_dir) / kHeatmapDir).string());
 }
 
-void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {
+void draw_run_curves(train::Run& run, std::FILE* text) {
   const nn::GPTConfig& config = run.model().config();
   draw_training_curves(run.log().records(), run.dir(),
                        fmt::format("{}: {}, d_model {}", run.data_source(),
                                    train::count_of(config.n_layer, "layer"), config.n_embd),
                        text);
+}
+
+void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {
+  draw_run_curves(run, text);
   if (probes == nullptr) return;
   ReportOptions out;
   out.heatmap_dir = (std::filesystem::path(run.dir()) / kHeatmapDir).string();

@@ -29,16 +29,28 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
                                const heads::ProbeSet& set, const ReportOptions& out);
 
 // <run_dir>/loss.png from the log's losses and, when evaluations scored the heads,
-// <run_dir>/heads_over_time.png and when each head reached its role (printed).
+// <run_dir>/heads_over_time.png and when each head reached its role (printed to `text`, or not
+// at all when it is null).
 void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
                           const std::string& title, std::FILE* text = stdout);
 
 // The heatmaps' folder in a run's folder: <run_dir>/heads.
 inline constexpr const char* kHeatmapDir = "heads";
 
+// The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
+// attribution_pos<P>.png), removed; other files stay, and the folder goes if it is left empty.
+void remove_heatmaps(const std::string& dir);
+
+// The end-of-run report of `run_dir` (report.html and the heatmaps) removed: once a run has
+// saved a checkpoint it no longer describes (a run it replaced, or an earlier step it resumed).
+void remove_report(const std::string& run_dir);
+
 // Before a run trains: IOError if the report's folder in `run_dir` is a symbolic link (the
 // pictures would be written through it, outside the run's folder).
 void check_report_paths(const std::string& run_dir);
+
+// The run's loss curve and heads-over-time plot (draw_training_curves) from its log so far.
+void draw_run_curves(train::Run& run, std::FILE* text = stdout);
 
 // The end of a training run: the curves, then (with `probes`, the run's own, as its evaluations
 // used them) each head removed in turn and report_heads into <dir>/heads and <dir>/report.html.
