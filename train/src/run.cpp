@@ -35,6 +35,19 @@ std::string describe_change(const std::string& source, uint64_t was_bytes,
       source, was_bytes, was_sha256.substr(0, 12), now_bytes, now_sha256.substr(0, 12));
 }
 
+// f(lock), with the run lock of `dir` taken when it exists (lock_if_exists); a lock file this
+// call created goes again if f throws: a refused start or resume adds none.
+template <class F>
+Run with_run_lock(const std::string& dir, const distributed::Communicator& world, F&& f) {
+  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
+  try {
+    return f(lock);
+  } catch (...) {
+    if (lock && lock->created()) lock->remove();
+    throw;
+  }
+}
+
 // The names a run writes in place in its folder rather than replacing them by a rename: a
 // symbolic link planted there would redirect the writes outside the folder.
 void refuse_links(const std::string& dir) {
@@ -226,27 +239,19 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
 Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
                distributed::Communicator& world) {
-  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
-  try {
+  return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return start_locked(dir, std::move(config), nullptr, std::move(options), data_source,
                         val_fraction, force, world, lock);
-  } catch (...) {
-    if (lock && lock->created()) lock->remove();  // a refused run adds no lock file either
-    throw;
-  }
+  });
 }
 
 Run Run::start(const std::string& dir, const InitFrom& init, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
                distributed::Communicator& world) {
-  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
-  try {
+  return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return start_locked(dir, {}, &init, std::move(options), data_source, val_fraction, force,
                         world, lock);
-  } catch (...) {
-    if (lock && lock->created()) lock->remove();
-    throw;
-  }
+  });
 }
 
 Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
@@ -308,13 +313,9 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, distribute
   // Before anything is read or trained: a run that cannot save, or whose folder another run is
   // using, fails at once.
   if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
-  std::unique_ptr<io::RunLock> lock = lock_if_exists(dir, world);
-  try {
+  return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return resume_locked(dir, changes, world, lock);
-  } catch (...) {
-    if (lock && lock->created()) lock->remove();  // a refused resume adds no lock file either
-    throw;
-  }
+  });
 }
 
 Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,

@@ -45,15 +45,12 @@ std::string staging_of(const std::string& dir) { return path_in(dir, kStagingDir
 std::string holder_note(const std::string& dir) {
   std::string pid;
   try {
-    pid = read_file(path_in(dir, kRunLockFile));
+    pid = pid_in_lock_text(read_file(path_in(dir, kRunLockFile)));
   } catch (const IOError&) {
     return "";
   }
-  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-  if (pid.empty() || pid.size() > 10 || pid.find_first_not_of("0123456789") != std::string::npos ||
-      pid == std::to_string(::getpid())) {  // not one: or this process, a run waiting for readers
-    return "";
-  }
+  // None, or this process: a run waiting for its readers.
+  if (pid.empty() || pid == std::to_string(::getpid())) return "";
   return fmt::format(" (training run pid {} holds the folder)", pid);
 }
 

@@ -22,12 +22,17 @@ std::string reason(int error) { return std::error_code(error, std::generic_categ
 std::string holder_of(int fd) {
   char text[32] = {};
   const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
-  std::string pid = n > 0 ? std::string(text, static_cast<size_t>(n)) : "";
-  while (!pid.empty() && (pid.back() == '\n' || pid.back() == ' ')) pid.pop_back();
-  return pid.empty() || pid.find_first_not_of("0123456789") != std::string::npos ? "?" : pid;
+  const std::string pid = pid_in_lock_text(n > 0 ? std::string(text, static_cast<size_t>(n)) : "");
+  return pid.empty() ? "?" : pid;
 }
 
 }  // namespace
+
+std::string pid_in_lock_text(std::string text) {
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  const bool pid = !text.empty() && text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
+  return pid ? text : "";
+}
 
 RunLock::RunLock(const std::string& dir)
     : path_((std::filesystem::path(dir) / kRunLockFile).string()),

@@ -15,6 +15,10 @@ namespace tinygpt::io {
 
 inline constexpr const char* kRunLockFile = ".tinygpt-run.lock";
 
+// The process id a lock file's text holds ("4242\n"), or "" when it holds none (empty at rest,
+// not yet written, or not a pid).
+std::string pid_in_lock_text(std::string text);
+
 class RunLock {
  public:
   // Creates (if missing) and locks DIR/.tinygpt-run.lock, writing this process's id into it.
