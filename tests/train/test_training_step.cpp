@@ -2,12 +2,14 @@
 // numbers on any thread count (resuming a run relies on exactness), and a warm step allocates
 // nothing from the system.
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "threads_scope.hpp"
 #include "tinygpt/autograd.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 using namespace tinygpt;
@@ -57,8 +59,11 @@ TEST_CASE("clip_grad_norm: the global norm in double, the same on 1 and 2 thread
   REQUIRE(clipped[0] == clipped[1]);
 }
 
-TEST_CASE("training steps are bit-identical on 1 and 2 threads and allocate nothing once warm",
+TEST_CASE("training steps are bit-identical on 1 and 2 threads and allocate nothing once warm "
+          "in f32 and in bf16",
           "[train][slow]") {
+  const std::string precision = GENERATE(as<std::string>{}, "f32", "bf16");
+  if (precision == "bf16" && !bf16_unsupported_reason().empty()) return;
   // Large enough that matmul splits its products across threads, including the tied LM head's
   // narrow weight gradient (which OpenBLAS would compute with other kernels if split too thin).
   std::vector<int64_t> tokens(5000);
@@ -75,6 +80,7 @@ TEST_CASE("training steps are bit-identical on 1 and 2 threads and allocate noth
   options.batch = 10;  // LM head weight gradient: 34 x 800 x 64, two thin panels on 2 threads
   options.steps = 6;
   options.warmup = 2;
+  options.precision = precision;
   std::vector<double> losses[2];
   std::vector<std::vector<double>> weights[2];
   for (int threads : {1, 2}) {

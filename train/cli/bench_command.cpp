@@ -1,23 +1,28 @@
 // tinygpt bench: times real training steps (forward, backward, gradient clipping, AdamW) of a
-// GPT through train::Trainer, and puts them against the machine's measured sgemm peak.
+// GPT through train::Trainer, and puts them against the machine's arithmetic peak, measured with
+// a register-only kernel (train/machine_peak.hpp) that no library's kernel choice can lower.
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/memory.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
+#include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/trainer.hpp"
 
@@ -37,6 +42,7 @@ struct BenchFlags {
   std::string data;
   bool json = false;
   bool profile = false;
+  std::string precision = "f32";
   int64_t peak_size = 2048;
   uint64_t seed = 1337;
 };
@@ -62,24 +68,6 @@ double peak_rss_mb() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
 }
 
-// GFLOP/s of one f32 (n x n) @ (n x n) product through tinygpt's own matmul op, i.e. OpenBLAS
-// sgemm split across the OpenMP team exactly as training's products are: the median of 5 runs
-// after one warm-up run.
-double measure_sgemm_peak(int64_t n) {
-  NoGradGuard no_grad;
-  Generator gen(7);
-  const Tensor a = Tensor::uniform({n, n}, gen, -1.0, 1.0);
-  const Tensor b = Tensor::uniform({n, n}, gen, -1.0, 1.0);
-  std::vector<double> times;
-  for (int rep = 0; rep < 6; ++rep) {
-    const auto start = Clock::now();
-    const Tensor c = matmul(a, b);
-    if (rep > 0) times.push_back(seconds_since(start));
-  }
-  return 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) /
-         median(times) / 1e9;
-}
-
 // Tokens uniform in [0, vocab): enough for train and val windows of any context.
 std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t seed) {
   Generator gen(seed);
@@ -90,6 +78,12 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
 
 void run_bench(const BenchFlags& f) {
   set_num_threads(f.threads);
+  const Precision precision = parse_precision(f.precision);
+  try {
+    set_matmul_precision(precision);
+  } catch (const ValueError& e) {
+    throw UsageError(fmt::format("--precision {} cannot run here: {}", f.precision, e.what()));
+  }
   std::vector<int64_t> tokens;
   int64_t vocab = f.vocab;
   std::string source = "synthetic random tokens";
@@ -139,9 +133,18 @@ void run_bench(const BenchFlags& f) {
   }
   set_op_profiling(false);
   const MemoryStats end = memory_stats();
-  const double rss = peak_rss_mb();  // before the sgemm probe's buffers
+  const double rss = peak_rss_mb();  // before the product probe's buffers
   empty_cache();
-  const double peak = f.peak_size > 0 ? measure_sgemm_peak(f.peak_size) : NAN;
+  const double products = f.peak_size > 0 ? train::measure_f32_products(f.peak_size) : NAN;
+  const train::MachinePeak f32_peak = train::measure_f32_peak();
+  const std::optional<train::MachinePeak> bf16_peak = train::measure_bf16_peak();
+  if (precision == Precision::bf16 && !bf16_peak) {
+    throw ValueError("bench --precision bf16: no bf16 peak to measure MFU against on this CPU");
+  }
+  // MFU against the peak of the products' precision, as PyTorch's autocast runs would be.
+  const double peak = precision == Precision::bf16 ? bf16_peak->gflops : f32_peak.gflops;
+  const GemmBackend backend = gemm_backend(DType::f32);
+  const std::string slow_note = train::slow_products_note(products, peak);
 
   const double ms = 1000.0 * median(times);
   const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
@@ -155,8 +158,17 @@ void run_bench(const BenchFlags& f) {
         {"ms_per_step", ms},
         {"tokens_per_s", tokens_per_s},
         {"gflops", gflops},
-        {"peak_gflops", std::isnan(peak) ? json(nullptr) : json(peak)},
-        {"mfu", std::isnan(mfu) ? json(nullptr) : json(mfu)},
+        {"precision", precision_name(precision)},
+        {"peak_gflops", peak},
+        {"peak_gflops_f32", peak},
+        {"peak_gflops_bf16", bf16_peak ? json(bf16_peak->gflops) : json(nullptr)},
+        {"peak_kernel_f32", f32_peak.kernel},
+        {"peak_kernel_bf16", bf16_peak ? json(bf16_peak->kernel) : json(nullptr)},
+        {"gemm_gflops", std::isnan(products) ? json(nullptr) : json(products)},
+        {"gemm_backend", backend.library},
+        {"gemm_kernel", backend.kernel},
+        {"slow_products", slow_note.empty() ? json(nullptr) : json(slow_note)},
+        {"mfu", mfu},
         {"peak_rss_mb", rss},
         {"ms_min", 1000.0 * *std::min_element(times.begin(), times.end())},
         {"ms_max", 1000.0 * *std::max_element(times.begin(), times.end())},
@@ -199,9 +211,12 @@ void run_bench(const BenchFlags& f) {
              train::count_of(cfg.n_layer, "layer"), train::count_of(cfg.n_head, "head"), cfg.kv_heads(), cfg.n_embd, cfg.block_size,
              nn::position_embedding_name(cfg.position_embedding), f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
-  fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; OpenBLAS "
+  fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
              "single-threaded inside it)\n",
              num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"));
+  fmt::print("  products        {}: {} ({} kernel)\n",
+             precision == Precision::bf16 ? "bf16 inputs, f32 accumulation" : "f32",
+             backend.library, backend.kernel);
   fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
   fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
              1000.0 * *std::min_element(times.begin(), times.end()),
@@ -210,11 +225,16 @@ void run_bench(const BenchFlags& f) {
   fmt::print("  model FLOPs     {:.3f} GFLOP/step = (6 N + 12 L C T) x B T, N = {}\n",
              flops_per_step / 1e9, n_matmul_params);
   fmt::print("  effective       {:.1f} GFLOP/s\n", gflops);
+  fmt::print("  machine peak    {:.1f} GFLOP/s f32 ({}, {} threads)", peak, f32_peak.kernel,
+             num_threads());
+  if (bf16_peak) fmt::print(", {:.1f} bf16 ({})", bf16_peak->gflops, bf16_peak->kernel);
+  fmt::print("\n");
   if (f.peak_size > 0) {
-    fmt::print("  sgemm peak      {:.1f} GFLOP/s (f32 {}^3 through matmul, {} threads)\n", peak,
-               f.peak_size, num_threads());
-    fmt::print("  MFU             {:.3f}\n", mfu);
+    fmt::print("  f32 products    {:.1f} GFLOP/s = {:.2f} of the peak ({}^3 through matmul)\n",
+               products, products / peak, f.peak_size);
   }
+  fmt::print("  MFU             {:.3f} (of the {} peak)\n", mfu, precision_name(precision));
+  if (!slow_note.empty()) fmt::print("  note            {}\n", slow_note);
   fmt::print("  peak RSS        {:.1f} MB\n", rss);
   fmt::print("  KV cache        {} bytes at context {}, batch 1 (2 x layers x kv_heads x T x d_head "
              "x 4)\n",
@@ -245,20 +265,27 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench",
       "Time full training steps (forward, backward, grad clip, AdamW) and report ms/step, "
-      "tokens/s, GFLOP/s, MFU against the measured sgemm peak, peak RSS and allocator stats");
+      "tokens/s, GFLOP/s, MFU against the machine's measured peak, peak RSS and allocator stats");
   cmd->footer(
       "Model FLOPs per token are nanoGPT's estimate, 6 N + 12 L C T (N: parameters without the "
-      "position embedding; L layers, C width, T context); MFU is that rate over the f32 sgemm "
-      "rate measured on --peak-size square matrices through the same OpenMP-split matmul.");
+      "position embedding; L layers, C width, T context); MFU is that rate over the machine's f32 "
+      "peak, measured by multiply-adds on registers on every thread (no library's kernel choice "
+      "can lower it). The f32 products' own rate is measured on --peak-size square matrices "
+      "through the same OpenMP-split matmul; a line says so when it is below half the peak.");
   flags->model.add_to(*cmd);
   cmd->add_option("--batch", flags->batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--vocab", flags->vocab, "vocabulary of the synthetic tokens (65: Shakespeare's)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
   cmd->add_option("--steps", flags->steps, "timed steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "untimed steps first (caches, allocator)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); OpenBLAS stays at 1 inside them")->check(CLI::Range(0, 256))->capture_default_str();
+  cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); each product runs on one of them")->check(CLI::Range(0, 256))->capture_default_str();
   cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)")->type_name("FILE");
   cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->check(seed_value())->capture_default_str();
-  cmd->add_option("--peak-size", flags->peak_size, "side of the square sgemm that measures the peak (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
+  cmd->add_option("--peak-size", flags->peak_size, "side of the square f32 product whose rate is measured through matmul (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
+  cmd->add_option("--precision", flags->precision,
+                  "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation; all "
+                  "else f32, as torch.autocast); MFU is against that precision's peak")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   cmd->add_flag("--profile", flags->profile, "also print the time per op (forward and backward) of the timed steps");
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");
   cmd->callback([flags] { run_bench(*flags); });

@@ -133,7 +133,7 @@ std::string in_flag_terms(const std::string& message) {
       {"lr_decay_steps", "--lr-decay-steps"}, {"weight_decay", "--weight-decay"},
       {"beta1", "--beta1"},          {"beta2", "--beta2"},          {"grad_clip", "--grad-clip"},
       {"momentum", "--momentum"},    {"eval_every", "--eval-every"}, {"eval_iters", "--eval-iters"},
-      {"steps", "--steps"},          {"optimizer", "--optimizer"}};
+      {"steps", "--steps"},          {"optimizer", "--optimizer"},  {"precision", "--precision"}};
   std::string out = std::regex_replace(message, std::regex("^(GPTConfig|train|TrainOptions): "), "");
   for (const auto& [name, flag] : kFlags) {
     // Only a name followed by its value ("batch 4"), not the same word in a sentence.

@@ -12,12 +12,14 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/heads/formation.hpp"
+#include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/run.hpp"
 
@@ -52,6 +54,7 @@ struct TrainFlags {
   bool force = false;
   bool keep_best = false;
   bool json = false;
+  bool verbose = false;
   double val_fraction = 0.1;
   int threads = 0;
   ModelFlags model;
@@ -60,7 +63,8 @@ struct TrainFlags {
 
 // A resumed run keeps what defines it: its model, data and optimiser settings. Its flags may
 // be given again when resuming, with the run's own values (the command line that started it
-// works with --resume added); --steps, --eval-every, --eval-iters and --threads may change, and
+// works with --resume added); --steps, --eval-every, --eval-iters and --threads may change,
+// --precision with --force, and
 // --force accepts data that changed since the run started. These are the kept flags but --data (compared as a path), with their
 // values as text (fmt prints a double as the shortest text that reads back as it).
 std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFlags& f) {
@@ -101,6 +105,11 @@ void check_resume_flags(const TrainFlags& given, const CLI::App& cmd, train::Run
   };
   if (cmd.count("--data") > 0 && !data::same_source(given.data, run.data_source())) {
     throw differs("--data", given.data, run.data_source());
+  }
+  if (cmd.count("--precision") > 0 && given.options.precision != run.options().precision) {
+    throw UsageError(fmt::format("--precision {} differs from the run's {} in {}; a resumed run "
+                                 "keeps its own unless --force is given",
+                                 given.options.precision, run.options().precision, run.dir()));
   }
   const auto values = fixed_flag_values(given), own = fixed_flag_values(flags_of(run));
   for (size_t i = 0; i < values.size(); ++i) {
@@ -204,6 +213,7 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   changes.accept_changed_data = f.force;
   if (cmd.count("--data") > 0) changes.data_source = f.data;
   changes.accept_damaged_log = f.force;
+  if (cmd.count("--precision") > 0 && f.force) changes.precision = f.options.precision;
   train::Run run = train::Run::resume(f.resume, changes, world);
   if (!run.damaged_log_note().empty() && world.is_root()) {
     fmt::print(stderr, "tinygpt: warning: {}\n", run.damaged_log_note());
@@ -216,6 +226,21 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
   return run;
 }
 
+// train --verbose: which library and kernel run the f32 products and how fast, against the
+// machine's peak -- and one warning line, naming the cause when it can, if they run below half.
+void print_compute_check() {
+  const train::MachinePeak peak = train::measure_f32_peak();
+  const double products = train::measure_f32_products(1024);
+  const GemmBackend backend = gemm_backend(DType::f32);
+  fmt::print(stderr,
+             "tinygpt: {} threads; f32 products on {} ({} kernel) at {:.0f} GFLOP/s, {:.2f} of "
+             "the machine's f32 peak {:.0f} GFLOP/s ({})\n",
+             num_threads(), backend.library, backend.kernel, products, products / peak.gflops,
+             peak.gflops, peak.kernel);
+  const std::string note = train::slow_products_note(products, peak.gflops);
+  if (!note.empty()) fmt::print(stderr, "tinygpt: warning: {}\n", note);
+}
+
 void run_train(TrainFlags f, const CLI::App& cmd) {
   if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
   check_mpi_build();
@@ -226,6 +251,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   set_num_threads(threads_per_rank(f.threads, world));
   const bool resuming = !f.resume.empty();
   check_flags(f, cmd);
+  if (f.verbose && root) print_compute_check();
   analysis::check_report_paths(resuming ? f.resume : f.out);  // before the folder is locked
   // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
   StopSignals stop_signals;
@@ -394,6 +420,16 @@ void add_train_command(CLI::App& app) {
                 "also keep the weights of the evaluation with the lowest val loss in OUT/best "
                 "(sample, eval and heads read it; --resume continues from the last step); a "
                 "resumed run keeps it on");
+  cmd->add_option("--precision", flags->options.precision,
+                  "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation, as "
+                  "torch.autocast; weights, gradients, optimiser state, layer norm, softmax and "
+                  "the loss stay f32; needs avx512_bf16). The checkpoint is f32 either way; a "
+                  "resumed run keeps its own unless --force")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_flag("--verbose", flags->verbose,
+                "first say on stderr which library and kernel run the f32 products and their "
+                "measured speed against the machine's peak (warning when below half)");
   cmd->add_flag("--json", flags->json,
                 "end with a JSON summary on stdout (steps, losses, best step, tokens/s, "
                 "checkpoint); the report's lines go to stderr");

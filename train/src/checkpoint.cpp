@@ -25,7 +25,7 @@ using io::SafetensorsFile;
 // TrainOptions -> JSON, field by field (trainer_state.json); read back by options_from_json.
 NLOHMANN_DEFINE_TYPE_NON_INTRUSIVE(TrainOptions, steps, batch, grad_accum, lr, min_lr, warmup, lr_decay_steps,
                                    weight_decay, beta1, beta2, grad_clip, optimizer, momentum,
-                                   eval_every, eval_iters, seed)
+                                   eval_every, eval_iters, seed, precision)
 
 namespace {
 
@@ -79,6 +79,14 @@ TrainOptions options_from_json(const json& j, const std::string& source) {
   o.eval_every = count("eval_every", 1);
   o.eval_iters = count("eval_iters", 1);
   o.seed = jf::unsigned_integer(jf::required(j, "seed", source), "seed", source);
+  // Runs saved before bf16 products existed ran in f32.
+  if (j.contains("precision")) {
+    o.precision = jf::string(j["precision"], "precision", source);
+    if (o.precision != "f32" && o.precision != "bf16") {
+      jf::fail(source, "key 'options.precision' must be \"f32\" or \"bf16\", got {}",
+               jf::shown(j["precision"]));
+    }
+  }
   const json known = o;
   for (const auto& item : j.items()) {
     if (!known.contains(item.key())) jf::fail(source, "unknown key 'options.{}'", item.key());
@@ -217,7 +225,7 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
-      {"config.json", config_to_json(model.config())},
+      {"config.json", config_to_json(model.config(), run != nullptr ? run->options.precision : "")},
       {"tokenizer.json", tokenizer.to_json()},
   };
   if (optimizer != nullptr) {

@@ -17,7 +17,7 @@ namespace jf = json_fields;
 
 // Keys that do not change the causal LM's output: initialisation, the heads of other GPT-2
 // models (summary_* is GPT2DoubleHeadsModel's), token ids, generation defaults, provenance.
-constexpr std::array<std::string_view, 52> kIgnoredKeys = {
+constexpr std::array<std::string_view, 53> kIgnoredKeys = {
     "initializer_range", "summary_type", "summary_use_proj", "summary_activation",
     "summary_proj_to_labels", "summary_first_dropout", "use_cache", "bos_token_id",
     "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "architectures",
@@ -29,7 +29,7 @@ constexpr std::array<std::string_view, 52> kIgnoredKeys = {
     "min_length", "do_sample", "early_stopping", "num_beams", "num_beam_groups", "temperature",
     "top_k", "top_p", "typical_p", "repetition_penalty", "length_penalty",
     "no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "output_scores",
-    "return_dict_in_generate"};
+    "return_dict_in_generate", "tinygpt_training_precision"};
 
 // The keys read below; anything else not in kIgnoredKeys is refused.
 constexpr std::array<std::string_view, 24> kHonouredKeys = {
@@ -56,9 +56,9 @@ bool loads_as_gpt2(const nn::GPTConfig& c) {
   return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head;
 }
 
-std::string config_to_json(const nn::GPTConfig& c) {
+std::string config_to_json(const nn::GPTConfig& c, const std::string& training_precision) {
   const bool gpt2 = loads_as_gpt2(c);
-  const json j = {{"architectures", {gpt2 ? kGpt2Architecture : kTinyGptArchitecture}},
+  json j = {{"architectures", {gpt2 ? kGpt2Architecture : kTinyGptArchitecture}},
                   {"model_type", gpt2 ? kGpt2ModelType : kTinyGptModelType},
                   {"vocab_size", c.vocab_size},
                   {"n_positions", c.block_size},
@@ -81,6 +81,7 @@ std::string config_to_json(const nn::GPTConfig& c) {
                   {"rope_theta", c.rope_theta},
                   {"num_key_value_heads", c.kv_heads()},
                   {"torch_dtype", "float32"}};
+  if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }
 

@@ -328,6 +328,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   state.options.steps = changes.steps.value_or(state.options.steps);
   state.options.eval_every = changes.eval_every.value_or(state.options.eval_every);
   state.options.eval_iters = changes.eval_iters.value_or(state.options.eval_iters);
+  state.options.precision = changes.precision.value_or(state.options.precision);
   state.options.validate();
   if (state.options.steps <= state.step) {
     throw OptionError(fmt::format("{} is already at step {}; pass --steps above that to continue",

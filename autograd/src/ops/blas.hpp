@@ -1,27 +1,26 @@
 #pragma once
-// The one door to BLAS for the ops (matmul, linear, fused attention): row-major
-// C = alpha op(A) op(B) + beta C, single-threaded (threads.hpp keeps OpenBLAS at one thread;
-// the callers share work out over OpenMP themselves).
-#include <cblas.h>
-
+// The one door to the matrix-product libraries for the ops (matmul, linear, fused attention):
+// row-major C = alpha op(A) op(B) + beta C, always on the calling thread alone (the callers share
+// work out over the OpenMP team themselves, so no library pool ever competes with it).
+//
+// f32 runs on oneDNN's sgemm: it picks its kernel from the CPU (AVX-512 here), whatever the
+// environment tells OpenBLAS. Under Precision::bf16 (precision.hpp) the f32 products round their
+// operands to bf16 and accumulate in f32 on oneDNN's matmul; a caller that splits one product
+// into panels rounds each operand once (to_bf16) and passes the bf16 operands. f64 -- the
+// gradient checks -- runs on OpenBLAS.
 #include <cstdint>
+
+#include "gemm_bf16.hpp"
 
 namespace tinygpt::detail {
 
-inline CBLAS_TRANSPOSE blas_op(bool transposed) { return transposed ? CblasTrans : CblasNoTrans; }
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                 int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
-  cblas_sgemm(CblasRowMajor, blas_op(ta), blas_op(tb), static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
+          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
-inline void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
-                 int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc) {
-  cblas_dgemm(CblasRowMajor, blas_op(ta), blas_op(tb), static_cast<int>(m), static_cast<int>(n),
-              static_cast<int>(k), alpha, a, static_cast<int>(lda), b, static_cast<int>(ldb), beta,
-              c, static_cast<int>(ldc));
-}
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
+          int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
 }  // namespace tinygpt::detail

@@ -1,9 +1,11 @@
 // Matrix product through BLAS (blas.hpp). Transposes are BLAS flags.
 #include <algorithm>
+#include <type_traits>
 
 #include "blas.hpp"
 #include "kernels.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
@@ -64,15 +66,37 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 
 // C = op(A) op(B) for every batch, on the OpenMP team: whole batches per thread, and a single
 // large product cut into kPanels row (or column) panels. Each piece is one single-threaded BLAS
-// call (see threads.hpp). With `bias` (N values, one product), every row of C starts as the bias
+// call (see blas.hpp). With `bias` (N values, one product), every row of C starts as the bias
 // and the product is added to it (beta = 1), each thread filling its own panel just before its
 // call.
 //
 // The pieces depend on the shapes only, never on the thread count: a BLAS kernel may sum a
 // panel's edge rows in another order than the same rows inside a larger call (OpenBLAS's Haswell
 // sgemm does for a panel's last, partial tile of rows), so cutting by thread count would make
-// results depend on it. Two panels keep both cores of the machines this project targets busy.
-constexpr int64_t kPanels = 2;
+// results depend on it. Four panels of at most kPanelRows rows, two per core of the machines
+// this project targets, measured best with oneDNN's single-threaded sgemm: with two, both cores'
+// products slowed to 0.2-0.4 of their speed on some shapes (a 1024 x 1024 square at 150 GFLOP/s
+// instead of 350; 2048 x 384 @ 384 x 1536 at 155 instead of 380), with three every shape lost a
+// quarter, and eight were 1-5% slower than four.
+constexpr int64_t kPanels = 4;
+constexpr int64_t kPanelRows = 512;
+
+// Under Precision::bf16 each operand is rounded to bf16 once, into `storage`, by the whole team
+// (the panels would otherwise each round the operand they share); returns the bf16 copy, packed
+// with the leading dimension it had.
+template <class T>
+const bf16* rounded_once(const T* x, int64_t count, int64_t ld, Tensor& storage) {
+  if constexpr (std::is_same_v<T, float>) {
+    storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
+    bf16* out = reinterpret_cast<bf16*>(storage.data<float>());
+    const int64_t rows = count / ld;
+#pragma omp parallel for schedule(static) if (count > kParallelGrain)
+    for (int64_t r = 0; r < rows; ++r) to_bf16(x + r * ld, 1, ld, ld, out + r * ld);
+    return out;
+  } else {
+    return nullptr;
+  }
+}
 
 template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c,
@@ -80,33 +104,44 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
   // Too little work to share: a thread costs more to wake than this product takes.
   const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 23);
-  const int64_t panels = (small || p.batch >= kPanels) ? 1 : kPanels;
   const bool split_rows = p.m >= p.n;
   const int64_t extent = split_rows ? p.m : p.n;
+  const int64_t panels = (small || p.batch >= kPanels)
+                             ? 1
+                             : std::max(kPanels, (extent + kPanelRows - 1) / kPanelRows);
+  const bool bf16_operands = std::is_same_v<T, float> && matmul_precision() == Precision::bf16;
+  Tensor a_storage, b_storage;
+  const bf16* a16 = nullptr;
+  const bf16* b16 = nullptr;
+  if (bf16_operands) {
+    const int64_t b_count = (p.b_stride > 0 ? p.batch : 1) * p.k * p.n;
+    a16 = rounded_once(a, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda, a_storage);
+    b16 = rounded_once(b, b_count, ldb, b_storage);
+  }
 #pragma omp parallel for collapse(2) schedule(static) if (!small && p.batch * panels > 1)
   for (int64_t i = 0; i < p.batch; ++i) {
     for (int64_t panel = 0; panel < panels; ++panel) {
       const int64_t lo = extent * panel / panels, hi = extent * (panel + 1) / panels;
       if (hi == lo) continue;
-      const T* ai = a + i * p.a_stride;
-      const T* bi = b + i * p.b_stride;
-      T* ci = c + i * p.m * p.n;
       // Rows lo..hi of op(A) start at row lo of A, or column lo of A when it is transposed;
       // columns lo..hi of op(B) likewise.
-      if (split_rows) {
-        ai += ta ? lo : lo * lda;
-        ci += lo * ldc;
-      } else {
-        bi += tb ? lo * ldb : lo;
-        ci += lo;
-      }
+      const int64_t a_offset = i * p.a_stride + (split_rows ? (ta ? lo : lo * lda) : 0);
+      const int64_t b_offset = i * p.b_stride + (split_rows ? 0 : (tb ? lo * ldb : lo));
+      T* ci = c + i * p.m * p.n + (split_rows ? lo * ldc : lo);
       const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
       if (bias != nullptr) {
         const T* bias_cols = bias + (split_rows ? 0 : lo);
         for (int64_t r = 0; r < rows; ++r) std::copy_n(bias_cols, cols, ci + r * ldc);
       }
-      gemm(ta, tb, rows, cols, p.k, T(1), ai, lda, bi, ldb, bias != nullptr ? T(1) : T(0), ci,
-           ldc);
+      const T beta = bias != nullptr ? T(1) : T(0);
+      if constexpr (std::is_same_v<T, float>) {
+        if (bf16_operands) {
+          gemm(ta, tb, rows, cols, p.k, 1.0f, a16 + a_offset, lda, b16 + b_offset, ldb, beta, ci,
+               ldc);
+          continue;
+        }
+      }
+      gemm(ta, tb, rows, cols, p.k, T(1), a + a_offset, lda, b + b_offset, ldb, beta, ci, ldc);
     }
   }
 }

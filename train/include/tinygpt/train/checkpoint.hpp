@@ -102,7 +102,9 @@ inline constexpr const char* kGpt2Architecture = "GPT2LMHeadModel";
 inline constexpr const char* kTinyGptModelType = "tinygpt";
 inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
 bool loads_as_gpt2(const nn::GPTConfig& config);
-std::string config_to_json(const nn::GPTConfig& config);
+// `training_precision` ("f32", "bf16"; "" for none) is recorded as tinygpt_training_precision:
+// the weights themselves are always f32 (torch_dtype) and load in either precision.
+std::string config_to_json(const nn::GPTConfig& config, const std::string& training_precision = "");
 // TrainOptions as trainer_state.json's "options" holds them.
 std::string options_to_json(const TrainOptions& options);
 nn::GPTConfig config_from_json(const std::string& text, const std::string& source);

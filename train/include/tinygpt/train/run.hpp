@@ -49,6 +49,8 @@ struct ResumeChanges {
   // Resume although log.jsonl is missing or damaged: its bytes are kept aside as
   // log.jsonl.damaged (or .damaged.N), and a new log starts from the resumed step.
   bool accept_damaged_log = false;
+  // The products' precision from here on ("f32", "bf16"); the weights are f32 in both.
+  std::optional<std::string> precision;
 };
 
 // A resume found the run's log.jsonl missing or damaged (weights and optimiser state intact);

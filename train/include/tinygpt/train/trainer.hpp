@@ -37,6 +37,9 @@ struct TrainOptions {
   int64_t eval_every = 250;
   int64_t eval_iters = 20;  // batches per split in each evaluation
   uint64_t seed = 1337;
+  // Of the products (autograd/precision.hpp): "f32", or "bf16" (bf16 inputs, f32 accumulation;
+  // weights, gradients and optimiser state stay f32). Steps and evaluations run in it.
+  std::string precision = "f32";
 
   void validate() const;  // ValueError naming the first bad option
   CosineSchedule schedule() const;

@@ -1,0 +1,18 @@
+#pragma once
+// bf16 products for the door (blas.hpp): operands rounded to bfloat16 (nearest even), products
+// accumulated in f32 on oneDNN's matmul, one primitive per shape kept by each thread. Only used
+// where the CPU has avx512_bf16 (set_matmul_precision checks).
+#include <cstdint>
+
+namespace tinygpt::detail {
+
+using bf16 = uint16_t;  // the upper half of an f32
+
+// rows x cols of f32 (leading dimension ld) -> packed (rows, cols) bf16.
+void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, bf16* dst);
+
+// C (f32) = alpha op(A) op(B) + beta C on bf16 A and B, on the calling thread.
+void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
+               int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
+}  // namespace tinygpt::detail

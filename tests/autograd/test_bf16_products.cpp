@@ -1,0 +1,103 @@
+// Precision::bf16 products: every f32 product (matmul in all transposes and batches, linear with
+// its bias, the fused attention's) rounds its inputs to bf16 and accumulates in f32, so each
+// entry is within bf16's rounding of the exact product: |c - exact| <= 2^-7 sum_k |a_ik b_kj|
+// (two roundings of at most 2^-9 relative each, with room for f32's sums), and differs from f32's.
+#include <cmath>
+#include <vector>
+
+#include <catch2/catch.hpp>
+
+#include "tinygpt/autograd.hpp"
+#include "tinygpt/autograd/precision.hpp"
+
+using namespace tinygpt;
+
+namespace {
+
+// Entry-wise |got - exact| <= 2^-7 |a| |b| (with |a| |b| the product of absolute values), and
+// at least one entry rounded away from the f32 product.
+void check_bf16_product(const Tensor& got, const Tensor& f32, const Tensor& exact,
+                        const Tensor& bound) {
+  const std::vector<double> g = got.to_vector(), f = f32.to_vector(), e = exact.to_vector(),
+                            b = bound.to_vector();
+  REQUIRE(g.size() == e.size());
+  size_t differs = 0;
+  for (size_t i = 0; i < g.size(); ++i) {
+    INFO("entry " << i << ": bf16 " << g[i] << ", exact " << e[i]);
+    REQUIRE(std::abs(g[i] - e[i]) <= std::ldexp(b[i], -7) + 1e-6);
+    differs += g[i] != f[i] ? 1 : 0;
+  }
+  CHECK(differs > g.size() / 2);
+}
+
+Tensor f64(const Tensor& x) { return x.to(DType::f64); }
+
+Tensor abs_f64(const Tensor& x) {
+  std::vector<double> v = x.to_vector();
+  for (double& e : v) e = std::abs(e);
+  return Tensor::from(v, x.shape(), DType::f64);
+}
+
+}  // namespace
+
+TEST_CASE("bf16 matmul in every transpose and batch is within bf16 rounding of the exact product",
+          "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  Generator gen(3);
+  for (const bool ta : {false, true}) {
+    for (const bool tb : {false, true}) {
+      // Large enough to be cut into panels on the team; batched (3,...) and shared operands.
+      const Tensor a = Tensor::randn(ta ? Shape{3, 300, 700} : Shape{3, 700, 300}, gen);
+      const Tensor b = Tensor::randn(tb ? Shape{500, 300} : Shape{300, 500}, gen);
+      const Tensor f32 = matmul(a, b, ta, tb);
+      const Tensor exact = matmul(f64(a), f64(b), ta, tb);
+      const Tensor bound = matmul(abs_f64(a), abs_f64(b), ta, tb);
+      const PrecisionGuard precision(Precision::bf16);
+      INFO("ta " << ta << " tb " << tb);
+      check_bf16_product(matmul(a, b, ta, tb), f32, exact, bound);
+    }
+  }
+}
+
+TEST_CASE("bf16 linear adds its f32 bias to a bf16 product", "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  Generator gen(4);
+  const Tensor x = Tensor::randn({8, 200, 96}, gen);
+  const Tensor w = Tensor::randn({96, 384}, gen);
+  const Tensor bias = Tensor::randn({384}, gen);
+  const Tensor f32 = linear(x, w, bias);
+  const Tensor exact = linear(f64(x), f64(w), f64(bias));
+  const Tensor bound = linear(abs_f64(x), abs_f64(w), Tensor::zeros({384}, DType::f64));
+  const PrecisionGuard precision(Precision::bf16);
+  check_bf16_product(linear(x, w, bias), f32, exact, bound);
+}
+
+TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  Generator gen(5);
+  Tensor qkv = Tensor::randn({2, 130, 3 * 64}, gen).set_requires_grad();
+  const Tensor dy = Tensor::randn({2, 130, 64}, gen);
+  const auto run = [&] {
+    qkv.zero_grad();
+    const Tensor y = causal_self_attention(qkv, 2);
+    sum(mul(y, dy)).backward();
+    return std::make_pair(y.to_vector(), qkv.grad().to_vector());
+  };
+  const auto [y32, g32] = run();
+  std::pair<std::vector<double>, std::vector<double>> low;
+  {
+    const PrecisionGuard precision(Precision::bf16);
+    low = run();
+  }
+  const auto rel = [](const std::vector<double>& a, const std::vector<double>& b) {
+    double diff = 0.0, norm = 0.0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      diff += (a[i] - b[i]) * (a[i] - b[i]);
+      norm += b[i] * b[i];
+    }
+    return std::sqrt(diff / norm);
+  };
+  CHECK(low.first != y32);
+  CHECK(rel(low.first, y32) < 1e-2);
+  CHECK(rel(low.second, g32) < 1e-2);
+}

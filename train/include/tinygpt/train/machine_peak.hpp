@@ -1,0 +1,34 @@
+#pragma once
+// The machine's arithmetic peak, the ceiling MFU is reported against: every OpenMP thread runs
+// independent multiply-adds on registers only, so neither memory nor any library's kernel choice
+// (e.g. $OPENBLAS_CORETYPE picking a 256-bit kernel on an AVX-512 CPU) can lower it.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace tinygpt::train {
+
+struct MachinePeak {
+  double gflops = 0.0;  // over all OpenMP threads
+  std::string kernel;   // the instruction measured, e.g. "avx512f vfmadd (f32)"
+};
+
+// f32 multiply-add peak: AVX-512 FMA, else AVX2 FMA, else SSE multiply and add.
+MachinePeak measure_f32_peak();
+
+// bf16 dot-product peak (vdpbf16ps: bf16 pairs accumulated in f32), or nothing when the CPU has
+// no avx512_bf16.
+std::optional<MachinePeak> measure_bf16_peak();
+
+bool cpu_has_avx512_bf16();
+
+// GFLOP/s of one f32 (n x n) @ (n x n) product through tinygpt's matmul op, i.e. the f32 backend
+// split over the OpenMP team exactly as training's products are: the best of 5 after a warm-up.
+double measure_f32_products(int64_t n);
+
+// One line when products measured at `gemm_gflops` run below half of `peak_gflops`, naming
+// the cause when it can be seen (an environment variable capping the library's instruction set,
+// or the library picking a narrower kernel than the CPU has); empty when they run near the peak.
+std::string slow_products_note(double gemm_gflops, double peak_gflops);
+
+}  // namespace tinygpt::train

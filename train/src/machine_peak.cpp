@@ -1,0 +1,168 @@
+#include "tinygpt/train/machine_peak.hpp"
+
+#include <cpuid.h>
+#include <immintrin.h>
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tinygpt/autograd/gemm_backend.hpp"
+#include "tinygpt/autograd/generator.hpp"
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt::train {
+namespace {
+
+// Twelve independent accumulators cover the multiply-add latency (4 cycles) times the two
+// issue ports, so the loop runs at the units' throughput.
+constexpr int kChains = 12;
+constexpr long kIterations = 16'000'000;  // ~30 ms a round at 2 x 512-bit FMA per cycle
+
+__attribute__((target("avx512f"))) float fma_avx512(long iterations) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(1.0f + 0.001f * static_cast<float>(i));
+  const __m512 scale = _mm512_set1_ps(0.9999f), shift = _mm512_set1_ps(1e-4f);
+  for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_fmadd_ps(acc[i], scale, shift);
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, acc[0]);
+  return out[0];
+}
+
+__attribute__((target("avx2,fma"))) float fma_avx2(long iterations) {
+  __m256 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm256_set1_ps(1.0f + 0.001f * static_cast<float>(i));
+  const __m256 scale = _mm256_set1_ps(0.9999f), shift = _mm256_set1_ps(1e-4f);
+  for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm256_fmadd_ps(acc[i], scale, shift);
+  }
+  float out[8];
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm256_add_ps(acc[0], acc[i]);
+  _mm256_storeu_ps(out, acc[0]);
+  return out[0];
+}
+
+float mul_add_sse(long iterations) {
+  __m128 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm_set1_ps(1.0f + 0.001f * static_cast<float>(i));
+  const __m128 scale = _mm_set1_ps(0.9999f), shift = _mm_set1_ps(1e-4f);
+  for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm_add_ps(_mm_mul_ps(acc[i], scale), shift);
+  }
+  return _mm_cvtss_f32(acc[0]);
+}
+
+__attribute__((target("avx512f,avx512bf16"))) float dot_bf16(long iterations) {
+  __m512 acc[kChains];
+  for (int i = 0; i < kChains; ++i) acc[i] = _mm512_set1_ps(1.0f + 0.001f * static_cast<float>(i));
+  // bf16 pairs (1.0, 1.0) and (2^-15, 2^-15): small steps that keep the sums finite.
+  const __m512bh a = (__m512bh)_mm512_set1_epi16(0x3f80), b = (__m512bh)_mm512_set1_epi16(0x3800);
+  for (long it = 0; it < iterations; ++it) {
+#pragma GCC unroll 12
+    for (int i = 0; i < kChains; ++i) acc[i] = _mm512_dpbf16_ps(acc[i], a, b);
+  }
+  for (int i = 1; i < kChains; ++i) acc[0] = _mm512_add_ps(acc[0], acc[i]);
+  float out[16];
+  _mm512_storeu_ps(out, acc[0]);
+  return out[0];
+}
+
+// The best of 5 rounds (after one untimed) of every OpenMP thread running `kernel`, with
+// `flops_per_iteration` per thread and iteration: a peak is what the machine can do, and on a
+// shared host a round can only lose time to others.
+template <class Kernel>
+double measure(Kernel kernel, double flops_per_iteration) {
+  double best = 0.0;
+  volatile float sink = 0.0f;  // keeps the loops from being optimised away
+  for (int round = 0; round < 6; ++round) {
+    int threads = 1;
+    const auto start = std::chrono::steady_clock::now();
+#pragma omp parallel
+    {
+      const float v = kernel(kIterations);
+#pragma omp single
+      threads = omp_get_num_threads();
+#pragma omp critical
+      sink = sink + v;
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (round > 0) best = std::max(best, threads * kIterations * flops_per_iteration / seconds / 1e9);
+  }
+  return best;
+}
+
+}  // namespace
+
+bool cpu_has_avx512_bf16() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__builtin_cpu_supports("avx512f") || __get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) {
+    return false;
+  }
+  return (a & (1u << 5)) != 0;  // CPUID.(7,1):EAX bit 5 = AVX512_BF16
+}
+
+MachinePeak measure_f32_peak() {
+  if (__builtin_cpu_supports("avx512f")) {
+    return {measure(fma_avx512, kChains * 16 * 2.0), "avx512f vfmadd (f32)"};
+  }
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    return {measure(fma_avx2, kChains * 8 * 2.0), "avx2 vfmadd (f32)"};
+  }
+  return {measure(mul_add_sse, kChains * 4 * 2.0), "sse mulps+addps (f32)"};
+}
+
+std::optional<MachinePeak> measure_bf16_peak() {
+  if (!cpu_has_avx512_bf16()) return std::nullopt;
+  // 16 f32 lanes, each adding two bf16 products.
+  return MachinePeak{measure(dot_bf16, kChains * 16 * 4.0), "avx512_bf16 vdpbf16ps"};
+}
+
+double measure_f32_products(int64_t n) {
+  NoGradGuard no_grad;
+  Generator gen(7);
+  const Tensor a = Tensor::uniform({n, n}, gen, -1.0, 1.0);
+  const Tensor b = Tensor::uniform({n, n}, gen, -1.0, 1.0);
+  double best = 0.0;
+  for (int round = 0; round < 6; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    const Tensor c = matmul(a, b);
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (round > 0) best = std::max(best, 2.0 * std::pow(static_cast<double>(n), 3) / seconds / 1e9);
+  }
+  return best;
+}
+
+std::string slow_products_note(double gemm_gflops, double peak_gflops) {
+  if (!(gemm_gflops < 0.5 * peak_gflops)) return {};
+  const GemmBackend backend = gemm_backend(DType::f32);
+  std::string cause;
+  for (const char* name : {"ONEDNN_MAX_CPU_ISA", "DNNL_MAX_CPU_ISA"}) {
+    if (const char* value = std::getenv(name)) {
+      cause = fmt::format("{}={} caps {}'s kernels", name, value, backend.library);
+    }
+  }
+  if (cause.empty() && __builtin_cpu_supports("avx512f") &&
+      backend.kernel.rfind("avx512", 0) != 0) {
+    cause = fmt::format("{} runs its {} kernel on this AVX-512 CPU", backend.library,
+                        backend.kernel);
+  }
+  if (cause.empty()) cause = "no cause seen here: is another program using the cores?";
+  return fmt::format("f32 products run at {:.0f} GFLOP/s, {:.2f} of the machine's peak {:.0f}: {}",
+                     gemm_gflops, gemm_gflops / peak_gflops, peak_gflops, cause);
+}
+
+}  // namespace tinygpt::train
