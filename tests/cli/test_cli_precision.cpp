@@ -112,6 +112,8 @@ TEST_CASE("bench --json reports both peaks, the backend, and MFU against the pre
   CHECK(bf16["precision"] == "bf16");
   CHECK(bf16["peak_gflops_bf16"].get<double>() > 0.0);
   CHECK(bf16["peak_kernel_bf16"] == "avx512_bf16 vdpbf16ps");
+  // The timed steps did run in bf16: same seed and batches, another loss.
+  CHECK(bf16["final_loss"] != f32["final_loss"]);
   CHECK(bf16["mfu"].get<double>() ==
         Approx(bf16["gflops"].get<double>() / bf16["peak_gflops_bf16"].get<double>()).epsilon(1e-9));
 }

@@ -79,10 +79,8 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
 void run_bench(const BenchFlags& f) {
   set_num_threads(f.threads);
   const Precision precision = parse_precision(f.precision);
-  try {
-    set_matmul_precision(precision);
-  } catch (const ValueError& e) {
-    throw UsageError(fmt::format("--precision {} cannot run here: {}", f.precision, e.what()));
+  if (precision == Precision::bf16 && !bf16_unsupported_reason().empty()) {
+    throw UsageError(fmt::format("--precision bf16 cannot run here: {}", bf16_unsupported_reason()));
   }
   std::vector<int64_t> tokens;
   int64_t vocab = f.vocab;
@@ -111,6 +109,7 @@ void run_bench(const BenchFlags& f) {
   options.warmup = std::min<int64_t>(options.steps, 100);
   options.eval_every = options.steps + 1;
   options.seed = f.seed;
+  options.precision = f.precision;  // the Trainer runs its steps in it
   train::Trainer trainer(model, dataset, options);
 
   const nn::GPTConfig& cfg = model.config();

@@ -222,10 +222,11 @@ void recover_checkpoint(const std::string& dir) {
 
 void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
                      const Optimizer* optimizer, const RunState* run,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files) {
+                     const std::vector<std::pair<std::string, std::string>>& extra_files,
+                     const std::string& training_precision) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
-      {"config.json", config_to_json(model.config(), run != nullptr ? run->options.precision : "")},
+      {"config.json", config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision)},
       {"tokenizer.json", tokenizer.to_json()},
   };
   if (optimizer != nullptr) {

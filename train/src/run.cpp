@@ -168,7 +168,7 @@ void Run::keep_best() {
   // earlier best is gone; the next evaluation below it is kept.
   if (state_.step > 0 && state_.best_step == state_.step) {
     world_->together([&] {
-      if (world_->is_root()) save_checkpoint(best_dir(), *model_, tokenizer_);
+      if (world_->is_root()) save_checkpoint(best_dir(), *model_, tokenizer_, nullptr, nullptr, {}, state_.options.precision);
     });
   }
 }
@@ -423,7 +423,7 @@ void Run::save() {
     if (world_->is_root()) {
       // The best weights first: the run's own record never names a best save that did not happen.
       if (state_.keep_best && best_unsaved_) {
-        save_checkpoint(best_dir(), *model_, tokenizer_);
+        save_checkpoint(best_dir(), *model_, tokenizer_, nullptr, nullptr, {}, state_.options.precision);
       } else if (stale_best_) {
         fs::remove_all(best_dir());
       }

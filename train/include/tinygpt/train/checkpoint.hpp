@@ -58,10 +58,12 @@ struct LoadedModel {
 // Writes the model files, plus the optimiser and run state when given, as one commit.
 // Extra files (e.g. the loss log) can ride along in the same commit; one that `dir` already
 // holds with exactly its bytes (a log written a line at a time) stays in place
-// (io::commit_files' `appended`).
+// (io::commit_files' `appended`). config.json records the run's precision, or
+// `training_precision` for weights saved without their run (a run's best/).
 void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
                      const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files = {});
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {},
+                     const std::string& training_precision = "");
 
 // Loads and validates config.json, tokenizer.json and model.safetensors. Throws tinygpt::Error
 // with one line naming the file and the fault (missing, corrupt, shapes that disagree with the
