@@ -101,3 +101,33 @@ TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "
   CHECK(rel(low.first, y32) < 1e-2);
   CHECK(rel(low.second, g32) < 1e-2);
 }
+
+TEST_CASE("bf16 linear's gradients are bf16 products of the rounded operands", "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  Generator gen(6);
+  Tensor x = Tensor::randn({4, 300, 96}, gen).set_requires_grad();
+  Tensor w = Tensor::randn({96, 384}, gen).set_requires_grad();
+  Tensor bias = Tensor::randn({384}, gen).set_requires_grad();
+  const Tensor g = Tensor::randn({4, 300, 384}, gen);
+  const auto grads = [&] {
+    x.zero_grad();
+    w.zero_grad();
+    bias.zero_grad();
+    sum(mul(linear(x, w, bias), g)).backward();
+    return std::vector<Tensor>{x.grad(), w.grad(), bias.grad()};
+  };
+  const std::vector<Tensor> f32 = grads();
+  std::vector<Tensor> low;
+  {
+    const PrecisionGuard precision(Precision::bf16);
+    low = grads();
+  }
+  // dx = g W^T, dW = x^T g (over all rows); db = column sums of g, in f32 either way.
+  const Tensor rows_x = reshape(f64(x), {-1, 96}), rows_g = reshape(f64(g), {-1, 384});
+  check_bf16_product(low[0], f32[0], matmul(f64(g), f64(w), false, true),
+                     matmul(abs_f64(g), abs_f64(w), false, true));
+  check_bf16_product(low[1], f32[1], matmul(rows_x, rows_g, true, false),
+                     matmul(reshape(abs_f64(x), {-1, 96}), reshape(abs_f64(g), {-1, 384}), true,
+                            false));
+  CHECK(low[2].to_vector() == f32[2].to_vector());
+}

@@ -98,8 +98,16 @@ const bf16* rounded_once(const T* x, int64_t count, int64_t ld, Tensor& storage)
   }
 }
 
+// An operand of a product: its values, and their bf16 rounding when the caller already holds it
+// (linear keeps its input's and weight's for the backward pass).
 template <class T>
-void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b, T* c,
+struct Operand {
+  const T* values = nullptr;
+  const bf16* rounded = nullptr;
+};
+
+template <class T>
+void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T> b, T* c,
                   const T* bias = nullptr) {
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
   // Too little work to share: a thread costs more to wake than this product takes.
@@ -111,12 +119,13 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
                              : std::max(kPanels, (extent + kPanelRows - 1) / kPanelRows);
   const bool bf16_operands = std::is_same_v<T, float> && matmul_precision() == Precision::bf16;
   Tensor a_storage, b_storage;
-  const bf16* a16 = nullptr;
-  const bf16* b16 = nullptr;
-  if (bf16_operands) {
-    const int64_t b_count = (p.b_stride > 0 ? p.batch : 1) * p.k * p.n;
-    a16 = rounded_once(a, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda, a_storage);
-    b16 = rounded_once(b, b_count, ldb, b_storage);
+  const bf16* a16 = a.rounded;
+  const bf16* b16 = b.rounded;
+  if (bf16_operands && a16 == nullptr) {
+    a16 = rounded_once(a.values, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda, a_storage);
+  }
+  if (bf16_operands && b16 == nullptr) {
+    b16 = rounded_once(b.values, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb, b_storage);
   }
 #pragma omp parallel for collapse(2) schedule(static) if (!small && p.batch * panels > 1)
   for (int64_t i = 0; i < p.batch; ++i) {
@@ -141,7 +150,8 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, const T* a, const T* b,
           continue;
         }
       }
-      gemm(ta, tb, rows, cols, p.k, T(1), a + a_offset, lda, b + b_offset, ldb, beta, ci, ldc);
+      gemm(ta, tb, rows, cols, p.k, T(1), a.values + a_offset, lda, b.values + b_offset, ldb, beta,
+           ci, ldc);
     }
   }
 }
@@ -175,6 +185,51 @@ Tensor column_sums(const Tensor& g) {
   return out;
 }
 
+// Under Precision::bf16 linear rounds its input and weight once and keeps the roundings for the
+// backward pass instead of the f32 input, which dW = x^T g then no longer needs (as autocast
+// saves its bf16 casts): half the memory for the activations a linear keeps, and every operand
+// of the three products rounded once.
+struct Rounded {
+  Tensor storage;  // f32 slots holding two bf16 each
+  const bf16* data = nullptr;
+};
+
+Rounded rounded(const Tensor& x) {
+  Rounded r;
+  const int64_t cols = x.shape()[x.ndim() - 1];
+  r.data = rounded_once(x.data<float>(), x.numel(), cols, r.storage);
+  return r;
+}
+
+MatmulPlan plain_plan(int64_t m, int64_t n, int64_t k) {
+  MatmulPlan p;
+  p.out = {m, n};
+  p.m = m, p.n = n, p.k = k;
+  return p;
+}
+
+// linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g.
+Grads linear_backward_bf16(const Tensor& g, const Tensor& w, const Rounded& x16,
+                           const Rounded& w16, bool need_x, bool need_w, bool need_b) {
+  const int64_t k = w.shape()[0], n = w.shape()[1], rows = g.numel() / n;
+  const Rounded g16 = rounded(g);
+  Tensor gx, gw, gb;
+  if (need_x) {
+    Shape shape = g.shape();
+    shape[shape.ndim() - 1] = k;
+    gx = Tensor::empty(shape, DType::f32);
+    gemm_batched<float>(plain_plan(rows, k, n), false, true, {g.data<float>(), g16.data},
+                        {w.data<float>(), w16.data}, gx.data<float>());
+  }
+  if (need_w) {
+    gw = Tensor::empty({k, n}, DType::f32);
+    gemm_batched<float>(plain_plan(k, n, rows), true, false, {nullptr, x16.data},
+                        {g.data<float>(), g16.data}, gw.data<float>());
+  }
+  if (need_b) gb = column_sums(g);
+  return {gx, gw, gb};
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
@@ -188,7 +243,7 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
       out.fill_(0.0);
       return;
     }
-    gemm_batched<T>(p, ta, tb, a.data<T>(), b.data<T>(), out.data<T>());
+    gemm_batched<T>(p, ta, tb, {a.data<T>()}, {b.data<T>()}, out.data<T>());
   });
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   return record("matmul", out, {a, b},
@@ -219,6 +274,19 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   if (bias.defined()) check_same_dtype(x, bias, "linear");
   const MatmulPlan p = plan_matmul(x, weight, false, false);
   Tensor out = Tensor::empty(p.out, x.dtype());
+  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  if (x.dtype() == DType::f32 && matmul_precision() == Precision::bf16 && p.m > 0 && p.n > 0 &&
+      p.k > 0) {
+    const Rounded x16 = rounded(x), w16 = rounded(weight);
+    gemm_batched<float>(p, false, false, {x.data<float>(), x16.data},
+                        {weight.data<float>(), w16.data}, out.data<float>(),
+                        bias.defined() ? bias.data<float>() : nullptr);
+    return record("linear", out, {x, weight, bias},
+                  [w = weight.detach(), x16, w16, need_x, need_w, need_b](const Tensor& g) {
+      return linear_backward_bf16(g, w, x16, w16, need_x, need_w, need_b);
+    });
+  }
   dispatch_float(x.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     if (p.m == 0 || p.n == 0) return;
@@ -230,10 +298,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       }
       return;
     }
-    gemm_batched<T>(p, false, false, x.data<T>(), weight.data<T>(), out.data<T>(), pb);
+    gemm_batched<T>(p, false, false, {x.data<T>()}, {weight.data<T>()}, out.data<T>(), pb);
   });
-  const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
-  const bool need_b = bias.defined() && bias.requires_grad();
   return record("linear", out, {x, weight, bias},
                 [x = x.detach(), w = weight.detach(), need_x, need_w, need_b](const Tensor& g) {
     // y = x W + b  =>  dx = g W^T, dW = x^T g over all rows at once, db = column sums of g.
