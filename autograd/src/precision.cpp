@@ -18,9 +18,14 @@ const char* precision_name(Precision precision) {
   return precision == Precision::bf16 ? "bf16" : "f32";
 }
 
-Precision parse_precision(const std::string& name) {
+std::optional<Precision> precision_from_name(const std::string& name) {
   if (name == "f32") return Precision::f32;
   if (name == "bf16") return Precision::bf16;
+  return std::nullopt;
+}
+
+Precision parse_precision(const std::string& name) {
+  if (const auto precision = precision_from_name(name)) return *precision;
   throw ValueError(fmt::format("precision: '{}' is not one of f32, bf16", name));
 }
 

@@ -70,6 +70,14 @@ TEST_CASE("a run without --precision is f32", "[cli][bf16]") {
   train_tiny_model(run);
   CHECK(options_of(run)["precision"] == "f32");
   CHECK(config_of(run)["tinygpt_training_precision"] == "f32");
+
+  // A state naming no precision tinygpt has is refused in one line naming the key.
+  std::filesystem::remove(run + "/checkpoint.json");  // no checksums: the parser meets the value
+  json state = json::parse(read_bytes(run + "/trainer_state.json"));
+  state["options"]["precision"] = "fp8";
+  write_bytes(run + "/trainer_state.json", state.dump());
+  const CliResult refused = run_cli({"train", "--resume", run, "--steps", "30"});
+  check_one_line_error(refused, {"trainer_state.json", "options.precision", "fp8"});
 }
 
 TEST_CASE("bf16 where oneDNN has no bf16 kernels is refused in one line naming the instructions",

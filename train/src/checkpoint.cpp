@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "json_fields.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
@@ -82,7 +83,7 @@ TrainOptions options_from_json(const json& j, const std::string& source) {
   // Runs saved before bf16 products existed ran in f32.
   if (j.contains("precision")) {
     o.precision = jf::string(j["precision"], "precision", source);
-    if (o.precision != "f32" && o.precision != "bf16") {
+    if (!precision_from_name(o.precision)) {
       jf::fail(source, "key 'options.precision' must be \"f32\" or \"bf16\", got {}",
                jf::shown(j["precision"]));
     }

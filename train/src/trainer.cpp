@@ -3,6 +3,7 @@
 #include <chrono>
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/precision.hpp"
@@ -37,10 +38,9 @@ void TrainOptions::validate() const {
   }
   if (eval_every < 1) fail(fmt::format("eval_every must be at least 1, got {}", eval_every));
   if (eval_iters < 1) fail(fmt::format("eval_iters must be at least 1, got {}", eval_iters));
-  if (precision != "f32" && precision != "bf16") {
-    fail(fmt::format("precision must be f32 or bf16, got '{}'", precision));
-  }
-  if (precision == "bf16") {
+  const std::optional<Precision> products = precision_from_name(precision);
+  if (!products) fail(fmt::format("precision must be f32 or bf16, got '{}'", precision));
+  if (*products == Precision::bf16) {
     const std::string reason = bf16_unsupported_reason();
     if (!reason.empty()) fail("precision 'bf16' cannot run here: " + reason);
   }
@@ -55,6 +55,7 @@ Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions 
     : model_(model), dataset_(dataset), options_(std::move(options)), comm_(comm),
       data_gen_(options_.seed) {
   options_.validate();
+  precision_ = parse_precision(options_.precision);
   if (options_.batch % micro_batches() != 0) {
     throw ValueError(fmt::format(
         "train: batch {} cannot be split across {} ranks x {} micro-batches (grad-accum): it "
@@ -109,7 +110,7 @@ void Trainer::sum_to_grads() {
 
 StepStats Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
-  const PrecisionGuard precision(parse_precision(options_.precision));
+  const PrecisionGuard precision(precision_);
   model_.train();
   // Every rank draws the whole batch, as a single process does, and takes its rows: the data
   // stream, and so a resume, does not depend on how the batch is split.
@@ -169,7 +170,7 @@ StepStats Trainer::step() {
 
 EvalStats Trainer::evaluate() {
   NoGradGuard no_grad;
-  const PrecisionGuard precision(parse_precision(options_.precision));
+  const PrecisionGuard precision(precision_);
   model_.eval();
   Generator gen(options_.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(step_ + 1)));
   // Rank r evaluates batches r, r + P, ... (all ranks draw them all, to stay in step); the

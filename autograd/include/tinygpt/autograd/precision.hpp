@@ -4,6 +4,7 @@
 // torch.autocast("cpu", dtype=torch.bfloat16) does for these ops; all else -- master weights,
 // gradients, optimiser state, layer norm, softmax and its statistics, the loss -- stays f32.
 // One setting for the process: the products run on OpenMP's threads.
+#include <optional>
 #include <string>
 
 namespace tinygpt {
@@ -11,6 +12,7 @@ namespace tinygpt {
 enum class Precision { f32, bf16 };
 
 const char* precision_name(Precision precision);  // "f32", "bf16"
+std::optional<Precision> precision_from_name(const std::string& name);  // nullopt if not a name
 Precision parse_precision(const std::string& name);  // throws ValueError naming the choices
 
 // Why bf16 products cannot run natively here ("" when they can): oneDNN must dispatch to kernels

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -104,6 +105,7 @@ class Trainer {
   nn::GPT& model_;
   const data::TextDataset& dataset_;
   TrainOptions options_;
+  Precision precision_ = Precision::f32;  // options_.precision, parsed once
   distributed::Communicator& comm_;
   std::unique_ptr<Optimizer> optimizer_;
   std::vector<Tensor> params_;
