@@ -34,14 +34,17 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   return {matmul(dropped, v), weights};  // (B,H,Tq,d)
 }
 
-Tensor causal_mask(int64_t tq, int64_t tk) {
+Tensor causal_mask(int64_t tq, int64_t tk) { return pattern_mask(AttentionPattern{}, tq, tk); }
+
+Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk) {
   if (tq > tk) {
     throw ShapeError(fmt::format("causal_mask: {} queries cannot be the last of {} keys", tq, tk));
   }
   Tensor mask = Tensor::zeros({tq, tk});
   float* m = mask.data<float>();
-  for (int64_t i = 0; i < tq; ++i) {
-    for (int64_t j = tk - tq + i + 1; j < tk; ++j) m[i * tk + j] = 1.0f;
+  for (int64_t r = 0; r < tq; ++r) {
+    const int64_t i = tk - tq + r;  // the query's position
+    for (int64_t j = 0; j < tk; ++j) m[r * tk + j] = pattern.visible(i, j) ? 0.0f : 1.0f;
   }
   return mask;
 }
@@ -72,6 +75,11 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
   if (options.n_kv_heads < 0 || options.n_heads % options.kv_heads() != 0) {
     throw ValueError(fmt::format("MultiHeadSelfAttention: n_kv_heads {} does not divide n_heads {}",
                                  options.n_kv_heads, options.n_heads));
+  }
+  options.pattern.validate("MultiHeadSelfAttention");
+  if (!options.causal && !options.pattern.is_full()) {
+    throw ValueError(fmt::format("MultiHeadSelfAttention: a {} pattern needs causal attention",
+                                 options.pattern.str()));
   }
   const int64_t kv = options.kv_heads() * (c / options.n_heads);  // (KV) columns of k and of v
   c_attn = register_module("c_attn", std::make_shared<Linear>(c, c + 2 * kv, options.bias, init));
@@ -117,7 +125,8 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   last_weights_ = Tensor();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
       !hooked) {
-    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi)));
+    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi,
+                                                                       options_.pattern)));
   }
   // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
   const std::vector<Tensor> parts = split(packed, {c, kv, kv}, 2);
@@ -144,7 +153,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   v = repeat_heads(v, h / kvh);
   const int64_t tk = k.size(2);
   Tensor mask;
-  if (options_.causal) mask = causal_mask(t, tk);  // (T,Tk)
+  if (options_.causal) mask = pattern_mask(options_.pattern, t, tk);  // (T,Tk)
   if (!lengths.empty()) {
     const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
     mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)

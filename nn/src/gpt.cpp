@@ -29,6 +29,7 @@ void GPTConfig::validate() const {
     throw ValueError(fmt::format("GPTConfig: rope needs an even head width, got n_embd {} / n_head {} = {}",
                                  n_embd, n_head, n_embd / n_head));
   }
+  attention.validate("GPTConfig");
   if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
     throw ValueError(fmt::format("GPTConfig: rope_theta must be positive, got {}", rope_theta));
   }
@@ -44,7 +45,8 @@ Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator
   attn = register_module(
       "attn", std::make_shared<MultiHeadSelfAttention>(
                   AttentionOptions{config.n_embd, config.n_head, config.dropout, true, config.bias,
-                                   config.n_kv_head, config.position_embedding, config.rope_theta},
+                                   config.n_kv_head, config.position_embedding, config.rope_theta,
+                                   config.attention},
                   init, noise));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
   mlp = register_module("mlp", std::make_shared<MLP>(config.n_embd, config.dropout, config.bias,

@@ -35,6 +35,32 @@ inline void require_all_close(const std::vector<double>& got, const std::vector<
   REQUIRE(worst <= tol);
 }
 
+// The logits of `ids` fed as the first `first` tokens at once and then one at a time through a
+// KV cache, end to end: equal to one forward of all of them when the cache is right.
+inline std::vector<double> cached_logits(nn::GPT& model, const std::vector<int64_t>& ids,
+                                         int64_t first) {
+  auto cache = model.make_cache();
+  const std::vector<int64_t> head(ids.begin(), ids.begin() + first);
+  std::vector<double> out = model.forward(Tensor::from_ids(head, {1, first}), {}, &cache).to_vector();
+  for (size_t i = static_cast<size_t>(first); i < ids.size(); ++i) {
+    const auto next = model.forward(Tensor::from_ids({ids[i]}, {1, 1}), {}, &cache).to_vector();
+    out.insert(out.end(), next.begin(), next.end());
+  }
+  return out;
+}
+
+// An attention op's output and its input's gradient for the output gradient g.
+struct OutputAndGrad {
+  std::vector<double> y, dx;
+};
+template <class F>
+OutputAndGrad output_and_grad(const Tensor& x0, const Tensor& g, F op) {
+  Tensor x = x0.clone().set_requires_grad();
+  const Tensor y = op(x);
+  y.backward(g);
+  return {y.to_vector(), x.grad().to_vector()};
+}
+
 // Gradient-checks `module`'s forward with respect to all its parameters (and `inputs` that
 // require grad), in f64.
 template <class M, class F>

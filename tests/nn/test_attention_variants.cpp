@@ -21,14 +21,21 @@ const PositionEmbedding kSchemes[] = {PositionEmbedding::learned, PositionEmbedd
                                       PositionEmbedding::none};
 
 // 2 layers, 4 heads of width 4 over `kv_heads` key/value heads, context 8, vocabulary 11.
-nn::GPTConfig variant_config(PositionEmbedding pos, int64_t kv_heads) {
+nn::GPTConfig variant_config(PositionEmbedding pos, int64_t kv_heads,
+                            const AttentionPattern& pattern = {}) {
   nn::GPTConfig c = tiny_config(2);
   c.n_head = 4;
   c.n_embd = 16;
   c.position_embedding = pos;
   c.n_kv_head = kv_heads;
+  c.attention = pattern;
   return c;
 }
+
+// Full attention, and a window of 3 keys with 1 global token: short enough that the context of
+// 8 (80 for the fused kernel's blocks) sees both kinds of hidden key.
+const std::vector<AttentionPattern> kPatterns = {AttentionPattern{},
+                                                 AttentionPattern::sliding_window(3, 1)};
 
 // Weights well above GPT-2's 0.02, so that every path carries a signal far above round-off.
 void scramble(nn::GPT& model, uint64_t seed, double std) {
@@ -44,8 +51,9 @@ void require_close(const std::vector<double>& got, const std::vector<double>& wa
   REQUIRE(worst <= tol);
 }
 
-std::string describe(PositionEmbedding pos, int64_t kv_heads) {
-  return nn::position_embedding_name(pos) + ", kv_heads " + std::to_string(kv_heads);
+std::string describe(PositionEmbedding pos, int64_t kv_heads, const AttentionPattern& pattern = {}) {
+  return nn::position_embedding_name(pos) + ", kv_heads " + std::to_string(kv_heads) + ", " +
+         pattern.str() + " attention";
 }
 
 }  // namespace
@@ -157,19 +165,22 @@ TEST_CASE("grouped-query attention equals multi-head attention with duplicated k
 TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head count",
           "[gradcheck][nn][gpt][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {
-    for (int64_t kv : {2, 1}) {
-      for (bool fused : {true, false}) {
-        INFO(describe(pos, kv) << (fused ? ", fused" : ", general"));
-        nn::GPTConfig config = variant_config(pos, kv);
-        config.n_embd = 8;  // heads of width 2: a small check
-        nn::GPT model(config, 3);
-        model.set_keep_attention_weights(!fused);
-        const Tensor tokens = random_ids({2, 6}, 11, 1);
-        const Tensor targets = random_ids({2, 6}, 11, 2);
-        scramble(model, 9, 0.5);
-        require_module_gradcheck(model, {}, [&](const std::vector<Tensor>&) {
-          return model.loss(tokens, targets);
-        });
+    for (const AttentionPattern& pattern : kPatterns) {
+      for (int64_t kv : {2, 1}) {
+        if (!pattern.is_full() && kv == 1) continue;  // the window with one GQA shape: time
+        for (bool fused : {true, false}) {
+          INFO(describe(pos, kv, pattern) << (fused ? ", fused" : ", general"));
+          nn::GPTConfig config = variant_config(pos, kv, pattern);
+          config.n_embd = 8;  // heads of width 2: a small check
+          nn::GPT model(config, 3);
+          model.set_keep_attention_weights(!fused);
+          const Tensor tokens = random_ids({2, 6}, 11, 1);
+          const Tensor targets = random_ids({2, 6}, 11, 2);
+          scramble(model, 9, 0.5);
+          require_module_gradcheck(model, {}, [&](const std::vector<Tensor>&) {
+            return model.loss(tokens, targets);
+          });
+        }
       }
     }
   }
@@ -178,29 +189,31 @@ TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head c
 TEST_CASE("fused attention equals the general path for every variant, values and gradients",
           "[nn][attention][fused][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {
-    for (int64_t kv : {4, 2, 1}) {
-      INFO(describe(pos, kv));
-      // Context 80: the fused kernel's query blocks of 64 and a partial one.
-      nn::GPTConfig config = variant_config(pos, kv);
-      config.block_size = 80;
-      std::vector<std::vector<double>> loss, grads;
-      for (bool fused : {true, false}) {
-        nn::GPT model(config, 11);
-        model.to(DType::f64);
-        scramble(model, 12, 0.2);
-        model.set_keep_attention_weights(!fused);
-        const Tensor l = model.loss(random_ids({2, 80}, 11, 6), random_ids({2, 80}, 11, 7));
-        l.backward();
-        loss.push_back({l.item()});
-        std::vector<double> g;
-        for (const Tensor& p : model.parameters()) {
-          const auto v = p.grad().to_vector();
-          g.insert(g.end(), v.begin(), v.end());
+    for (const AttentionPattern& pattern : kPatterns) {
+      for (int64_t kv : {4, 2, 1}) {
+        INFO(describe(pos, kv, pattern));
+        // Context 80: the fused kernel's query blocks of 64 and a partial one.
+        nn::GPTConfig config = variant_config(pos, kv, pattern);
+        config.block_size = 80;
+        std::vector<std::vector<double>> loss, grads;
+        for (bool fused : {true, false}) {
+          nn::GPT model(config, 11);
+          model.to(DType::f64);
+          scramble(model, 12, 0.2);
+          model.set_keep_attention_weights(!fused);
+          const Tensor l = model.loss(random_ids({2, 80}, 11, 6), random_ids({2, 80}, 11, 7));
+          l.backward();
+          loss.push_back({l.item()});
+          std::vector<double> g;
+          for (const Tensor& p : model.parameters()) {
+            const auto v = p.grad().to_vector();
+            g.insert(g.end(), v.begin(), v.end());
+          }
+          grads.push_back(g);
         }
-        grads.push_back(g);
+        require_close(loss[0], loss[1], 1e-12);
+        require_close(grads[0], grads[1], 1e-10);
       }
-      require_close(loss[0], loss[1], 1e-12);
-      require_close(grads[0], grads[1], 1e-10);
     }
   }
 }
@@ -232,28 +245,30 @@ TEST_CASE("the key bias's gradient is the exact zero, except where RoPE turns ea
 TEST_CASE("every variant is causal: later tokens leave earlier logits bit-identical",
           "[nn][gpt][causal][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {
-    for (int64_t kv : {4, 1}) {
-      for (bool fused : {true, false}) {
-        INFO(describe(pos, kv) << (fused ? ", fused" : ", general"));
-        nn::GPT model(variant_config(pos, kv), 5);
-        scramble(model, 6, 0.3);
-        model.eval();
-        model.set_keep_attention_weights(!fused);
-        const std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
-        const Tensor before = model.forward(Tensor::from_ids(ids, {1, 8}));
-        const int64_t v = model.config().vocab_size;
-        for (int64_t t = 0; t < 7; ++t) {
-          std::vector<int64_t> changed = ids;
-          changed[static_cast<size_t>(t + 1)] = (changed[static_cast<size_t>(t + 1)] + 3) % 11;
-          const Tensor after = model.forward(Tensor::from_ids(changed, {1, 8}));
-          for (int64_t i = 0; i < (t + 1) * v; ++i) {
-            INFO("t " << t << " element " << i);
-            REQUIRE(before.data<float>()[i] == after.data<float>()[i]);
+    for (const AttentionPattern& pattern : kPatterns) {
+      for (int64_t kv : {4, 1}) {
+        for (bool fused : {true, false}) {
+          INFO(describe(pos, kv, pattern) << (fused ? ", fused" : ", general"));
+          nn::GPT model(variant_config(pos, kv, pattern), 5);
+          scramble(model, 6, 0.3);
+          model.eval();
+          model.set_keep_attention_weights(!fused);
+          const std::vector<int64_t> ids = {1, 2, 3, 4, 5, 6, 7, 8};
+          const Tensor before = model.forward(Tensor::from_ids(ids, {1, 8}));
+          const int64_t v = model.config().vocab_size;
+          for (int64_t t = 0; t < 7; ++t) {
+            std::vector<int64_t> changed = ids;
+            changed[static_cast<size_t>(t + 1)] = (changed[static_cast<size_t>(t + 1)] + 3) % 11;
+            const Tensor after = model.forward(Tensor::from_ids(changed, {1, 8}));
+            for (int64_t i = 0; i < (t + 1) * v; ++i) {
+              INFO("t " << t << " element " << i);
+              REQUIRE(before.data<float>()[i] == after.data<float>()[i]);
+            }
+            // ... and the change reaches the position it was made at.
+            bool moved = false;
+            for (int64_t i = (t + 1) * v; i < (t + 2) * v; ++i) moved |= before.data<float>()[i] != after.data<float>()[i];
+            CHECK(moved);
           }
-          // ... and the change reaches the position it was made at.
-          bool moved = false;
-          for (int64_t i = (t + 1) * v; i < (t + 2) * v; ++i) moved |= before.data<float>()[i] != after.data<float>()[i];
-          CHECK(moved);
         }
       }
     }
@@ -262,24 +277,21 @@ TEST_CASE("every variant is causal: later tokens leave earlier logits bit-identi
 
 TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][gpt][cache][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {
-    for (int64_t kv : {4, 2, 1}) {
-      INFO(describe(pos, kv));
-      nn::GPT model(variant_config(pos, kv), 2);
-      scramble(model, 3, 0.3);
-      model.eval();
-      const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
-      const Tensor full = model.forward(Tensor::from_ids(ids, {1, 8}));  // (1,8,V)
-      auto cache = model.make_cache();
-      const Tensor head = model.forward(Tensor::from_ids({3, 1, 4}, {1, 3}), {}, &cache);
-      std::vector<double> stepped = head.to_vector();
-      for (size_t i = 3; i < ids.size(); ++i) {
-        const auto next = model.forward(Tensor::from_ids({ids[i]}, {1, 1}), {}, &cache).to_vector();
-        stepped.insert(stepped.end(), next.begin(), next.end());
+    for (const AttentionPattern& pattern : kPatterns) {
+      for (int64_t kv : {4, 2, 1}) {
+        INFO(describe(pos, kv, pattern));
+        nn::GPT model(variant_config(pos, kv, pattern), 2);
+        scramble(model, 3, 0.3);
+        model.eval();
+        const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
+        const Tensor full = model.forward(Tensor::from_ids(ids, {1, 8}));  // (1,8,V)
+        require_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
+        // The cache holds kv_heads heads only.
+        auto cache = model.make_cache();
+        model.forward(Tensor::from_ids(ids, {1, 8}), {}, &cache);
+        CHECK(cache[0].k.shape() == Shape{1, kv, 8, 4});
+        CHECK(model.kv_cache_bytes(8) == 2 * 2 * kv * 8 * 4 * 4);
       }
-      require_close(stepped, full.to_vector(), 1e-5);
-      // The cache holds kv_heads heads only.
-      CHECK(cache[0].k.shape() == Shape{1, kv, 8, 4});
-      CHECK(model.kv_cache_bytes(8) == 2 * 2 * kv * 8 * 4 * 4);
     }
   }
 }
@@ -287,20 +299,23 @@ TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][
 TEST_CASE("generate gives the same ids with and without the cache for every variant",
           "[sample][position][gqa]") {
   for (PositionEmbedding pos : kSchemes) {
-    for (int64_t kv : {4, 2, 1}) {
-      nn::GPT model(variant_config(pos, kv), 8);
-      scramble(model, 9, 0.3);
-      for (const uint64_t seed : {1u, 2u}) {
-        for (const double temperature : {0.0, 1.0}) {
-          INFO(describe(pos, kv) << ", seed " << seed << ", temperature " << temperature);
-          nn::SampleOptions options;
-          options.tokens = 35;  // restarts the window of 8 several times
-          options.seed = seed;
-          options.temperature = temperature;
-          options.use_cache = true;
-          const auto cached = nn::generate(model, {1, 2, 3}, options);
-          options.use_cache = false;
-          CHECK(cached == nn::generate(model, {1, 2, 3}, options));
+    for (const AttentionPattern& pattern : kPatterns) {
+      for (int64_t kv : {4, 2, 1}) {
+        if (!pattern.is_full() && kv != 2) continue;  // the window with one GQA shape: time
+        nn::GPT model(variant_config(pos, kv, pattern), 8);
+        scramble(model, 9, 0.3);
+        for (const uint64_t seed : {1u, 2u}) {
+          for (const double temperature : {0.0, 1.0}) {
+            INFO(describe(pos, kv, pattern) << ", seed " << seed << ", temperature " << temperature);
+            nn::SampleOptions options;
+            options.tokens = 35;  // restarts the window of 8 several times
+            options.seed = seed;
+            options.temperature = temperature;
+            options.use_cache = true;
+            const auto cached = nn::generate(model, {1, 2, 3}, options);
+            options.use_cache = false;
+            CHECK(cached == nn::generate(model, {1, 2, 3}, options));
+          }
         }
       }
     }

@@ -19,15 +19,10 @@ Tensor general_attention(const Tensor& qkv, int64_t h) {
   return reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
 }
 
-struct Result {
-  std::vector<double> y, dqkv;
-};
-
-Result run(const Tensor& qkv0, const Tensor& g, int64_t h, bool fused) {
-  Tensor qkv = qkv0.clone().set_requires_grad();
-  const Tensor y = fused ? causal_self_attention(qkv, h) : general_attention(qkv, h);
-  y.backward(g);
-  return {y.to_vector(), qkv.grad().to_vector()};
+OutputAndGrad run(const Tensor& qkv, const Tensor& g, int64_t h, bool fused) {
+  return output_and_grad(qkv, g, [&](const Tensor& x) {
+    return fused ? causal_self_attention(x, h) : general_attention(x, h);
+  });
 }
 
 }  // namespace
@@ -40,10 +35,10 @@ TEST_CASE("fused attention equals the general path over several query blocks",
       Generator gen(static_cast<uint64_t>(t));
       const Tensor qkv = Tensor::randn({2, t, 3 * 12}, gen, dtype);
       const Tensor g = Tensor::randn({2, t, 12}, gen, dtype);
-      const Result fused = run(qkv, g, 3, true), general = run(qkv, g, 3, false);
+      const OutputAndGrad fused = run(qkv, g, 3, true), general = run(qkv, g, 3, false);
       const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
       require_all_close(fused.y, general.y, tol);
-      require_all_close(fused.dqkv, general.dqkv, tol);
+      require_all_close(fused.dx, general.dx, tol);
     }
   }
 }
@@ -53,7 +48,7 @@ TEST_CASE("fused attention gives bit-identical results on 1 and 2 threads",
   Generator gen(4);
   const Tensor qkv = Tensor::randn({3, 130, 3 * 16}, gen);
   const Tensor g = Tensor::randn({3, 130, 16}, gen);
-  Result one, two;
+  OutputAndGrad one, two;
   {
     ThreadsScope scope(1);
     one = run(qkv, g, 2, true);
@@ -63,7 +58,7 @@ TEST_CASE("fused attention gives bit-identical results on 1 and 2 threads",
     two = run(qkv, g, 2, true);
   }
   REQUIRE(one.y == two.y);
-  REQUIRE(one.dqkv == two.dqkv);
+  REQUIRE(one.dx == two.dx);
 }
 
 TEST_CASE("gradcheck fused attention across two query blocks", "[gradcheck][nn][attention][fused]") {

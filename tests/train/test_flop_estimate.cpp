@@ -20,6 +20,12 @@ TEST_CASE("training FLOPs per token are 6 N + 12 L C T, N without the position e
   // Positions inside attention have no table: every parameter enters a product.
   c.position_embedding = nn::PositionEmbedding::rope;
   CHECK(matmul_parameter_count(c) == 102272);
+
+  // A sliding window's queries meet W + G keys, not the context's T, unless the window is longer.
+  c.attention = AttentionPattern::sliding_window(16, 2);
+  CHECK(training_flops_per_token(c) == 6.0 * 102272 + 12.0 * 2 * 64 * 18);
+  c.attention = AttentionPattern::sliding_window(100);
+  CHECK(training_flops_per_token(c) == 6.0 * 102272 + 12.0 * 2 * 64 * 64);
 }
 
 TEST_CASE("MFU is the achieved FLOP rate as a share of the peak", "[train][flops]") {

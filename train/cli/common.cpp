@@ -101,6 +101,17 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "key/value heads, dividing --heads (grouped-query attention; 1: multi-query; "
                  "default: --heads)")
       ->check(integer_in(1, 64));
+  cmd.add_option("--attention", attention,
+                 "which earlier positions a query sees: full (all of them) or window (the last "
+                 "--window, itself included, plus the first --global-tokens)")
+      ->check(CLI::IsMember({"full", "window"}))->capture_default_str();
+  cmd.add_option("--window", window,
+                 "with --attention window: keys each query sees, itself included (Mistral's "
+                 "sliding_window)")
+      ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--global-tokens", global_tokens,
+                 "with --attention window: leading positions every later query also sees")
+      ->check(integer_in(0, 1 << 30));
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -113,10 +124,22 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.dropout = dropout;
   c.position_embedding = nn::parse_position_embedding(pos);
   c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
+  if (attention == "window") {
+    c.attention.kind = AttentionPattern::Kind::window;
+    c.attention.window = window;
+    c.attention.global_tokens = global_tokens;
+  }
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
 void ModelFlags::check() const {
+  if (attention == "window" && window == 0) {
+    throw UsageError("--attention window needs --window W (the keys each query sees)");
+  }
+  if (attention != "window" && (window != 0 || global_tokens != 0)) {
+    throw UsageError(fmt::format("{} needs --attention window",
+                                 window != 0 ? "--window" : "--global-tokens"));
+  }
   try {
     config(1).validate();
   } catch (const ValueError& e) {

@@ -74,7 +74,9 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
   return {{"--layers", text(m.layers)},       {"--heads", text(m.heads)},
           {"--d-model", text(m.d_model)},     {"--block", text(m.block)},
           {"--dropout", text(m.dropout)},     {"--pos", m.pos},
-          {"--kv-heads", text(m.kv_heads)},   {"--batch", text(o.batch)},
+          {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
+          {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
+          {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
           {"--warmup", text(o.warmup)},       {"--lr-decay-steps", text(o.lr_decay_steps)},
@@ -89,7 +91,9 @@ TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
   const nn::GPTConfig& c = run.model().config();
   f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
-             nn::position_embedding_name(c.position_embedding), c.kv_heads()};
+             nn::position_embedding_name(c.position_embedding), c.kv_heads(),
+             c.attention.is_full() ? "full" : "window", c.attention.window,
+             c.attention.global_tokens};
   f.options = run.options();
   f.data = run.data_source();
   f.val_fraction = run.val_fraction();
@@ -176,7 +180,7 @@ void check_mpi_build() {
 
 // The model shape flags: a fine-tuned model's shape is its checkpoint's.
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
-                                       "--kv-heads"};
+                                       "--kv-heads", "--attention", "--window", "--global-tokens"};
 
 // What the command line alone shows to be wrong, refused before anything is read or written.
 void check_flags(const TrainFlags& f, const CLI::App& cmd) {
@@ -299,10 +303,11 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
   progress.message(fmt::format(
       "{} {}: {} parameters ({}, {}, {} key/value heads, d_model {}, context {}, {} "
-      "positions), vocabulary {}, {} training tokens",
+      "positions{}), vocabulary {}, {} training tokens",
       resuming ? "resuming" : "training", run.data_source(), run.model().num_parameters(),
       train::count_of(config.n_layer, "layer"), train::count_of(config.n_head, "head"), config.kv_heads(),
       config.n_embd, config.block_size, nn::position_embedding_name(config.position_embedding),
+      config.attention.is_full() ? "" : ", " + config.attention.str() + " attention",
       run.tokenizer().vocab_size(), run.dataset().size(data::Split::train)));
   if (!run.state().init_from.empty() && !resuming) {
     progress.message(fmt::format("fine-tuning the weights of {}{}", run.state().init_from,

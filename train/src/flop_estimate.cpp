@@ -1,5 +1,7 @@
 #include "tinygpt/train/flop_estimate.hpp"
 
+#include <algorithm>
+
 #include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::train {
@@ -11,9 +13,13 @@ int64_t matmul_parameter_count(const nn::GPTConfig& c) {
 }
 
 double training_flops_per_token(const nn::GPTConfig& c) {
+  // A sliding window's queries meet at most W + G keys, however long the context.
+  const int64_t attended = c.attention.is_full()
+                               ? c.block_size
+                               : std::min(c.block_size, c.attention.window + c.attention.global_tokens);
   return 6.0 * static_cast<double>(matmul_parameter_count(c)) +
          12.0 * static_cast<double>(c.n_layer) * static_cast<double>(c.n_embd) *
-             static_cast<double>(c.block_size);
+             static_cast<double>(attended);
 }
 
 double model_flops_utilization(double flops_per_step, double seconds_per_step,

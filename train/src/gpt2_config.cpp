@@ -32,12 +32,13 @@ constexpr std::array<std::string_view, 53> kIgnoredKeys = {
     "return_dict_in_generate", "tinygpt_training_precision"};
 
 // The keys read below; anything else not in kIgnoredKeys is refused.
-constexpr std::array<std::string_view, 24> kHonouredKeys = {
+constexpr std::array<std::string_view, 28> kHonouredKeys = {
     "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
     "tie_word_embeddings", "bias", "model_type", "add_cross_attention", "pruned_heads",
-    "is_encoder_decoder", "position_embedding_type", "rope_theta", "num_key_value_heads"};
+    "is_encoder_decoder", "position_embedding_type", "rope_theta", "num_key_value_heads",
+    "attention_type", "sliding_window", "global_tokens", "sparse_stride"};
 
 // GPT-2's tanh approximation of GELU under its Hugging Face names (gelu_fast is the same
 // formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
@@ -50,10 +51,40 @@ bool one_of(const std::array<std::string_view, N>& names, std::string_view name)
 
 constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
 
+// attention_type absent is full attention, or a window when sliding_window holds a number (as
+// in Hugging Face Mistral's config, where null means none).
+AttentionPattern attention_from_json(const json& j, const std::string& source) {
+  const bool has_window = j.contains("sliding_window") && !j["sliding_window"].is_null();
+  std::string type = has_window ? "sliding_window" : "full";
+  if (j.contains("attention_type")) type = jf::string(j["attention_type"], "attention_type", source);
+  if (j.contains("sparse_stride") && !j["sparse_stride"].is_null()) {
+    jf::fail(source, "sparse_stride is set, but this tinygpt has no strided attention");
+  }
+  if (type == "full") {
+    if (has_window || (j.contains("global_tokens") && !j["global_tokens"].is_null())) {
+      jf::fail(source, "attention_type is \"full\" but sliding_window or global_tokens is set");
+    }
+    return {};
+  }
+  if (type != "sliding_window") {
+    jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\" and "
+             "\"sliding_window\"", excerpt(type));
+  }
+  if (!has_window) jf::fail(source, "attention_type is \"sliding_window\" but sliding_window is not set");
+  AttentionPattern p;
+  p.kind = AttentionPattern::Kind::window;
+  p.window = jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize);
+  p.global_tokens = j.contains("global_tokens") && !j["global_tokens"].is_null()
+                        ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize)
+                        : 0;
+  return p;
+}
+
 }  // namespace
 
 bool loads_as_gpt2(const nn::GPTConfig& c) {
-  return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head;
+  return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head &&
+         c.attention.is_full();
 }
 
 std::string config_to_json(const nn::GPTConfig& c, const std::string& training_precision) {
@@ -80,7 +111,12 @@ std::string config_to_json(const nn::GPTConfig& c, const std::string& training_p
                   {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
                   {"rope_theta", c.rope_theta},
                   {"num_key_value_heads", c.kv_heads()},
+                  {"attention_type", c.attention.is_full() ? "full" : "sliding_window"},
                   {"torch_dtype", "float32"}};
+  if (!c.attention.is_full()) {
+    j["sliding_window"] = c.attention.window;
+    j["global_tokens"] = c.attention.global_tokens;
+  }
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }
@@ -174,6 +210,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   c.n_kv_head = j.contains("num_key_value_heads")
                     ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
                     : c.n_head;
+  c.attention = attention_from_json(j, source);
   try {
     c.validate();
   } catch (const Error& e) {

@@ -49,9 +49,12 @@ inline int64_t integer(const json& value, const char* key, const std::string& so
   if (!value.is_number_integer()) {
     fail(source, "key '{}' must be an integer, got {}", key, shown(value));
   }
-  const bool in_range = value.is_number_unsigned()
-                            ? value.get<uint64_t>() <= static_cast<uint64_t>(max)
-                            : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
+  // A parsed file holds every non-negative number as unsigned: it must still meet min.
+  const bool in_range =
+      value.is_number_unsigned()
+          ? value.get<uint64_t>() <= static_cast<uint64_t>(max) &&
+                (min <= 0 || value.get<uint64_t>() >= static_cast<uint64_t>(min))
+          : value.get<int64_t>() >= min && value.get<int64_t>() <= max;
   if (!in_range) fail(source, "key '{}' must be in [{}, {}], got {}", key, min, max, shown(value));
   return value.get<int64_t>();
 }

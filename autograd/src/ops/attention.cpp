@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "blas.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
@@ -45,33 +46,71 @@ Head<T> head_of(T* qkv, int64_t b, int64_t h, const Layout& l) {
 
 int64_t y_offset(int64_t b, int64_t h, const Layout& l) { return b * l.t * l.c + h * l.d; }
 
-// ALiBi: adds -slope (i - j) to the scores of query position i against keys j < valid.
+// The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
+// columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
+// between them are seen by no query of the block and are skipped; full attention is the single
+// run [0, keys), which leaves its products exactly as they were before patterns existed.
+struct KeyRuns {
+  int64_t global, lo, keys;
+  int64_t columns() const { return global + keys - lo; }
+
+  // f(column, first key, count, first run?) for each non-empty run, in column order.
+  template <class F>
+  void each(F&& f) const {
+    if (global > 0) f(int64_t{0}, int64_t{0}, global, true);
+    f(global, lo, keys - lo, global == 0);
+  }
+};
+
+KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
+  const int64_t lo = pattern.first_local_key(i0);
+  const int64_t global = std::min(pattern.global_tokens, lo);
+  if (global == lo) return {0, 0, keys};  // the global keys reach the local run: one run
+  return {global, lo, keys};
+}
+
+// ALiBi: adds -slope (i - j) to the scores of query position i against its first `valid`
+// columns, column c holding key j as the runs lay them out.
 template <class T>
-void add_alibi(T* row, int64_t valid, int64_t i, T slope) {
+void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
+  const int64_t global = std::min(runs.global, valid);
 #pragma omp simd
-  for (int64_t j = 0; j < valid; ++j) row[j] += slope * static_cast<T>(j - i);
+  for (int64_t j = 0; j < global; ++j) row[j] += slope * static_cast<T>(j - i);
+  const int64_t shift = runs.lo - runs.global;  // key of column c >= global: c + shift
+#pragma omp simd
+  for (int64_t c = global; c < valid; ++c) row[c] += slope * static_cast<T>(c + shift - i);
 }
 
-// Scores of queries i0..i0+rows against keys 0..keys-1 (keys = i0 + rows), scaled:
-// s (rows, keys) = scale Q K^T.
+// Hides the keys query i may not see among its first `valid` columns (runs laid out as above) by
+// a score of -inf, so the softmax gives them exactly 0. Global columns are always visible.
 template <class T>
-void scores(const Head<const T>& hd, int64_t i0, int64_t rows, int64_t keys, int64_t d, T scale,
-            T* s) {
-  gemm(false, true, rows, keys, d, scale, hd.q + i0 * hd.ld, hd.ld, hd.k, hd.ld, T(0), s, keys);
+void mask_row(T* row, int64_t valid, int64_t i, const KeyRuns& runs,
+              const AttentionPattern& pattern) {
+  if (pattern.is_full()) return;
+  for (int64_t c = runs.global; c < valid; ++c) {
+    if (!pattern.visible(i, runs.lo + c - runs.global)) row[c] = -std::numeric_limits<T>::infinity();
+  }
 }
 
-// Forward of one (batch, head): y = softmax(causal(scale Q K^T + bias)) V, and each row's
+// Forward of one (batch, head): y = softmax(pattern(scale Q K^T + bias)) V, and each row's
 // log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise.
 template <class T>
 void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                  T scale, T slope, T* s) {
+                  T scale, T slope, const AttentionPattern& pattern, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
-    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
-    scores(hd, i0, rows, keys, d, scale, s);
+    const int64_t rows = std::min(kBlock, t - i0);
+    const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
+    const int64_t n = runs.columns();
+    const T* q = hd.q + i0 * hd.ld;
+    runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
+      gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
+    });
     for (int64_t r = 0; r < rows; ++r) {
-      T* row = s + r * keys;
-      const int64_t valid = i0 + r + 1;  // query i0 + r sees keys 0..i0 + r
-      if (slope != T(0)) add_alibi(row, valid, i0 + r, slope);
+      T* row = s + r * n;
+      const int64_t i = i0 + r;
+      const int64_t valid = n - (rows - 1 - r);  // query i sees no column past key i
+      if (slope != T(0)) add_alibi(row, valid, i, slope, runs);
+      mask_row(row, valid, i, runs, pattern);
       T top = row[0];
       for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
       T sum = 0;
@@ -83,10 +122,13 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
       const T inv = T(1) / sum;
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
-      std::fill(row + valid, row + keys, T(0));
-      lse[i0 + r] = top + std::log(sum);
+      std::fill(row + valid, row + n, T(0));
+      lse[i] = top + std::log(sum);
     }
-    gemm(false, false, rows, d, keys, T(1), s, keys, hd.v, hd.ld, T(0), y + i0 * ldy, ldy);
+    runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
+      gemm(false, false, rows, d, count, T(1), s + col, n, hd.v + key * hd.ld, hd.ld,
+           first ? T(0) : T(1), y + i0 * ldy, ldy);
+    });
   }
 }
 
@@ -97,23 +139,32 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
 // on the thread count.
 template <class T>
 void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
-                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope, T* p, T* ds) {
+                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
+                   const AttentionPattern& pattern, T* p, T* ds) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
-    const int64_t rows = std::min(kBlock, t - i0), keys = i0 + rows;
+    const int64_t rows = std::min(kBlock, t - i0);
+    const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
+    const int64_t n = runs.columns();
+    const T* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
-    scores(hd, i0, rows, keys, d, scale, p);
-    gemm(false, true, rows, keys, d, T(1), dy_block, ldy, hd.v, hd.ld, T(0), ds, keys);
+    runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
+      gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
+      gemm(false, true, rows, count, d, T(1), dy_block, ldy, hd.v + key * hd.ld, hd.ld, T(0),
+           ds + col, n);
+    });
     for (int64_t r = 0; r < rows; ++r) {
-      const int64_t valid = i0 + r + 1;
-      const T row_lse = lse[i0 + r];
+      const int64_t i = i0 + r;
+      const int64_t valid = n - (rows - 1 - r);
+      const T row_lse = lse[i];
       const T* g = dy_block + r * ldy;
-      const T* o = y + (i0 + r) * ldy;
+      const T* o = y + i * ldy;
       T delta = 0;
 #pragma omp simd reduction(+ : delta)
       for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
-      T* prow = p + r * keys;
-      T* dsrow = ds + r * keys;
-      if (slope != T(0)) add_alibi(prow, valid, i0 + r, slope);
+      T* prow = p + r * n;
+      T* dsrow = ds + r * n;
+      if (slope != T(0)) add_alibi(prow, valid, i, slope, runs);
+      mask_row(prow, valid, i, runs, pattern);
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) {
         // <= 0 in exact arithmetic; clamped so rounding can never make a weight above 1 (and
@@ -121,12 +172,17 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
         prow[j] = simd::exp(std::min(prow[j] - row_lse, T(0)));
         dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
       }
-      std::fill(prow + valid, prow + keys, T(0));
-      std::fill(dsrow + valid, dsrow + keys, T(0));
+      std::fill(prow + valid, prow + n, T(0));
+      std::fill(dsrow + valid, dsrow + n, T(0));
     }
-    gemm(true, false, keys, d, rows, T(1), p, keys, dy_block, ldy, T(1), dh.v, dh.ld);
-    gemm(false, false, rows, d, keys, T(1), ds, keys, hd.k, hd.ld, T(0), dh.q + i0 * dh.ld, dh.ld);
-    gemm(true, false, keys, d, rows, T(1), ds, keys, hd.q + i0 * hd.ld, hd.ld, T(1), dh.k, dh.ld);
+    runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
+      gemm(true, false, count, d, rows, T(1), p + col, n, dy_block, ldy, T(1), dh.v + key * dh.ld,
+           dh.ld);
+      gemm(false, false, rows, d, count, T(1), ds + col, n, hd.k + key * hd.ld, hd.ld,
+           first ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
+      gemm(true, false, count, d, rows, T(1), ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld,
+           dh.ld);
+    });
   }
 }
 
@@ -155,7 +211,9 @@ std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
 
 }  // namespace
 
-Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi) {
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
+                             const AttentionPattern& pattern) {
+  pattern.validate("causal_self_attention");
   if (n_kv_heads == 0) n_kv_heads = n_heads;
   const bool heads_ok = n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0;
   // W = C + 2 C kv_heads / heads = C (heads + 2 kv_heads) / heads
@@ -184,13 +242,14 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
       for_each_head<T>(b, n_heads, scratch, panel, [&](int64_t bi, int64_t hi, T* s) {
         forward_head(head_of(pqkv, bi, hi, layout), py + y_offset(bi, hi, layout), c,
-                     pl + (bi * n_heads + hi) * t, t, d, scale, slopes[static_cast<size_t>(hi)], s);
+                     pl + (bi * n_heads + hi) * t, t, d, scale, slopes[static_cast<size_t>(hi)], pattern,
+                     s);
       });
     });
   }
   return record("causal_self_attention", y, {qkv},
                 [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, n_kv_heads, alibi,
-                 panel](const Tensor& g) {
+                 pattern, panel](const Tensor& g) {
     const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
@@ -216,7 +275,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
           const int64_t yo = y_offset(bi, hi, layout);
           backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo,
                         pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale,
-                        slopes[static_cast<size_t>(hi)], s, s + panel);
+                        slopes[static_cast<size_t>(hi)], pattern, s, s + panel);
         }
       });
     });

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "tinygpt/autograd/attention_pattern.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 
 namespace tinygpt {
@@ -100,9 +101,11 @@ Tensor repeat_heads(const Tensor& x, int64_t repeats);
 // Equals softmax(causal(q k^T / sqrt(d) + bias)) v per head, with ALiBi's bias -m_h (i - j) when
 // `alibi`, but never holds the (T,T) weights: the forward saves each query row's log-sum-exp and
 // the backward recomputes the weights from it, as FlashAttention does, so memory grows linearly
-// in T and the heads are read in place (no split, permute or merge copies).
+// in T and the heads are read in place (no split, permute or merge copies). `pattern` limits
+// the keys each query sees (attention_pattern.hpp); the keys no query of a block of 64 sees are
+// skipped, not computed and masked.
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0,
-                             bool alibi = false);
+                             bool alibi = false, const AttentionPattern& pattern = {});
 
 // ---- Positions inside attention (ops/rotary.cpp, ops/alibi.cpp) ----
 // Rotary position embedding in Hugging Face's LLaMA/GPT-NeoX "rotate half" form: x (B,T,W); the

@@ -3,6 +3,7 @@
 #include <memory>
 #include <vector>
 
+#include "tinygpt/autograd/attention_pattern.hpp"
 #include "tinygpt/nn/dropout.hpp"
 #include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/linear.hpp"
@@ -29,6 +30,9 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
 // (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
 // Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
 Tensor causal_mask(int64_t tq, int64_t tk);
+// The same for any pattern (tinygpt/autograd/attention_pattern.hpp): 1 where query i may not
+// see key j; causal_mask is the full pattern's.
+Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk);
 // (B,1,1,Tk) mask, 1 where key j >= lengths[b] (padding at the end of each sequence).
 Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk);
 
@@ -48,6 +52,7 @@ struct AttentionOptions {
   // rope rotates q and k, alibi biases the scores; the others are not attention's concern.
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000.0;
+  AttentionPattern pattern{};  // which earlier keys a query sees (causal attention only)
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };

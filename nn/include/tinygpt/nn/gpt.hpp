@@ -31,6 +31,7 @@ struct GPTConfig {
   PositionEmbedding position_embedding = PositionEmbedding::learned;
   double rope_theta = 10000.0;  // RoPE's base
   int64_t n_kv_head = 0;        // key/value heads (grouped-query); 0 means n_head, 1 multi-query
+  AttentionPattern attention{};  // which earlier keys each query sees: full, or a sliding window
 
   int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   void validate() const;  // ValueError naming the first bad field

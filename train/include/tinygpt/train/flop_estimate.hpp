@@ -12,7 +12,8 @@ namespace tinygpt::train {
 
 // The N of 6 N: the parameters that enter a matrix product.
 int64_t matmul_parameter_count(const nn::GPTConfig& config);
-// 6 N + 12 L C T, for a context of config.block_size.
+// 6 N + 12 L C T, for a context of config.block_size (T: the keys a query meets, at most
+// W + G with a sliding window).
 double training_flops_per_token(const nn::GPTConfig& config);
 // Model FLOPs utilisation: the rate achieved (flops_per_step / seconds_per_step) as a share of
 // `peak_flops_per_second`.
