@@ -81,14 +81,16 @@ void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
   for (int64_t c = global; c < valid; ++c) row[c] += slope * static_cast<T>(c + shift - i);
 }
 
-// Hides the keys query i may not see among its first `valid` columns (runs laid out as above) by
-// a score of -inf, so the softmax gives them exactly 0. Global columns are always visible.
+// Hides the keys query i may not see by a score of -inf, so the softmax gives them exactly 0:
+// the local keys j with G <= j <= i - W (the global columns and keys past i are never hidden
+// here; the caller stops each row at key i).
 template <class T>
-void mask_row(T* row, int64_t valid, int64_t i, const KeyRuns& runs,
-              const AttentionPattern& pattern) {
+void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
   if (pattern.is_full()) return;
-  for (int64_t c = runs.global; c < valid; ++c) {
-    if (!pattern.visible(i, runs.lo + c - runs.global)) row[c] = -std::numeric_limits<T>::infinity();
+  const int64_t first = std::max(runs.lo, pattern.global_tokens), end = i - pattern.window + 1;
+  if (first < end) {
+    std::fill(row + runs.global + (first - runs.lo), row + runs.global + (end - runs.lo),
+              -std::numeric_limits<T>::infinity());
   }
 }
 
@@ -110,7 +112,7 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
       const int64_t i = i0 + r;
       const int64_t valid = n - (rows - 1 - r);  // query i sees no column past key i
       if (slope != T(0)) add_alibi(row, valid, i, slope, runs);
-      mask_row(row, valid, i, runs, pattern);
+      mask_row(row, i, runs, pattern);
       T top = row[0];
       for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
       T sum = 0;
@@ -164,7 +166,7 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
       T* prow = p + r * n;
       T* dsrow = ds + r * n;
       if (slope != T(0)) add_alibi(prow, valid, i, slope, runs);
-      mask_row(prow, valid, i, runs, pattern);
+      mask_row(prow, i, runs, pattern);
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) {
         // <= 0 in exact arithmetic; clamped so rounding can never make a weight above 1 (and
