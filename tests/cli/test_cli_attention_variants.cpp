@@ -77,12 +77,13 @@ TEST_CASE("train --attention window: config.json keys, kept on resume, eval and 
   CHECK(config.at("sliding_window") == 4);
   CHECK(config.at("global_tokens") == 1);
   CHECK(config.at("model_type") == "tinygpt");  // GPT-2 has no window
-  // Past the training context the window still applies: eval runs with rope-free learned
-  // positions only within the context, so the checks stay inside it.
+  // eval, heads and sample run on a window model; sample --verbose names the pattern.
   CHECK(json::parse(run_ok({"eval", "--model", model, "--data", "builtin:toy", "--json"}).out)
             .at("loss")
             .get<double>() > 0);
   run_ok({"heads", "--model", model});
+  CHECK_THAT(run_ok({"sample", "--model", model, "--tokens", "5", "--verbose"}).err,
+             Catch::Matchers::Contains("window 4 + 1 global tokens attention"));
   run_ok({"train", "--resume", model, "--steps", "30"});
   CHECK(json::parse(read_bytes(committed_path(model, "config.json"))).at("sliding_window") == 4);
   check_one_line_error(run_cli({"train", "--resume", model, "--steps", "40", "--window", "5"}),

@@ -81,10 +81,11 @@ void run_sample(const SampleFlags& f) {
     const int64_t positions = std::min<int64_t>(c.block_size, static_cast<int64_t>(prompt.size()) + f.options.tokens);
     fmt::print(stderr,
                "{} characters in {:.3f} s ({:.1f} characters/s); positions {}, {} heads, {} "
-               "key/value heads\nKV cache: {} bytes at {} positions (2 x {} layers x {} kv_heads x "
-               "{} x d_head {} x 4 bytes)\n",
+               "key/value heads, {} attention\nKV cache: {} bytes at {} positions (2 x {} layers x "
+               "{} kv_heads x {} x d_head {} x 4 bytes)\n",
                f.options.tokens, seconds, seconds > 0 ? f.options.tokens / seconds : 0.0,
                nn::position_embedding_name(c.position_embedding), c.n_head, c.kv_heads(),
+               c.attention.str(),
                loaded.model->kv_cache_bytes(positions), positions, c.n_layer, c.kv_heads(),
                positions, d);
   }
