@@ -19,13 +19,14 @@ void AttentionPattern::validate(const char* op) const {
   if (global_tokens < 0) {
     throw ValueError(fmt::format("{}: global tokens must be >= 0, got {}", op, global_tokens));
   }
-  if (kind == Kind::full && global_tokens != 0) {
+  if (kind != Kind::window && global_tokens != 0) {
     throw ValueError(fmt::format("{}: global tokens ({}) need a sliding window", op, global_tokens));
   }
 }
 
 std::string AttentionPattern::str() const {
   if (kind == Kind::full) return "full";
+  if (kind == Kind::linear) return "linear";
   if (global_tokens == 0) return fmt::format("window {}", window);
   return fmt::format("window {} + {} global tokens", window, global_tokens);
 }

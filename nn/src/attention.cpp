@@ -7,31 +7,57 @@
 
 namespace tinygpt::nn {
 
-AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
-                                             const Tensor& mask, double dropout_p, bool training,
-                                             Generator* gen, bool alibi, const Hook& edit_weights) {
+namespace {
+
+void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, const char* op) {
   const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
                   q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
   if (!ok) {
     throw ShapeError(fmt::format(
-        "scaled_dot_product_attention: expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, "
-        "v {}",
+        "{}: expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, v {}", op,
         q.shape().str(), k.shape().str(), v.shape().str()));
   }
+}
+
+// The weights after the attn.pattern hook, dropout on them when training, and their product
+// with v (B,H,Tq,d).
+AttentionResult weigh_values(Tensor weights, const Tensor& v, double dropout_p, bool training,
+                             Generator* gen, const Hook& edit_weights, const char* op) {
+  if (edit_weights) weights = edit_weights(weights);
+  Tensor dropped = weights;
+  if (training && dropout_p > 0.0) {
+    if (gen == nullptr) throw ValueError(fmt::format("{}: dropout needs a generator", op));
+    dropped = dropout(weights, dropout_p, true, *gen);
+  }
+  return {matmul(dropped, v), weights};
+}
+
+}  // namespace
+
+AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                             const Tensor& mask, double dropout_p, bool training,
+                                             Generator* gen, bool alibi, const Hook& edit_weights) {
+  check_qkv(q, k, v, "scaled_dot_product_attention");
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
   if (alibi) scores = alibi_bias(scores);
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
-  Tensor weights = softmax(scores, -1);
-  if (edit_weights) weights = edit_weights(weights);
-  Tensor dropped = weights;
-  if (training && dropout_p > 0.0) {
-    if (gen == nullptr) throw ValueError("scaled_dot_product_attention: dropout needs a generator");
-    dropped = dropout(weights, dropout_p, true, *gen);
-  }
-  return {matmul(dropped, v), weights};  // (B,H,Tq,d)
+  return weigh_values(softmax(scores, -1), v, dropout_p, training, gen, edit_weights,
+                      "scaled_dot_product_attention");
+}
+
+AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const Tensor& mask, double dropout_p, bool training,
+                                 Generator* gen, const Hook& edit_weights) {
+  check_qkv(q, k, v, "linear_attention");
+  // The implied weights phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 > 0, over
+  // the keys the mask leaves; what causal_linear_attention computes without forming them.
+  Tensor scores = matmul(elu_plus_one(q), elu_plus_one(k), false, true);  // (B,H,Tq,Tk)
+  if (mask.defined()) scores = masked_fill(scores, mask, 0.0);
+  const Tensor weights = scores / sum(scores, {-1}, true);
+  return weigh_values(weights, v, dropout_p, training, gen, edit_weights, "linear_attention");
 }
 
 Tensor causal_mask(int64_t tq, int64_t tk) { return pattern_mask(AttentionPattern{}, tq, tk); }
@@ -77,6 +103,12 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
                                  options.n_kv_heads, options.n_heads));
   }
   options.pattern.validate("MultiHeadSelfAttention");
+  if (options.pattern.is_linear() && (options.position == PositionEmbedding::rope ||
+                                      options.position == PositionEmbedding::alibi)) {
+    throw ValueError(fmt::format("MultiHeadSelfAttention: linear attention takes learned, "
+                                 "sinusoidal or no positions, not {}",
+                                 position_embedding_name(options.position)));
+  }
   if (!options.causal && !options.pattern.is_full()) {
     throw ValueError(fmt::format("MultiHeadSelfAttention: a {} pattern needs causal attention",
                                  options.pattern.str()));
@@ -109,9 +141,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   // hook edits q, k or the weights. Computed in floats it is rounding noise (~1e-9) that AdamW,
   // dividing each gradient by its own size, turns into full-size steps: a random walk of a weight
   // that does nothing, different for a batch taken whole, in micro-batches or over ranks. So the
-  // key bias enters detached, and its gradient is the exact zero.
+  // key bias enters detached, and its gradient is the exact zero. Linear attention has no
+  // softmax: there the key bias changes every weight and trains.
   Tensor bias = c_attn->bias;
-  if (bias.defined() && !rope && !hooked) {
+  if (bias.defined() && !rope && !hooked && !options_.pattern.is_linear()) {
     const std::vector<Tensor> qkv = split(bias, {c, kv, kv}, 0);
     bias = concat({qkv[0], qkv[1].detach(), qkv[2]}, 0);
   }
@@ -125,8 +158,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   last_weights_ = Tensor();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
       !hooked) {
-    return resid_dropout->forward(c_proj->forward(causal_self_attention(packed, h, kvh, alibi,
-                                                                       options_.pattern)));
+    const Tensor y = options_.pattern.is_linear()
+                         ? causal_linear_attention(packed, h, kvh)
+                         : causal_self_attention(packed, h, kvh, alibi, options_.pattern);
+    return resid_dropout->forward(c_proj->forward(y));
   }
   // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
   const std::vector<Tensor> parts = split(packed, {c, kv, kv}, 2);
@@ -162,8 +197,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   if (hooked && hooks_->has(HookPoint::attn_pattern)) {
     edit_pattern = [this](const Tensor& w) { return hooks_->run(HookPoint::attn_pattern, w); };
   }
-  auto [y, weights] = scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
-                                                   noise_.get(), alibi, edit_pattern);
+  auto [y, weights] =
+      options_.pattern.is_linear()
+          ? linear_attention(q, k, v, mask, options_.dropout, is_training(), noise_.get(), edit_pattern)
+          : scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
+                                         noise_.get(), alibi, edit_pattern);
   last_weights_ = weights.detach();
   if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)

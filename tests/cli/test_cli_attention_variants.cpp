@@ -119,3 +119,24 @@ TEST_CASE("train --attention window: config.json keys, kept on resume, eval and 
     check_one_line_error(run_cli({"sample", "--model", model, "--tokens", "4"}), {"config.json", key});
   }
 }
+
+TEST_CASE("train --attention linear: config.json, sample, heads, resume; RoPE and ALiBi refused",
+          "[cli][linear]") {
+  ScratchDir dir;
+  const std::string model = dir.file("linear");
+  train_tiny_model(model, {"--attention", "linear", "--pos", "sinusoidal"});
+  const json config = json::parse(read_bytes(model + "/config.json"));
+  CHECK(config.at("attention_type") == "linear");
+  CHECK_FALSE(config.contains("sliding_window"));
+  CHECK_THAT(run_ok({"sample", "--model", model, "--tokens", "5", "--verbose"}).err,
+             Catch::Matchers::Contains("linear attention"));
+  run_ok({"heads", "--model", model});
+  run_ok({"train", "--resume", model, "--steps", "30"});
+  CHECK(saved_step(model) == 30);
+  for (const std::string pos : {"rope", "alibi"}) {
+    const CliResult refused =
+        run_cli(tiny_train_args(dir.file("bad_" + pos), {"--attention", "linear", "--pos", pos}));
+    check_one_line_error(refused, {"linear attention", pos});
+    CHECK(refused.exited_with(2));
+  }
+}

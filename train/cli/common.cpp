@@ -102,9 +102,11 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "default: --heads)")
       ->check(integer_in(1, 64));
   cmd.add_option("--attention", attention,
-                 "which earlier positions a query sees: full (all of them) or window (the last "
-                 "--window, itself included, plus the first --global-tokens)")
-      ->check(CLI::IsMember({"full", "window"}))->capture_default_str();
+                 "which earlier positions a query sees and how: full (all of them, softmax), window "
+                 "(the last --window, itself included, plus the first --global-tokens) or linear "
+                 "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
+                 "with learned, sinusoidal or no positions)")
+      ->check(CLI::IsMember({"full", "window", "linear"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window: keys each query sees, itself included (Mistral's "
                  "sliding_window)")
@@ -124,6 +126,7 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.dropout = dropout;
   c.position_embedding = nn::parse_position_embedding(pos);
   c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
+  if (attention == "linear") c.attention = AttentionPattern::linear_attention();
   if (attention == "window") {
     c.attention.kind = AttentionPattern::Kind::window;
     c.attention.window = window;

@@ -51,6 +51,15 @@ bool one_of(const std::array<std::string_view, N>& names, std::string_view name)
 
 constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
 
+const char* attention_type_name(const AttentionPattern& p) {
+  switch (p.kind) {
+    case AttentionPattern::Kind::window: return "sliding_window";
+    case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::full: break;
+  }
+  return "full";
+}
+
 // attention_type absent is full attention, or a window when sliding_window holds a number (as
 // in Hugging Face Mistral's config, where null means none).
 AttentionPattern attention_from_json(const json& j, const std::string& source) {
@@ -66,9 +75,13 @@ AttentionPattern attention_from_json(const json& j, const std::string& source) {
     }
     return {};
   }
+  if (type == "linear") {
+    if (has_window) jf::fail(source, "attention_type is \"linear\" but sliding_window is set");
+    return AttentionPattern::linear_attention();
+  }
   if (type != "sliding_window") {
-    jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\" and "
-             "\"sliding_window\"", excerpt(type));
+    jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\", "
+             "\"sliding_window\" and \"linear\"", excerpt(type));
   }
   if (!has_window) jf::fail(source, "attention_type is \"sliding_window\" but sliding_window is not set");
   AttentionPattern p;
@@ -111,9 +124,9 @@ std::string config_to_json(const nn::GPTConfig& c, const std::string& training_p
                   {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
                   {"rope_theta", c.rope_theta},
                   {"num_key_value_heads", c.kv_heads()},
-                  {"attention_type", c.attention.is_full() ? "full" : "sliding_window"},
+                  {"attention_type", attention_type_name(c.attention)},
                   {"torch_dtype", "float32"}};
-  if (!c.attention.is_full()) {
+  if (c.attention.kind == AttentionPattern::Kind::window) {
     j["sliding_window"] = c.attention.window;
     j["global_tokens"] = c.attention.global_tokens;
   }

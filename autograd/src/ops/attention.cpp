@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "blas.hpp"
+#include "packed_heads.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -15,36 +16,12 @@ namespace tinygpt {
 namespace {
 
 using detail::gemm;
+using namespace detail::packed;
 
 // Queries are taken kBlock at a time: each block's scores against every key it may see form a
 // (kBlock, T) panel in per-thread scratch, so scratch grows linearly in T and nothing of size
 // (T, T) is ever held; the products are single-threaded BLAS calls on strided views of qkv.
 constexpr int64_t kBlock = 64;
-
-// Where the heads lie in qkv (B,T,W): the C = H d query columns first, then the keys and the
-// values of the KV = kv_heads d columns each (W = C + 2 KV); query head h reads key/value head
-// h / group, group = H / kv_heads (grouped-query attention; group 1 is multi-head attention).
-struct Layout {
-  int64_t t, c, kv, d, group;
-  int64_t width() const { return c + 2 * kv; }
-};
-
-// One (batch, head) pair's matrices inside qkv: row i of Q is q + i * ld, of K k + i * ld, of V
-// v + i * ld, with ld = W. Its rows of y (B,T,C) start at y_offset, C apart.
-template <class T>
-struct Head {
-  T *q, *k, *v;
-  int64_t ld;
-};
-
-template <class T>
-Head<T> head_of(T* qkv, int64_t b, int64_t h, const Layout& l) {
-  T* row0 = qkv + b * l.t * l.width();
-  T* kv = row0 + l.c + (h / l.group) * l.d;
-  return {row0 + h * l.d, kv, kv + l.kv, l.width()};
-}
-
-int64_t y_offset(int64_t b, int64_t h, const Layout& l) { return b * l.t * l.c + h * l.d; }
 
 // The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
 // columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
@@ -86,7 +63,7 @@ void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
 // here; the caller stops each row at key i).
 template <class T>
 void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
-  if (pattern.is_full()) return;
+  if (pattern.kind != AttentionPattern::Kind::window) return;
   const int64_t first = std::max(runs.lo, pattern.global_tokens), end = i - pattern.window + 1;
   if (first < end) {
     std::fill(row + runs.global + (first - runs.lo), row + runs.global + (end - runs.lo),
@@ -188,18 +165,6 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
   }
 }
 
-// Calls f(b, h, thread_scratch) for every pair of a batch row b < `b` and a head h < `h` on the
-// OpenMP team; each thread owns `per_thread` elements of `scratch`.
-template <class T, class F>
-void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&& f) {
-  T* base = scratch.data<T>();
-  const int64_t pairs = b * h;
-#pragma omp parallel for schedule(static) if (pairs > 1)
-  for (int64_t pair = 0; pair < pairs; ++pair) {
-    f(pair / h, pair % h, base + omp_get_thread_num() * per_thread);
-  }
-}
-
 // ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
 template <class T>
 std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
@@ -213,21 +178,34 @@ std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
 
 }  // namespace
 
-Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
-                             const AttentionPattern& pattern) {
-  pattern.validate("causal_self_attention");
+namespace detail::packed {
+
+Layout packed_layout(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, const char* op) {
   if (n_kv_heads == 0) n_kv_heads = n_heads;
   const bool heads_ok = n_heads > 0 && n_kv_heads > 0 && n_heads % n_kv_heads == 0;
   // W = C + 2 C kv_heads / heads = C (heads + 2 kv_heads) / heads
   const int64_t w = qkv.ndim() == 3 ? qkv.size(2) : 0, parts = n_heads + 2 * n_kv_heads;
   if (qkv.ndim() != 3 || !heads_ok || w % parts != 0) {
     throw ShapeError(fmt::format(
-        "causal_self_attention: expects qkv (B,T,C + 2 C kv_heads/heads) with heads {} a multiple "
-        "of kv_heads {} and C of heads, got {}",
-        n_heads, n_kv_heads, qkv.shape().str()));
+        "{}: expects qkv (B,T,C + 2 C kv_heads/heads) with heads {} a multiple of kv_heads {} "
+        "and C of heads, got {}",
+        op, n_heads, n_kv_heads, qkv.shape().str()));
   }
-  const int64_t b = qkv.size(0), t = qkv.size(1), d = w / parts;
-  const Layout layout{t, n_heads * d, n_kv_heads * d, d, n_heads / n_kv_heads};
+  const int64_t d = w / parts;
+  return {qkv.size(1), n_heads * d, n_kv_heads * d, d, n_heads / n_kv_heads};
+}
+
+}  // namespace detail::packed
+
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
+                             const AttentionPattern& pattern) {
+  pattern.validate("causal_self_attention");
+  if (pattern.is_linear()) {
+    throw ValueError("causal_self_attention: linear attention has no softmax; it is "
+                     "causal_linear_attention");
+  }
+  const Layout layout = packed_layout(qkv, n_heads, n_kv_heads, "causal_self_attention");
+  const int64_t b = qkv.size(0), t = layout.t, d = layout.d;
   const int64_t c = layout.c;
   Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
   Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
@@ -250,7 +228,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
     });
   }
   return record("causal_self_attention", y, {qkv},
-                [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, n_kv_heads, alibi,
+                [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, alibi,
                  pattern, panel](const Tensor& g) {
     const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
@@ -265,20 +243,11 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      // One task per key/value head: the query heads sharing it add into its dK and dV in turn.
-      for_each_head<T>(b, n_kv_heads, scratch, 2 * panel, [&](int64_t bi, int64_t kvi, T* s) {
-        const int64_t first = kvi * layout.group;
-        const Head<T> shared = head_of(pd, bi, first, layout);
-        for (int64_t i = 0; i < t; ++i) {
-          std::fill_n(shared.k + i * shared.ld, d, T(0));
-          std::fill_n(shared.v + i * shared.ld, d, T(0));
-        }
-        for (int64_t hi = first; hi < first + layout.group; ++hi) {
-          const int64_t yo = y_offset(bi, hi, layout);
-          backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo,
-                        pg + yo, c, pl + (bi * n_heads + hi) * t, t, d, scale,
-                        slopes[static_cast<size_t>(hi)], pattern, s, s + panel);
-        }
+      for_each_kv_group(b, layout, pd, scratch, 2 * panel, [&](int64_t bi, int64_t hi, T* s) {
+        const int64_t yo = y_offset(bi, hi, layout);
+        backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo, pg + yo,
+                      c, pl + (bi * n_heads + hi) * t, t, d, scale,
+                      slopes[static_cast<size_t>(hi)], pattern, s, s + panel);
       });
     });
     return std::vector<Tensor>{dqkv};

@@ -46,6 +46,16 @@ Tensor exp(const Tensor& x) {
   return record("exp", out, {x}, [y = out.detach()](const Tensor& g) { return Grads{g * y}; });
 }
 
+Tensor elu_plus_one(const Tensor& x) {
+  Tensor out = unary_map(x, "elu_plus_one", [](auto v) {
+    return v > 0 ? v + decltype(v)(1) : std::exp(v);
+  });
+  // The slope is 1 where x > 0 (y > 1) and exp(x) = y elsewhere: y alone tells which.
+  return record("elu_plus_one", out, {x}, [y = out.detach()](const Tensor& g) {
+    return Grads{grad_map(g, y, [](auto gv, auto yv) { return yv > decltype(yv)(1) ? gv : gv * yv; })};
+  });
+}
+
 Tensor log(const Tensor& x) {
   Tensor out = unary_map(x, "log", [](auto v) { return std::log(v); });
   return record("log", out, {x}, [x = x.detach()](const Tensor& g) { return Grads{g / x}; });

@@ -43,6 +43,7 @@ Tensor sqrt(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
+Tensor elu_plus_one(const Tensor& x);  // elu(x) + 1: x + 1 above 0, exp(x) below; always > 0
 Tensor gelu(const Tensor& x);  // tanh approximation, as GPT-2
 
 // ---- Reductions (ops/reduce.cpp) ----
@@ -106,6 +107,12 @@ Tensor repeat_heads(const Tensor& x, int64_t repeats);
 // skipped, not computed and masked.
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0,
                              bool alibi = false, const AttentionPattern& pattern = {});
+
+// Causal linear attention (Katharopoulos et al. 2020; ops/linear_attention.cpp) on the same packed
+// qkv: with phi(x) = elu(x) + 1, out_i = sum_{j<=i} (phi(q_i).phi(k_j)) v_j / sum_{j<=i}
+// phi(q_i).phi(k_j) per head -- no softmax, no 1/sqrt(d) -- by running sums: O(T d^2) time, O(d^2)
+// state per head. Query head h reads key/value head h / (n_heads / n_kv_heads).
+Tensor causal_linear_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0);
 
 // ---- Positions inside attention (ops/rotary.cpp, ops/alibi.cpp) ----
 // Rotary position embedding in Hugging Face's LLaMA/GPT-NeoX "rotate half" form: x (B,T,W); the

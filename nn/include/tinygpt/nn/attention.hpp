@@ -27,6 +27,15 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
                                              bool training = false, Generator* gen = nullptr,
                                              bool alibi = false, const Hook& edit_weights = {});
 
+// Linear attention's general path (Katharopoulos et al. 2020): weights phi(q_i).phi(k_j) /
+// sum_j' phi(q_i).phi(k_j') with phi = elu + 1, over the keys `mask` leaves (no 1/sqrt(d)), then
+// the same hook, dropout and product with v. Equals causal_linear_attention (ops.hpp), which
+// never forms the weights, under a causal mask.
+AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                 const Tensor& mask = {}, double dropout_p = 0.0,
+                                 bool training = false, Generator* gen = nullptr,
+                                 const Hook& edit_weights = {});
+
 // (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
 // Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
 Tensor causal_mask(int64_t tq, int64_t tk);

@@ -13,7 +13,7 @@ namespace tinygpt::train {
 // The N of 6 N: the parameters that enter a matrix product.
 int64_t matmul_parameter_count(const nn::GPTConfig& config);
 // 6 N + 12 L C T, for a context of config.block_size (T: the keys a query meets, at most
-// W + G with a sliding window).
+// W + G with a sliding window; the head width d for linear attention).
 double training_flops_per_token(const nn::GPTConfig& config);
 // Model FLOPs utilisation: the rate achieved (flops_per_step / seconds_per_step) as a share of
 // `peak_flops_per_second`.
