@@ -49,6 +49,25 @@ inline std::vector<double> cached_logits(nn::GPT& model, const std::vector<int64
   return out;
 }
 
+// The heads of a packed qkv (B,T,C + 2 KV) as the general path takes them: q (B,H,T,d), and k, v
+// with each of the kvh key/value heads repeated for its H / kvh query heads.
+struct PackedHeads {
+  Tensor q, k, v;
+};
+inline PackedHeads unpack_heads(const Tensor& qkv, int64_t h, int64_t kvh) {
+  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (h + 2 * kvh);
+  const std::vector<Tensor> parts = split(qkv, {h * d, kvh * d, kvh * d}, 2);
+  const auto heads = [&](const Tensor& part, int64_t n) {
+    return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
+  };
+  return {heads(parts[0], h), repeat_heads(heads(parts[1], kvh), h / kvh),
+          repeat_heads(heads(parts[2], kvh), h / kvh)};
+}
+// (B,H,T,d) -> (B,T,H d)
+inline Tensor merge_heads(const Tensor& y) {
+  return reshape(permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), y.size(1) * y.size(3)});
+}
+
 // An attention op's output and its input's gradient for the output gradient g.
 struct OutputAndGrad {
   std::vector<double> y, dx;

@@ -1,7 +1,7 @@
 // Causal linear attention (elu + 1 feature maps, running sums): the op against the general path
 // that forms the implied weights phi(q).phi(k) normalised per row, values and gradients, with
-// shared key/value heads; float64 gradient checks of phi, of the op and of a GPT with it; no
-// (T,T) buffer; causality and cached decoding of a linear-attention GPT; refusals.
+// shared key/value heads; float64 gradient checks of phi, of the op and of a GPT with it
+// (test_fused_attention.cpp checks it holds no (T,T) buffer); causality and cached decoding of a linear-attention GPT; refusals.
 #include "nn_helpers.hpp"
 #include "threads_scope.hpp"
 
@@ -11,19 +11,11 @@ using nn::PositionEmbedding;
 
 namespace {
 
-// The general path on packed qkv (B,T,C + 2 KV): split heads, share key/value heads, causal mask,
-// implied weights, merge.
+// The general path on packed qkv: causal mask, implied weights.
 Tensor general_linear(const Tensor& qkv, int64_t h, int64_t kvh) {
-  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (h + 2 * kvh);
-  const std::vector<Tensor> parts = split(qkv, {h * d, kvh * d, kvh * d}, 2);
-  const auto heads = [&](const Tensor& part, int64_t n) {
-    return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
-  };
-  const Tensor k = repeat_heads(heads(parts[1], kvh), h / kvh);
-  const Tensor v = repeat_heads(heads(parts[2], kvh), h / kvh);
-  const Tensor mask = nn::causal_mask(t, t).to(qkv.dtype());
-  const Tensor y = nn::linear_attention(heads(parts[0], h), k, v, mask).output;
-  return reshape(permute(y, {0, 2, 1, 3}), {b, t, h * d});
+  const PackedHeads p = unpack_heads(qkv, h, kvh);
+  const Tensor mask = nn::causal_mask(qkv.size(1), qkv.size(1)).to(qkv.dtype());
+  return merge_heads(nn::linear_attention(p.q, p.k, p.v, mask).output);
 }
 
 nn::GPTConfig linear_config(PositionEmbedding pos) {
@@ -91,19 +83,6 @@ TEST_CASE("gradcheck causal_linear_attention with shared key/value heads",
         [&](const std::vector<Tensor>& in) { return causal_linear_attention(in[0], 4, kv_heads); },
         {leaf({2, 9, (4 + 2 * kv_heads) * 3}, 3)});
   }
-}
-
-TEST_CASE("linear attention holds O(d^2) state: no (T,T) buffer", "[nn][attention][linear]") {
-  ThreadsScope scope(1);
-  Generator gen(2);
-  Tensor qkv = Tensor::randn({1, 2048, 12}, gen).set_requires_grad();
-  empty_cache();
-  reset_peak_memory();
-  const int64_t before = memory_stats().bytes_in_use;
-  causal_linear_attention(qkv, 1).backward(Tensor::ones({1, 2048, 4}));
-  const int64_t used = memory_stats().peak_bytes_in_use - before;
-  INFO("peak bytes above the inputs: " << used);
-  REQUIRE(used < 1024 * 1024);  // a (T,T) float matrix alone would be 16 MiB
 }
 
 TEST_CASE("gradcheck a GPT with linear attention for each position scheme it takes, both paths",

@@ -9,22 +9,13 @@ using namespace tinygpt::testing;
 
 namespace {
 
-// The general path on packed qkv (B,T,C + 2 KV): split heads, share key/value heads, the
-// pattern's mask, softmax, merge.
+// The general path on packed qkv: the pattern's mask, softmax.
 Tensor general_attention(const Tensor& qkv, int64_t h, int64_t kvh, bool alibi,
                          const AttentionPattern& pattern) {
-  const int64_t b = qkv.size(0), t = qkv.size(1), d = qkv.size(2) / (h + 2 * kvh);
-  const std::vector<Tensor> parts = split(qkv, {h * d, kvh * d, kvh * d}, 2);
-  const auto heads = [&](const Tensor& part, int64_t n) {
-    return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
-  };
-  const Tensor k = repeat_heads(heads(parts[1], kvh), h / kvh);
-  const Tensor v = repeat_heads(heads(parts[2], kvh), h / kvh);
-  const Tensor mask = nn::pattern_mask(pattern, t, t).to(qkv.dtype());
-  const Tensor y =
-      nn::scaled_dot_product_attention(heads(parts[0], h), k, v, mask, 0.0, false, nullptr, alibi)
-          .output;
-  return reshape(permute(y, {0, 2, 1, 3}), {b, t, h * d});
+  const PackedHeads p = unpack_heads(qkv, h, kvh);
+  const Tensor mask = nn::pattern_mask(pattern, qkv.size(1), qkv.size(1)).to(qkv.dtype());
+  return merge_heads(
+      nn::scaled_dot_product_attention(p.q, p.k, p.v, mask, 0.0, false, nullptr, alibi).output);
 }
 
 }  // namespace
