@@ -120,7 +120,7 @@ TEST_CASE("train --attention window: config.json keys, kept on resume, eval and 
   }
 }
 
-TEST_CASE("train --attention linear: config.json, sample, heads, resume; RoPE and ALiBi refused",
+TEST_CASE("train --attention linear: config.json, sample, heads, resume, and RoPE and ALiBi refused",
           "[cli][linear]") {
   ScratchDir dir;
   const std::string model = dir.file("linear");

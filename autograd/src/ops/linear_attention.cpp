@@ -2,127 +2,187 @@
 // softmax kernel reads it (packed_heads.hpp). With phi(x) = elu(x) + 1 > 0, per head:
 //   out_i = phi(q_i) S_i / phi(q_i) . z_i,   S_i = sum_{j<=i} phi(k_j) v_j^T (d,d),
 //                                            z_i = sum_{j<=i} phi(k_j) (d)
-// -- no softmax, no 1/sqrt(d) -- computed with running sums: O(T d^2) time and O(d^2) state per
-// head, never a (T,T) matrix.
+// -- no softmax, no 1/sqrt(d) -- computed with running sums: O(T d^2 + T C d) time (chunks of
+// C = 64 positions) and O(d^2) state per head, never a (T,T) matrix.
 #include <algorithm>
 #include <cmath>
 
+#include "blas.hpp"
 #include "packed_heads.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
 namespace {
 
+using detail::gemm;
 using namespace detail::packed;
 
 template <class T>
 T phi(T x) {
-  return x > T(0) ? x + T(1) : std::exp(x);
+  return x > T(0) ? x + T(1) : simd::exp(x);
 }
 
+// phi'(x) from phi(x) itself: 1 where x > 0 (phi > 1), exp(x) = phi(x) elsewhere.
 template <class T>
-T phi_slope(T x) {
-  return x > T(0) ? T(1) : std::exp(x);
+T phi_slope(T phi_x) {
+  return std::min(phi_x, T(1));
 }
 
-// Per-thread scratch: S (d,d), z (d), phi(q) (d), phi(k) (d), and one value per position.
-int64_t scratch_size(int64_t t, int64_t d) { return 2 * d * d + 4 * d + t; }
+// Positions are taken kChunk at a time: inside a chunk the weights phi(q_i).phi(k_j), j <= i,
+// form a (kChunk, kChunk) block and everything is a BLAS product; the chunks before it enter
+// through the running sums S and z (Yang et al.'s chunkwise form of the recurrence).
+constexpr int64_t kChunk = 64;
 
-// Adds phi(k) v^T to S and phi(k) to z, leaving phi(k) in fk.
+// Per-thread scratch, in elements.
+int64_t scratch_size(int64_t t, int64_t d) {
+  return 2 * kChunk * kChunk + 4 * kChunk * d + d * d + d + t + kChunk;
+}
+
+// phi of `rows` rows of width d, ld apart, into a contiguous (rows, d) block.
 template <class T>
-void absorb_key(const T* k, const T* v, int64_t d, T* S, T* z, T* fk) {
-  for (int64_t a = 0; a < d; ++a) fk[a] = phi(k[a]);
-  for (int64_t a = 0; a < d; ++a) {
-    z[a] += fk[a];
+void phi_rows(const T* x, int64_t ld, int64_t rows, int64_t d, T* out) {
+  for (int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-    for (int64_t e = 0; e < d; ++e) S[a * d + e] += fk[a] * v[e];
+    for (int64_t a = 0; a < d; ++a) out[r * d + a] = phi(x[r * ld + a]);
   }
 }
 
-// Forward of one (batch, head): the running sums through the rows in order.
+// Zeroes the entries above the diagonal of an (n, n) block: key j > query i.
+template <class T>
+void keep_causal(T* a, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) std::fill(a + i * n + i + 1, a + (i + 1) * n, T(0));
+}
+
+// The chunk's weights A (n,n) = phi(Q) phi(K)^T with j <= i, and each row's normaliser
+// den_i = sum_j A_ij + phi(q_i).z.
+template <class T>
+void chunk_weights(const T* fq, const T* fk, const T* z, int64_t n, int64_t d, T* a, T* den) {
+  gemm(false, true, n, n, d, T(1), fq, d, fk, d, T(0), a, n);
+  keep_causal(a, n);
+  for (int64_t i = 0; i < n; ++i) {
+    T sum = 0;
+    for (int64_t j = 0; j <= i; ++j) sum += a[i * n + j];
+    for (int64_t e = 0; e < d; ++e) sum += fq[i * d + e] * z[e];
+    den[i] = sum;
+  }
+}
+
+// Adds a chunk's keys to the running sums: S += phi(K)^T V, z += sum of phi(K)'s rows.
+template <class T>
+void absorb_chunk(const T* fk, const T* v, int64_t ldv, int64_t n, int64_t d, T* S, T* z) {
+  gemm(true, false, d, d, n, T(1), fk, d, v, ldv, T(1), S, d);
+  for (int64_t j = 0; j < n; ++j) {
+    for (int64_t e = 0; e < d; ++e) z[e] += fk[j * d + e];
+  }
+}
+
+// Forward of one (batch, head): out = (A V + phi(Q) S) / den, chunk by chunk.
 template <class T>
 void forward_head(const Head<const T>& hd, T* y, int64_t ldy, int64_t t, int64_t d, T* s) {
-  T *S = s, *z = S + d * d, *fq = z + d, *fk = fq + d;
+  T *a = s, *fq = a + kChunk * kChunk, *fk = fq + kChunk * d, *S = fk + kChunk * d, *z = S + d * d,
+    *den = z + d;
   std::fill(S, S + d * d + d, T(0));
-  for (int64_t i = 0; i < t; ++i) {
-    absorb_key(hd.k + i * hd.ld, hd.v + i * hd.ld, d, S, z, fk);
-    const T* q = hd.q + i * hd.ld;
-    T den = 0;
-    for (int64_t a = 0; a < d; ++a) {
-      fq[a] = phi(q[a]);
-      den += fq[a] * z[a];
+  for (int64_t c0 = 0; c0 < t; c0 += kChunk) {
+    const int64_t n = std::min(kChunk, t - c0);
+    const T* v = hd.v + c0 * hd.ld;
+    T* out = y + c0 * ldy;
+    phi_rows(hd.q + c0 * hd.ld, hd.ld, n, d, fq);
+    phi_rows(hd.k + c0 * hd.ld, hd.ld, n, d, fk);
+    chunk_weights(fq, fk, z, n, d, a, den);
+    gemm(false, false, n, d, n, T(1), a, n, v, hd.ld, T(0), out, ldy);
+    gemm(false, false, n, d, d, T(1), fq, d, S, d, T(1), out, ldy);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t e = 0; e < d; ++e) out[i * ldy + e] /= den[i];
     }
-    T* out = y + i * ldy;
-    std::fill(out, out + d, T(0));
-    for (int64_t a = 0; a < d; ++a) {
-      const T w = fq[a] / den;
-#pragma omp simd
-      for (int64_t e = 0; e < d; ++e) out[e] += w * S[a * d + e];
-    }
+    absorb_chunk(fk, v, hd.ld, n, d, S, z);
   }
 }
 
-// Backward of one (batch, head), given y and its gradient g. With num_i = phi(q_i) S_i and
-// den_i = phi(q_i) . z_i: dnum_i = g_i / den_i, dden_i = -(g_i . y_i) / den_i;
-//   d phi(q_i) = S_i dnum_i + dden_i z_i                    (forward pass, S and z rebuilt)
-//   d phi(k_j) = R_j v_j + r_j,  dv_j = R_j^T phi(k_j)       (reverse pass)
-// with R_j = sum_{i>=j} phi(q_i) dnum_i^T and r_j = sum_{i>=j} dden_i phi(q_i). dq is written;
-// dk and dv are added to (the query heads sharing a key/value head add in turn).
+// dN = g / den and dden = -(g . y) / den for a chunk's rows.
+template <class T>
+void output_grads(const T* g, const T* y, int64_t ldy, const T* den, int64_t n, int64_t d, T* dn,
+                  T* dden) {
+  for (int64_t i = 0; i < n; ++i) {
+    T gy = 0;
+    for (int64_t e = 0; e < d; ++e) {
+      dn[i * d + e] = g[i * ldy + e] / den[i];
+      gy += g[i * ldy + e] * y[i * ldy + e];
+    }
+    dden[i] = -gy / den[i];
+  }
+}
+
+// dx += dphi * phi'(x) for a chunk's rows, given phi(x) (dphi and phi(x) contiguous, dx ld apart).
+template <class T>
+void add_through_phi(const T* dphi, const T* fx, int64_t n, int64_t d, T* dx, int64_t ld) {
+  for (int64_t r = 0; r < n; ++r) {
+#pragma omp simd
+    for (int64_t a = 0; a < d; ++a) dx[r * ld + a] += dphi[r * d + a] * phi_slope(fx[r * d + a]);
+  }
+}
+
+// Backward of one (batch, head), given y and its gradient g; with N = A V + phi(Q) S and
+// out = N / den: dN = g / den, dden = -(g . out) / den. Within a chunk,
+//   dA = dN V^T + dden 1^T (j <= i),  d phi(Q) = dA phi(K) + dN S^T + dden z^T,
+//   d phi(K) += dA^T phi(Q),  dV += A^T dN                          (forward pass, S and z rebuilt)
+// and through the sums every later chunk reads,
+//   d phi(K) += V R^T + 1 r^T,  dV += phi(K) R,  R = sum_later phi(Q)^T dN,  r = sum_later phi(Q)^T dden
+// (reverse pass). dq is written; dk and dv are added to.
 template <class T>
 void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* g,
                    int64_t ldy, int64_t t, int64_t d, T* s) {
-  T *S = s, *z = S + d * d, *fq = z + d, *fk = fq + d, *dnum = fk + d, *den = dnum + d;
+  T *a = s, *da = a + kChunk * kChunk, *fq = da + kChunk * kChunk, *fk = fq + kChunk * d,
+    *dn = fk + kChunk * d, *tmp = dn + kChunk * d, *S = tmp + kChunk * d, *z = S + d * d,
+    *den = z + d, *dden = den + t;
   std::fill(S, S + d * d + d, T(0));
-  for (int64_t i = 0; i < t; ++i) {
-    absorb_key(hd.k + i * hd.ld, hd.v + i * hd.ld, d, S, z, fk);
-    const T* q = hd.q + i * hd.ld;
-    const T *gi = g + i * ldy, *yi = y + i * ldy;
-    den[i] = 0;
-    T gy = 0;
-    for (int64_t a = 0; a < d; ++a) {
-      den[i] += phi(q[a]) * z[a];
-      gy += gi[a] * yi[a];
+  for (int64_t c0 = 0; c0 < t; c0 += kChunk) {
+    const int64_t n = std::min(kChunk, t - c0);
+    const T *q = hd.q + c0 * hd.ld, *k = hd.k + c0 * hd.ld, *v = hd.v + c0 * hd.ld;
+    phi_rows(q, hd.ld, n, d, fq);
+    phi_rows(k, hd.ld, n, d, fk);
+    chunk_weights(fq, fk, z, n, d, a, den + c0);
+    output_grads(g + c0 * ldy, y + c0 * ldy, ldy, den + c0, n, d, dn, dden);
+    gemm(false, true, n, n, d, T(1), dn, d, v, hd.ld, T(0), da, n);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t j = 0; j <= i; ++j) da[i * n + j] += dden[i];
     }
-    const T dden = -gy / den[i];
-    T* dq = dh.q + i * dh.ld;
-    for (int64_t a = 0; a < d; ++a) {
-      T sg = 0;  // (S_i g_i)[a]; S_i dnum_i = S_i g_i / den_i
-#pragma omp simd reduction(+ : sg)
-      for (int64_t e = 0; e < d; ++e) sg += S[a * d + e] * gi[e];
-      dq[a] = (sg / den[i] + dden * z[a]) * phi_slope(q[a]);
+    keep_causal(da, n);
+    // d phi(Q) = dA phi(K) + dN S^T + dden z^T, then through phi into dq.
+    gemm(false, false, n, d, n, T(1), da, n, fk, d, T(0), tmp, d);
+    gemm(false, true, n, d, d, T(1), dn, d, S, d, T(1), tmp, d);
+    T* dq = dh.q + c0 * dh.ld;
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t e = 0; e < d; ++e) {
+        dq[i * dh.ld + e] = (tmp[i * d + e] + dden[i] * z[e]) * phi_slope(fq[i * d + e]);
+      }
     }
+    gemm(true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);  // d phi(K) within the chunk
+    add_through_phi(tmp, fk, n, d, dh.k + c0 * dh.ld, dh.ld);
+    gemm(true, false, n, d, n, T(1), a, n, dn, d, T(1), dh.v + c0 * dh.ld, dh.ld);
+    absorb_chunk(fk, v, hd.ld, n, d, S, z);
   }
   T *R = S, *r = z;  // the forward sums are done with: reuse their room
   std::fill(R, R + d * d + d, T(0));
-  for (int64_t j = t - 1; j >= 0; --j) {
-    const T* q = hd.q + j * hd.ld;
-    const T *gj = g + j * ldy, *yj = y + j * ldy;
-    T gy = 0;
-    for (int64_t a = 0; a < d; ++a) {
-      fq[a] = phi(q[a]);
-      dnum[a] = gj[a] / den[j];
-      gy += gj[a] * yj[a];
+  const int64_t last = (t - 1) / kChunk * kChunk;
+  for (int64_t c0 = last; c0 >= 0; c0 -= kChunk) {
+    const int64_t n = std::min(kChunk, t - c0);
+    const T *q = hd.q + c0 * hd.ld, *k = hd.k + c0 * hd.ld, *v = hd.v + c0 * hd.ld;
+    phi_rows(q, hd.ld, n, d, fq);
+    phi_rows(k, hd.ld, n, d, fk);
+    output_grads(g + c0 * ldy, y + c0 * ldy, ldy, den + c0, n, d, dn, dden);
+    // d phi(K) += V R^T + r, dV += phi(K) R: what the later chunks read of this one.
+    gemm(false, true, n, d, d, T(1), v, hd.ld, R, d, T(0), tmp, d);
+    for (int64_t j = 0; j < n; ++j) {
+      for (int64_t e = 0; e < d; ++e) tmp[j * d + e] += r[e];
     }
-    const T dden = -gy / den[j];
-    for (int64_t a = 0; a < d; ++a) {
-      r[a] += dden * fq[a];
-#pragma omp simd
-      for (int64_t e = 0; e < d; ++e) R[a * d + e] += fq[a] * dnum[e];
-    }
-    const T *k = hd.k + j * hd.ld, *v = hd.v + j * hd.ld;
-    T *dk = dh.k + j * dh.ld, *dv = dh.v + j * dh.ld;
-    for (int64_t a = 0; a < d; ++a) {
-      fk[a] = phi(k[a]);
-      T acc = r[a];
-#pragma omp simd reduction(+ : acc)
-      for (int64_t e = 0; e < d; ++e) acc += R[a * d + e] * v[e];
-      dk[a] += acc * phi_slope(k[a]);
-    }
-    for (int64_t a = 0; a < d; ++a) {
-#pragma omp simd
-      for (int64_t e = 0; e < d; ++e) dv[e] += R[a * d + e] * fk[a];
+    add_through_phi(tmp, fk, n, d, dh.k + c0 * dh.ld, dh.ld);
+    gemm(false, false, n, d, d, T(1), fk, d, R, d, T(1), dh.v + c0 * dh.ld, dh.ld);
+    gemm(true, false, d, d, n, T(1), fq, d, dn, d, T(1), R, d);
+    for (int64_t i = 0; i < n; ++i) {
+      for (int64_t e = 0; e < d; ++e) r[e] += dden[i] * fq[i * d + e];
     }
   }
 }
