@@ -60,6 +60,15 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
   return weigh_values(weights, v, dropout_p, training, gen, edit_weights, "linear_attention");
 }
 
+void check_pattern_positions(const AttentionPattern& pattern, PositionEmbedding position,
+                             const char* op) {
+  if (pattern.is_linear() &&
+      (position == PositionEmbedding::rope || position == PositionEmbedding::alibi)) {
+    throw ValueError(fmt::format("{}: linear attention takes learned, sinusoidal or no "
+                                 "positions, not {}", op, position_embedding_name(position)));
+  }
+}
+
 Tensor causal_mask(int64_t tq, int64_t tk) { return pattern_mask(AttentionPattern{}, tq, tk); }
 
 Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk) {
@@ -103,12 +112,7 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
                                  options.n_kv_heads, options.n_heads));
   }
   options.pattern.validate("MultiHeadSelfAttention");
-  if (options.pattern.is_linear() && (options.position == PositionEmbedding::rope ||
-                                      options.position == PositionEmbedding::alibi)) {
-    throw ValueError(fmt::format("MultiHeadSelfAttention: linear attention takes learned, "
-                                 "sinusoidal or no positions, not {}",
-                                 position_embedding_name(options.position)));
-  }
+  check_pattern_positions(options.pattern, options.position, "MultiHeadSelfAttention");
   if (!options.causal && !options.pattern.is_full()) {
     throw ValueError(fmt::format("MultiHeadSelfAttention: a {} pattern needs causal attention",
                                  options.pattern.str()));

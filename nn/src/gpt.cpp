@@ -30,11 +30,7 @@ void GPTConfig::validate() const {
                                  n_embd, n_head, n_embd / n_head));
   }
   attention.validate("GPTConfig");
-  if (attention.is_linear() && (position_embedding == PositionEmbedding::rope ||
-                                position_embedding == PositionEmbedding::alibi)) {
-    throw ValueError(fmt::format("GPTConfig: linear attention takes learned, sinusoidal or no "
-                                 "positions, not {}", position_embedding_name(position_embedding)));
-  }
+  check_pattern_positions(attention, position_embedding, "GPTConfig");
   if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
     throw ValueError(fmt::format("GPTConfig: rope_theta must be positive, got {}", rope_theta));
   }

@@ -60,6 +60,7 @@ struct ModelFlags {
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
+  static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
   // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid, e.g. --kv-heads 3
   // with --heads 2.
   void check() const;

@@ -135,6 +135,10 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
+const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
+  return pattern.is_linear() ? "linear" : pattern.is_full() ? "full" : "window";
+}
+
 void ModelFlags::check() const {
   if (attention == "window" && window == 0) {
     throw UsageError("--attention window needs --window W (the keys each query sees)");

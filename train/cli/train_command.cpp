@@ -90,11 +90,10 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
 TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
   const nn::GPTConfig& c = run.model().config();
-  const char* attention =
-      c.attention.is_linear() ? "linear" : c.attention.is_full() ? "full" : "window";
   f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
-             nn::position_embedding_name(c.position_embedding), c.kv_heads(), attention,
-             c.attention.window, c.attention.global_tokens};
+             nn::position_embedding_name(c.position_embedding), c.kv_heads(),
+             ModelFlags::attention_flag(c.attention), c.attention.window,
+             c.attention.global_tokens};
   f.options = run.options();
   f.data = run.data_source();
   f.val_fraction = run.val_fraction();

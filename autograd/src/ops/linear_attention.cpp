@@ -20,17 +20,6 @@ namespace {
 using detail::gemm;
 using namespace detail::packed;
 
-template <class T>
-T phi(T x) {
-  return x > T(0) ? x + T(1) : simd::exp(x);
-}
-
-// phi'(x) from phi(x) itself: 1 where x > 0 (phi > 1), exp(x) = phi(x) elsewhere.
-template <class T>
-T phi_slope(T phi_x) {
-  return std::min(phi_x, T(1));
-}
-
 // Positions are taken kChunk at a time: inside a chunk the weights phi(q_i).phi(k_j), j <= i,
 // form a (kChunk, kChunk) block and everything is a BLAS product; the chunks before it enter
 // through the running sums S and z (Yang et al.'s chunkwise form of the recurrence).
@@ -46,7 +35,7 @@ template <class T>
 void phi_rows(const T* x, int64_t ld, int64_t rows, int64_t d, T* out) {
   for (int64_t r = 0; r < rows; ++r) {
 #pragma omp simd
-    for (int64_t a = 0; a < d; ++a) out[r * d + a] = phi(x[r * ld + a]);
+    for (int64_t a = 0; a < d; ++a) out[r * d + a] = simd::elu_plus_one(x[r * ld + a]);
   }
 }
 
@@ -120,7 +109,7 @@ template <class T>
 void add_through_phi(const T* dphi, const T* fx, int64_t n, int64_t d, T* dx, int64_t ld) {
   for (int64_t r = 0; r < n; ++r) {
 #pragma omp simd
-    for (int64_t a = 0; a < d; ++a) dx[r * ld + a] += dphi[r * d + a] * phi_slope(fx[r * d + a]);
+    for (int64_t a = 0; a < d; ++a) dx[r * ld + a] += dphi[r * d + a] * simd::elu_plus_one_slope(fx[r * d + a]);
   }
 }
 
@@ -156,7 +145,7 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
     T* dq = dh.q + c0 * dh.ld;
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t e = 0; e < d; ++e) {
-        dq[i * dh.ld + e] = (tmp[i * d + e] + dden[i] * z[e]) * phi_slope(fq[i * d + e]);
+        dq[i * dh.ld + e] = (tmp[i * d + e] + dden[i] * z[e]) * simd::elu_plus_one_slope(fq[i * d + e]);
       }
     }
     gemm(true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);  // d phi(K) within the chunk

@@ -47,12 +47,9 @@ Tensor exp(const Tensor& x) {
 }
 
 Tensor elu_plus_one(const Tensor& x) {
-  Tensor out = unary_map(x, "elu_plus_one", [](auto v) {
-    return v > 0 ? v + decltype(v)(1) : std::exp(v);
-  });
-  // The slope is 1 where x > 0 (y > 1) and exp(x) = y elsewhere: y alone tells which.
+  Tensor out = unary_map(x, "elu_plus_one", [](auto v) { return simd::elu_plus_one(v); });
   return record("elu_plus_one", out, {x}, [y = out.detach()](const Tensor& g) {
-    return Grads{grad_map(g, y, [](auto gv, auto yv) { return yv > decltype(yv)(1) ? gv : gv * yv; })};
+    return Grads{grad_map(g, y, [](auto gv, auto yv) { return gv * simd::elu_plus_one_slope(yv); })};
   });
 }
 

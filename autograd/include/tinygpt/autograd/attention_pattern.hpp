@@ -1,11 +1,11 @@
 #pragma once
 // Which keys a query may see in causal self-attention, and how it weighs them. Every pattern is
 // causal (key j <= query i). `full` sees every earlier key; `linear` too, but weighs them by
-// phi(q).phi(k) normalised per row instead of a softmax (causal_linear_attention); `window` sees the last `window` keys, itself included (W as
-// Hugging Face Mistral's sliding_window counts it), and the first `global_tokens` positions
-// (Longformer's global tokens): j <= i and (i - j < W or j < G). The fused kernel
-// (causal_self_attention) skips the keys no query of a block can see, so a window costs
-// O(T (W + G)) instead of O(T^2).
+// phi(q).phi(k) normalised per row instead of a softmax (causal_linear_attention); `window`
+// sees the last `window` keys, itself included (W as Hugging Face Mistral's sliding_window
+// counts it), and the first `global_tokens` positions (Longformer's global tokens):
+// j <= i and (i - j < W or j < G). The fused kernel (causal_self_attention) skips the keys no
+// query of a block can see, so a window costs O(T (W + G)) instead of O(T^2).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -33,11 +33,6 @@ struct AttentionPattern {
   // Throws ValueError naming `op` unless window >= 1 (for a window) and global_tokens >= 0.
   void validate(const char* op) const;
   std::string str() const;  // "full", "linear", "window 256", "window 256 + 4 global tokens"
-
-  bool operator==(const AttentionPattern& o) const {
-    return kind == o.kind && window == o.window && global_tokens == o.global_tokens;
-  }
-  bool operator!=(const AttentionPattern& o) const { return !(*this == o); }
 };
 
 }  // namespace tinygpt

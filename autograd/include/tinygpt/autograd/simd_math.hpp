@@ -77,4 +77,16 @@ inline __attribute__((always_inline)) T gelu_grad(T x) {
   return s + T(2) * x * s * one_minus_s * du;
 }
 
+// Linear attention's feature map phi(x) = elu(x) + 1 (x + 1 above 0, exp(x) below; always > 0),
+// and its slope from phi(x) itself: 1 where x > 0 (phi > 1), exp(x) = phi(x) elsewhere.
+template <class T>
+inline __attribute__((always_inline)) T elu_plus_one(T x) {
+  return x > T(0) ? x + T(1) : simd::exp(x);
+}
+
+template <class T>
+inline __attribute__((always_inline)) T elu_plus_one_slope(T phi_x) {
+  return phi_x < T(1) ? phi_x : T(1);
+}
+
 }  // namespace tinygpt::simd

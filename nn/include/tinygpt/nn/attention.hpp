@@ -36,6 +36,12 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
                                  bool training = false, Generator* gen = nullptr,
                                  const Hook& edit_weights = {});
 
+// ValueError naming `op` for a pattern the position scheme cannot run with: linear attention
+// takes learned, sinusoidal or no positions (ALiBi biases softmax scores; RoPE inside phi has no
+// settled form).
+void check_pattern_positions(const AttentionPattern& pattern, PositionEmbedding position,
+                             const char* op);
+
 // (Tq, Tk) mask, 1 where key j lies in the future of query i. Queries are the last Tq of the
 // Tk positions (so with a KV cache, query i sits at position Tk - Tq + i).
 Tensor causal_mask(int64_t tq, int64_t tk);
