@@ -7,14 +7,23 @@
 namespace tinygpt {
 
 AttentionPattern AttentionPattern::sliding_window(int64_t window, int64_t global_tokens) {
-  AttentionPattern p{Kind::window, window, global_tokens};
+  AttentionPattern p{Kind::window, window, global_tokens, 0};
   p.validate("AttentionPattern::sliding_window");
+  return p;
+}
+
+AttentionPattern AttentionPattern::strided_attention(int64_t stride) {
+  AttentionPattern p{Kind::strided, 0, 0, stride};
+  p.validate("AttentionPattern::strided_attention");
   return p;
 }
 
 void AttentionPattern::validate(const char* op) const {
   if (kind == Kind::window && window < 1) {
     throw ValueError(fmt::format("{}: a sliding window needs at least 1 key, got {}", op, window));
+  }
+  if (kind == Kind::strided && stride < 1) {
+    throw ValueError(fmt::format("{}: a stride must be at least 1, got {}", op, stride));
   }
   if (global_tokens < 0) {
     throw ValueError(fmt::format("{}: global tokens must be >= 0, got {}", op, global_tokens));
@@ -27,6 +36,7 @@ void AttentionPattern::validate(const char* op) const {
 std::string AttentionPattern::str() const {
   if (kind == Kind::full) return "full";
   if (kind == Kind::linear) return "linear";
+  if (kind == Kind::strided) return fmt::format("strided {}", stride);
   if (global_tokens == 0) return fmt::format("window {}", window);
   return fmt::format("window {} + {} global tokens", window, global_tokens);
 }

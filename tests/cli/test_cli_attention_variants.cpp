@@ -93,8 +93,6 @@ TEST_CASE("train --attention window: config.json keys, kept on resume, eval and 
                        {"--attention window", "--window"});
   check_one_line_error(run_cli(tiny_train_args(dir.file("b"), {"--window", "3"})),
                        {"--window", "--attention window"});
-  check_one_line_error(run_cli(tiny_train_args(dir.file("c"), {"--attention", "strided"})),
-                       {"--attention"});
 
   // A config written before the patterns (no attention_type) is full attention; Mistral's way
   // (sliding_window alone) is a window; a type this tinygpt lacks is refused naming the key.
@@ -116,6 +114,46 @@ TEST_CASE("train --attention window: config.json keys, kept on resume, eval and 
     json bad = config;
     bad[key] = value;
     write_bytes(model + "/config.json", bad.dump(2));
+    check_one_line_error(run_cli({"sample", "--model", model, "--tokens", "4"}), {"config.json", key});
+  }
+}
+
+TEST_CASE("train --attention strided: config.json keys, kept on resume, eval and heads run, refusals",
+          "[cli][strided]") {
+  ScratchDir dir;
+  const std::string model = dir.file("strided");
+  train_tiny_model(model, {"--attention", "strided", "--stride", "4"});
+  json config = json::parse(read_bytes(model + "/config.json"));
+  CHECK(config.at("attention_type") == "strided");
+  CHECK(config.at("sparse_stride") == 4);
+  CHECK_FALSE(config.contains("sliding_window"));
+  CHECK(json::parse(run_ok({"eval", "--model", model, "--data", "builtin:toy", "--json"}).out)
+            .at("loss")
+            .get<double>() > 0);
+  run_ok({"heads", "--model", model});
+  CHECK_THAT(run_ok({"sample", "--model", model, "--tokens", "5", "--verbose"}).err,
+             Catch::Matchers::Contains("strided 4 attention"));
+  run_ok({"train", "--resume", model, "--steps", "30"});
+  CHECK(json::parse(read_bytes(committed_path(model, "config.json"))).at("sparse_stride") == 4);
+  check_one_line_error(run_cli({"train", "--resume", model, "--steps", "40", "--stride", "5"}),
+                       {"--stride 5", "4"});
+
+  check_one_line_error(run_cli(tiny_train_args(dir.file("a"), {"--attention", "strided"})),
+                       {"--attention strided", "--stride"});
+  check_one_line_error(run_cli(tiny_train_args(dir.file("b"), {"--stride", "3"})),
+                       {"--stride", "--attention strided"});
+  check_one_line_error(
+      run_cli(tiny_train_args(dir.file("c"), {"--attention", "window", "--window", "3", "--stride", "3"})),
+      {"--stride", "--attention strided"});
+
+  std::filesystem::remove(model + "/checkpoint.json");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{
+           {"sparse_stride", 0}, {"sparse_stride", nullptr}, {"sliding_window", 4},
+           {"attention_type", "sparse"}}) {
+    json bad = config;
+    bad[key] = value;
+    write_bytes(model + "/config.json", bad.dump(2));
+    INFO(bad.dump());
     check_one_line_error(run_cli({"sample", "--model", model, "--tokens", "4"}), {"config.json", key});
   }
 }

@@ -32,10 +32,11 @@ nn::GPTConfig variant_config(PositionEmbedding pos, int64_t kv_heads,
   return c;
 }
 
-// Full attention, and a window of 3 keys with 1 global token: short enough that the context of
-// 8 (80 for the fused kernel's blocks) sees both kinds of hidden key.
+// Full attention, a window of 3 keys with 1 global token and a stride of 3: short enough that the
+// context of 8 (80 for the fused kernel's blocks) sees every kind of hidden key.
 const std::vector<AttentionPattern> kPatterns = {AttentionPattern{},
-                                                 AttentionPattern::sliding_window(3, 1)};
+                                                 AttentionPattern::sliding_window(3, 1),
+                                                 AttentionPattern::strided_attention(3)};
 
 // Weights well above GPT-2's 0.02, so that every path carries a signal far above round-off.
 void scramble(nn::GPT& model, uint64_t seed, double std) {
@@ -167,7 +168,7 @@ TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head c
   for (PositionEmbedding pos : kSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {2, 1}) {
-        if (!pattern.is_full() && kv == 1) continue;  // the window with one GQA shape: time
+        if (!pattern.is_full() && kv == 1) continue;  // sparse patterns with one GQA shape: time
         for (bool fused : {true, false}) {
           INFO(describe(pos, kv, pattern) << (fused ? ", fused" : ", general"));
           nn::GPTConfig config = variant_config(pos, kv, pattern);
@@ -301,7 +302,7 @@ TEST_CASE("generate gives the same ids with and without the cache for every vari
   for (PositionEmbedding pos : kSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {4, 2, 1}) {
-        if (!pattern.is_full() && kv != 2) continue;  // the window with one GQA shape: time
+        if (!pattern.is_full() && kv != 2) continue;  // sparse patterns with one GQA shape: time
         nn::GPT model(variant_config(pos, kv, pattern), 8);
         scramble(model, 9, 0.3);
         for (const uint64_t seed : {1u, 2u}) {

@@ -19,9 +19,10 @@ Tensor general_attention(const Tensor& qkv, int64_t h) {
   return reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
 }
 
-OutputAndGrad run(const Tensor& qkv, const Tensor& g, int64_t h, bool fused) {
+OutputAndGrad run(const Tensor& qkv, const Tensor& g, int64_t h, bool fused,
+                  const AttentionPattern& pattern = {}) {
   return output_and_grad(qkv, g, [&](const Tensor& x) {
-    return fused ? causal_self_attention(x, h) : general_attention(x, h);
+    return fused ? causal_self_attention(x, h, 0, false, pattern) : general_attention(x, h);
   });
 }
 
@@ -48,17 +49,20 @@ TEST_CASE("fused attention gives bit-identical results on 1 and 2 threads",
   Generator gen(4);
   const Tensor qkv = Tensor::randn({3, 130, 3 * 16}, gen);
   const Tensor g = Tensor::randn({3, 130, 16}, gen);
-  OutputAndGrad one, two;
-  {
-    ThreadsScope scope(1);
-    one = run(qkv, g, 2, true);
+  for (const AttentionPattern& pattern : {AttentionPattern{}, AttentionPattern::strided_attention(7)}) {
+    INFO(pattern.str());
+    OutputAndGrad one, two;
+    {
+      ThreadsScope scope(1);
+      one = run(qkv, g, 2, true, pattern);
+    }
+    {
+      ThreadsScope scope(2);
+      two = run(qkv, g, 2, true, pattern);
+    }
+    REQUIRE(one.y == two.y);
+    REQUIRE(one.dx == two.dx);
   }
-  {
-    ThreadsScope scope(2);
-    two = run(qkv, g, 2, true);
-  }
-  REQUIRE(one.y == two.y);
-  REQUIRE(one.dx == two.dx);
 }
 
 TEST_CASE("gradcheck fused attention across two query blocks", "[gradcheck][nn][attention][fused]") {
@@ -69,17 +73,20 @@ TEST_CASE("gradcheck fused attention across two query blocks", "[gradcheck][nn][
 
 TEST_CASE("fused attention memory grows linearly in T: no (T,T) buffer", "[nn][attention][fused]") {
   // Forward and backward at T = 2048 with one head of width 4: a (T,T) float matrix alone would
-  // be 16 MiB; everything the fused softmax op allocates here stays well below that, and linear
-  // attention, holding (d,d) state, below a quarter of it.
-  const bool linear = GENERATE(false, true);
-  INFO((linear ? "causal_linear_attention" : "causal_self_attention"));
+  // be 16 MiB; everything the fused softmax op allocates here stays well below that, with or
+  // without a stride, and linear attention, holding (d,d) state, below a quarter of it.
+  const AttentionPattern pattern = GENERATE(AttentionPattern{}, AttentionPattern::strided_attention(45),
+                                            AttentionPattern::linear_attention());
+  const bool linear = pattern.is_linear();
+  INFO(pattern.str());
   ThreadsScope scope(1);
   Generator gen(2);
   Tensor qkv = Tensor::randn({1, 2048, 12}, gen).set_requires_grad();
   empty_cache();
   reset_peak_memory();
   const int64_t before = memory_stats().bytes_in_use;
-  const Tensor y = linear ? causal_linear_attention(qkv, 1) : causal_self_attention(qkv, 1);
+  const Tensor y =
+      linear ? causal_linear_attention(qkv, 1) : causal_self_attention(qkv, 1, 0, false, pattern);
   y.backward(Tensor::ones({1, 2048, 4}));
   const int64_t used = memory_stats().peak_bytes_in_use - before;
   INFO("peak bytes above the inputs: " << used);

@@ -54,9 +54,10 @@ struct ModelFlags {
   double dropout = 0.0;
   std::string pos = "learned";  // --pos: learned, sinusoidal, rope, alibi or none
   int64_t kv_heads = 0;         // --kv-heads: 0 means --heads
-  std::string attention = "full";  // --attention: full or window
+  std::string attention = "full";  // --attention: full, window, strided or linear
   int64_t window = 0;              // --window: keys a query sees with --attention window
   int64_t global_tokens = 0;       // --global-tokens: leading positions every query sees
+  int64_t stride = 0;              // --stride: band and column spacing with --attention strided
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data

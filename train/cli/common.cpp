@@ -103,10 +103,11 @@ void ModelFlags::add_to(CLI::App& cmd) {
       ->check(integer_in(1, 64));
   cmd.add_option("--attention", attention,
                  "which earlier positions a query sees and how: full (all of them, softmax), window "
-                 "(the last --window, itself included, plus the first --global-tokens) or linear "
+                 "(the last --window, itself included, plus the first --global-tokens), strided "
+                 "(the last --stride and every --stride-th one before them) or linear "
                  "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
                  "with learned, sinusoidal or no positions)")
-      ->check(CLI::IsMember({"full", "window", "linear"}))->capture_default_str();
+      ->check(CLI::IsMember({"full", "window", "strided", "linear"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window: keys each query sees, itself included (Mistral's "
                  "sliding_window)")
@@ -114,6 +115,10 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--global-tokens", global_tokens,
                  "with --attention window: leading positions every later query also sees")
       ->check(integer_in(0, 1 << 30));
+  cmd.add_option("--stride", stride,
+                 "with --attention strided: S, the band of the last S keys and the spacing of the "
+                 "columns before it (the Sparse Transformer's; about sqrt(--block))")
+      ->check(integer_in(1, 1 << 30));
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -132,11 +137,21 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
     c.attention.window = window;
     c.attention.global_tokens = global_tokens;
   }
+  if (attention == "strided") {
+    c.attention.kind = AttentionPattern::Kind::strided;
+    c.attention.stride = stride;
+  }
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
 const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
-  return pattern.is_linear() ? "linear" : pattern.is_full() ? "full" : "window";
+  switch (pattern.kind) {
+    case AttentionPattern::Kind::window: return "window";
+    case AttentionPattern::Kind::strided: return "strided";
+    case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::full: break;
+  }
+  return "full";
 }
 
 void ModelFlags::check() const {
@@ -147,6 +162,10 @@ void ModelFlags::check() const {
     throw UsageError(fmt::format("{} needs --attention window",
                                  window != 0 ? "--window" : "--global-tokens"));
   }
+  if (attention == "strided" && stride == 0) {
+    throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
+  }
+  if (attention != "strided" && stride != 0) throw UsageError("--stride needs --attention strided");
   try {
     config(1).validate();
   } catch (const ValueError& e) {

@@ -64,9 +64,9 @@ struct TrainFlags {
 // A resumed run keeps what defines it: its model, data and optimiser settings. Its flags may
 // be given again when resuming, with the run's own values (the command line that started it
 // works with --resume added); --steps, --eval-every, --eval-iters and --threads may change,
-// --precision with --force, and
-// --force accepts data that changed since the run started. These are the kept flags but --data (compared as a path), with their
-// values as text (fmt prints a double as the shortest text that reads back as it).
+// --precision with --force, and --force accepts data that changed since the run started. These
+// are the kept flags but --data (compared as a path), with their values as text (fmt prints a
+// double as the shortest text that reads back as it).
 std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFlags& f) {
   const auto& o = f.options;
   const auto& m = f.model;
@@ -76,6 +76,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--dropout", text(m.dropout)},     {"--pos", m.pos},
           {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
+          {"--stride", text(m.stride)},
           {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
@@ -93,7 +94,7 @@ TrainFlags flags_of(train::Run& run) {
   f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
              nn::position_embedding_name(c.position_embedding), c.kv_heads(),
              ModelFlags::attention_flag(c.attention), c.attention.window,
-             c.attention.global_tokens};
+             c.attention.global_tokens, c.attention.stride};
   f.options = run.options();
   f.data = run.data_source();
   f.val_fraction = run.val_fraction();
@@ -180,7 +181,8 @@ void check_mpi_build() {
 
 // The model shape flags: a fine-tuned model's shape is its checkpoint's.
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
-                                       "--kv-heads", "--attention", "--window", "--global-tokens"};
+                                       "--kv-heads", "--attention", "--window", "--global-tokens",
+                                       "--stride"};
 
 // What the command line alone shows to be wrong, refused before anything is read or written.
 void check_flags(const TrainFlags& f, const CLI::App& cmd) {

@@ -54,6 +54,7 @@ constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt 
 const char* attention_type_name(const AttentionPattern& p) {
   switch (p.kind) {
     case AttentionPattern::Kind::window: return "sliding_window";
+    case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
     case AttentionPattern::Kind::full: break;
   }
@@ -66,30 +67,34 @@ AttentionPattern attention_from_json(const json& j, const std::string& source) {
   const bool has_window = j.contains("sliding_window") && !j["sliding_window"].is_null();
   std::string type = has_window ? "sliding_window" : "full";
   if (j.contains("attention_type")) type = jf::string(j["attention_type"], "attention_type", source);
-  if (j.contains("sparse_stride") && !j["sparse_stride"].is_null()) {
-    jf::fail(source, "sparse_stride is set, but this tinygpt has no strided attention");
-  }
-  if (type == "full") {
-    if (has_window || (j.contains("global_tokens") && !j["global_tokens"].is_null())) {
-      jf::fail(source, "attention_type is \"full\" but sliding_window or global_tokens is set");
-    }
-    return {};
-  }
-  if (type == "linear") {
-    if (has_window) jf::fail(source, "attention_type is \"linear\" but sliding_window is set");
-    return AttentionPattern::linear_attention();
-  }
-  if (type != "sliding_window") {
+  if (type != "full" && type != "sliding_window" && type != "strided" && type != "linear") {
     jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\", "
-             "\"sliding_window\" and \"linear\"", excerpt(type));
+             "\"sliding_window\", \"strided\" and \"linear\"", excerpt(type));
+  }
+  const bool has_stride = j.contains("sparse_stride") && !j["sparse_stride"].is_null();
+  const bool has_globals = j.contains("global_tokens") && !j["global_tokens"].is_null();
+  if (type != "sliding_window" && (has_window || has_globals)) {
+    jf::fail(source, "attention_type is \"{}\" but sliding_window or global_tokens is set",
+             excerpt(type));
+  }
+  if (type != "strided" && has_stride) {
+    jf::fail(source, "attention_type is \"{}\" but sparse_stride is set", excerpt(type));
+  }
+  if (type == "full") return {};
+  if (type == "linear") return AttentionPattern::linear_attention();
+  if (type == "strided") {
+    if (!has_stride) jf::fail(source, "attention_type is \"strided\" but sparse_stride is not set");
+    AttentionPattern p;
+    p.kind = AttentionPattern::Kind::strided;
+    p.stride = jf::integer(j["sparse_stride"], "sparse_stride", source, 1, kMaxSize);
+    return p;
   }
   if (!has_window) jf::fail(source, "attention_type is \"sliding_window\" but sliding_window is not set");
   AttentionPattern p;
   p.kind = AttentionPattern::Kind::window;
   p.window = jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize);
-  p.global_tokens = j.contains("global_tokens") && !j["global_tokens"].is_null()
-                        ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize)
-                        : 0;
+  p.global_tokens =
+      has_globals ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize) : 0;
   return p;
 }
 
@@ -130,6 +135,7 @@ std::string config_to_json(const nn::GPTConfig& c, const std::string& training_p
     j["sliding_window"] = c.attention.window;
     j["global_tokens"] = c.attention.global_tokens;
   }
+  if (c.attention.kind == AttentionPattern::Kind::strided) j["sparse_stride"] = c.attention.stride;
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }

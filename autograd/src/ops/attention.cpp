@@ -115,11 +115,11 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
 // log-sum-exp: dV += P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K,
 // dK += dS^T Q. dK and dV are added to (the caller zeroes them, then runs the query heads that
 // share them one after another), summed over the blocks in order, so the result does not depend
-// on the thread count.
+// on the thread count. dQ is overwritten, or added to with add_to_dq.
 template <class T>
 void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
                    int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                   const AttentionPattern& pattern, T* p, T* ds) {
+                   const AttentionPattern& pattern, T* p, T* ds, bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
@@ -158,10 +158,75 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
       gemm(true, false, count, d, rows, T(1), p + col, n, dy_block, ldy, T(1), dh.v + key * dh.ld,
            dh.ld);
       gemm(false, false, rows, d, count, T(1), ds + col, n, hd.k + key * hd.ld, hd.ld,
-           first ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
+           first && !add_to_dq ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
       gemm(true, false, count, d, rows, T(1), ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld,
            dh.ld);
     });
+  }
+}
+
+// The Sparse Transformer's pattern is two softmax passes merged by their log-sum-exps: the band
+// (a window of S keys) for every query, then the strided columns one residue class r mod S at a
+// time. Class r's queries r + S, r + 2S, ... see its keys r, r + 2S, ... one step behind them:
+// causal attention on views of Q, K and V whose rows lie S apart, costing (T / S)^2 per class and
+// T^2 / S for all of them. ALiBi's distance between class positions a and b is S (a - b + 1):
+// the view gets slope S, and its log-sum-exps come out S slope too high.
+template <class T>
+Head<T> strided_class(const Head<T>& h, int64_t r, int64_t stride) {
+  return {h.q + (r + stride) * h.ld, h.k + r * h.ld, h.v + r * h.ld, h.ld * stride};
+}
+
+// Rows of the class r < T - S: queries r + S, r + 2S, ... below t.
+inline int64_t strided_class_rows(int64_t t, int64_t r, int64_t stride) {
+  return (t - 1 - r) / stride;
+}
+
+// Scratch beyond the score panel: one class's outputs and log-sum-exps.
+inline int64_t strided_scratch(int64_t t, int64_t d, const AttentionPattern& pattern) {
+  return pattern.kind == AttentionPattern::Kind::strided ? (t / pattern.stride + 1) * (d + 1) : 0;
+}
+
+template <class T>
+void forward_strided_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
+                          T scale, T slope, int64_t stride, T* s, T* class_y) {
+  forward_head(hd, y, ldy, lse, t, d, scale, slope, AttentionPattern::sliding_window(stride), s);
+  T* class_lse = class_y + (t / stride + 1) * d;
+  for (int64_t r = 0; r < stride && r + stride < t; ++r) {
+    const int64_t rows = strided_class_rows(t, r, stride);
+    forward_head(strided_class(hd, r, stride), class_y, d, class_lse, rows, d, scale,
+                 slope * static_cast<T>(stride), AttentionPattern{}, s);
+    for (int64_t a = 0; a < rows; ++a) {
+      const int64_t i = r + (a + 1) * stride;
+      const T band = lse[i], columns = class_lse[a] - slope * static_cast<T>(stride);
+      const T top = std::max(band, columns);
+      const T merged = top + std::log(std::exp(band - top) + std::exp(columns - top));
+      const T wb = std::exp(band - merged), wc = std::exp(columns - merged);
+      T* out = y + i * ldy;
+      const T* col = class_y + a * d;
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) out[e] = wb * out[e] + wc * col[e];
+      lse[i] = merged;
+    }
+  }
+}
+
+// Given the merged log-sum-exps, each pass's weights are exp(score - lse) and the backward of the
+// two passes is separable: the band's, then each class's adding to dQ.
+template <class T>
+void backward_strided_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
+                           int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
+                           int64_t stride, T* p, T* ds, T* class_lse) {
+  backward_head(hd, dh, y, dy, ldy, lse, t, d, scale, slope,
+                AttentionPattern::sliding_window(stride), p, ds);
+  for (int64_t r = 0; r < stride && r + stride < t; ++r) {
+    const int64_t rows = strided_class_rows(t, r, stride);
+    for (int64_t a = 0; a < rows; ++a) {
+      class_lse[a] = lse[r + (a + 1) * stride] + slope * static_cast<T>(stride);
+    }
+    const int64_t first = (r + stride) * ldy;
+    backward_head(strided_class(hd, r, stride), strided_class(dh, r, stride), y + first,
+                  dy + first, ldy * stride, class_lse, rows, d, scale,
+                  slope * static_cast<T>(stride), AttentionPattern{}, p, ds, true);
   }
 }
 
@@ -210,9 +275,10 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
   Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
   const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
+  const int64_t extra = strided_scratch(t, d, pattern);
   const int64_t threads = omp_get_max_threads();
   if (b * t * c > 0) {
-    Tensor scratch = Tensor::empty({threads, panel}, qkv.dtype());
+    Tensor scratch = Tensor::empty({threads, panel + extra}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
       const T* pqkv = qkv.data<T>();
@@ -220,20 +286,26 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_head<T>(b, n_heads, scratch, panel, [&](int64_t bi, int64_t hi, T* s) {
-        forward_head(head_of(pqkv, bi, hi, layout), py + y_offset(bi, hi, layout), c,
-                     pl + (bi * n_heads + hi) * t, t, d, scale, slopes[static_cast<size_t>(hi)], pattern,
-                     s);
+      for_each_head<T>(b, n_heads, scratch, panel + extra, [&](int64_t bi, int64_t hi, T* s) {
+        const Head<const T> hd = head_of(pqkv, bi, hi, layout);
+        T* yh = py + y_offset(bi, hi, layout);
+        T* lh = pl + (bi * n_heads + hi) * t;
+        const T slope = slopes[static_cast<size_t>(hi)];
+        if (pattern.kind == AttentionPattern::Kind::strided) {
+          forward_strided_head(hd, yh, c, lh, t, d, scale, slope, pattern.stride, s, s + panel);
+        } else {
+          forward_head(hd, yh, c, lh, t, d, scale, slope, pattern, s);
+        }
       });
     });
   }
   return record("causal_self_attention", y, {qkv},
                 [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, alibi,
-                 pattern, panel](const Tensor& g) {
+                 pattern, panel, extra](const Tensor& g) {
     const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
-    Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel}, qkv.dtype());
+    Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel + extra}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
       const T* pqkv = qkv.data<T>();
@@ -243,11 +315,18 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_kv_group(b, layout, pd, scratch, 2 * panel, [&](int64_t bi, int64_t hi, T* s) {
+      for_each_kv_group(b, layout, pd, scratch, 2 * panel + extra, [&](int64_t bi, int64_t hi, T* s) {
         const int64_t yo = y_offset(bi, hi, layout);
-        backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo, pg + yo,
-                      c, pl + (bi * n_heads + hi) * t, t, d, scale,
-                      slopes[static_cast<size_t>(hi)], pattern, s, s + panel);
+        const Head<const T> hd = head_of(pqkv, bi, hi, layout);
+        const Head<T> dh = head_of(pd, bi, hi, layout);
+        const T* lh = pl + (bi * n_heads + hi) * t;
+        const T slope = slopes[static_cast<size_t>(hi)];
+        if (pattern.kind == AttentionPattern::Kind::strided) {
+          backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern.stride,
+                                s, s + panel, s + 2 * panel);
+        } else {
+          backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s, s + panel);
+        }
       });
     });
     return std::vector<Tensor>{dqkv};

@@ -1,0 +1,179 @@
+// Sparse patterns: sliding windows (with and without global tokens) and the Sparse Transformer's
+// strided band + columns. The fused kernel, which skips the keys no query sees, against the
+// general path with the pattern's (T,T) mask; a window or stride at least T long is full
+// attention bit for bit; no query reads a key it may not see; float64 gradient checks of the op
+// and of a GPT per pattern.
+#include "nn_helpers.hpp"
+
+using namespace tinygpt;
+using namespace tinygpt::testing;
+
+namespace {
+
+// The general path on packed qkv: the pattern's mask, softmax.
+Tensor general_attention(const Tensor& qkv, int64_t h, int64_t kvh, bool alibi,
+                         const AttentionPattern& pattern) {
+  const PackedHeads p = unpack_heads(qkv, h, kvh);
+  const Tensor mask = nn::pattern_mask(pattern, qkv.size(1), qkv.size(1)).to(qkv.dtype());
+  return merge_heads(
+      nn::scaled_dot_product_attention(p.q, p.k, p.v, mask, 0.0, false, nullptr, alibi).output);
+}
+
+}  // namespace
+
+TEST_CASE("fused sparse attention equals the general path with the pattern's mask",
+          "[nn][attention][window][strided]") {
+  struct Case {
+    int64_t t;
+    AttentionPattern pattern;
+    int64_t kv_heads;
+    bool alibi;
+  };
+  using P = AttentionPattern;
+  // Strides: 1 (every column: full attention through the merge), classes longer than a query
+  // block of 64 (S 2 at T 150), ALiBi's distances across classes, S above T / 2 and above T.
+  const std::vector<Case> cases = {
+      {150, P::sliding_window(1), 4, false},     {150, P::sliding_window(17), 4, false},
+      {150, P::sliding_window(64), 2, false},    {200, P::sliding_window(70, 3), 1, false},
+      {200, P::sliding_window(33, 5), 4, true},  {130, P::sliding_window(100, 80), 2, true},
+      {150, P::strided_attention(1), 4, false},  {150, P::strided_attention(2), 2, true},
+      {200, P::strided_attention(12), 1, false}, {200, P::strided_attention(13), 4, true},
+      {130, P::strided_attention(90), 2, true},  {100, P::strided_attention(150), 4, false},
+  };
+  for (DType dtype : {DType::f64, DType::f32}) {
+    for (const Case& c : cases) {
+      const AttentionPattern& pattern = c.pattern;
+      INFO(dtype_name(dtype) << ", T " << c.t << ", " << pattern.str() << ", kv heads "
+                             << c.kv_heads << ", alibi " << c.alibi);
+      Generator gen(static_cast<uint64_t>(c.t + pattern.window + pattern.stride));
+      const int64_t d = 3;
+      const Tensor qkv = Tensor::randn({2, c.t, (4 + 2 * c.kv_heads) * d}, gen, dtype);
+      const Tensor g = Tensor::randn({2, c.t, 4 * d}, gen, dtype);
+      const OutputAndGrad fused = output_and_grad(qkv, g, [&](const Tensor& x) {
+        return causal_self_attention(x, 4, c.kv_heads, c.alibi, pattern);
+      });
+      const OutputAndGrad general = output_and_grad(qkv, g, [&](const Tensor& x) {
+        return general_attention(x, 4, c.kv_heads, c.alibi, pattern);
+      });
+      const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
+      require_all_close(fused.y, general.y, tol);
+      require_all_close(fused.dx, general.dx, tol);
+    }
+  }
+}
+
+TEST_CASE("a window or stride at least as long as the sequence is full attention, bit for bit",
+          "[nn][attention][window][strided]") {
+  Generator gen(3);
+  const Tensor qkv = Tensor::randn({2, 130, 3 * 8}, gen);
+  const Tensor g = Tensor::randn({2, 130, 8}, gen);
+  const OutputAndGrad full = output_and_grad(qkv, g, [](const Tensor& x) { return causal_self_attention(x, 2); });
+  for (const int64_t size : {130, 131, 1000}) {
+    for (const AttentionPattern& pattern :
+         {AttentionPattern::sliding_window(size), AttentionPattern::strided_attention(size)}) {
+      INFO(pattern.str());
+      const OutputAndGrad sparse = output_and_grad(qkv, g, [&](const Tensor& x) {
+        return causal_self_attention(x, 2, 0, false, pattern);
+      });
+      REQUIRE(sparse.y == full.y);
+      REQUIRE(sparse.dx == full.dx);
+    }
+  }
+}
+
+TEST_CASE("no query reads a key its pattern hides, bit for bit", "[nn][attention][window][strided]") {
+  // Changing the key and value of position j leaves every output row that may not see j exactly
+  // as it was, and changes the rows that may.
+  const int64_t t = 140, d = 4;
+  Generator gen(5);
+  const Tensor qkv = Tensor::randn({1, t, 3 * d}, gen);
+  for (const AttentionPattern& pattern :
+       {AttentionPattern::sliding_window(20, 2), AttentionPattern::strided_attention(9)}) {
+    const std::vector<double> before = causal_self_attention(qkv, 1, 0, false, pattern).to_vector();
+    for (const int64_t j : {0, 1, 2, 50, 139}) {
+      Tensor edited = qkv.clone();
+      for (int64_t e = d; e < 3 * d; ++e) edited.data<float>()[j * 3 * d + e] += 1.5f;
+      const std::vector<double> after =
+          causal_self_attention(edited, 1, 0, false, pattern).to_vector();
+      for (int64_t i = 0; i < t; ++i) {
+        bool same = true;
+        for (int64_t e = 0; e < d; ++e) same = same && after[i * d + e] == before[i * d + e];
+        INFO(pattern.str() << ", key " << j << ", query " << i);
+        REQUIRE(same == !pattern.visible(i, j));
+      }
+    }
+  }
+}
+
+TEST_CASE("gradcheck fused sparse attention across query blocks, with global tokens and strides",
+          "[gradcheck][nn][attention][window][strided]") {
+  // Stride 1 puts 89 queries in one class: its causal pass crosses a query block too.
+  const std::vector<std::pair<AttentionPattern, bool>> cases = {
+      {AttentionPattern::sliding_window(20, 3), false},
+      {AttentionPattern::sliding_window(20, 3), true},
+      {AttentionPattern::strided_attention(7), true},
+      {AttentionPattern::strided_attention(1), false}};
+  for (const auto& c : cases) {
+    INFO(c.first.str() << ", alibi " << c.second);
+    REQUIRE_GRADCHECK(
+        [&](const std::vector<Tensor>& in) {
+          return causal_self_attention(in[0], 4, 2, c.second, c.first);
+        },
+        {leaf({1, 90, 12 + 2 * 2 * 3}, 7)});
+  }
+}
+
+TEST_CASE("gradcheck a GPT with a sliding window or a stride, fused and general paths",
+          "[gradcheck][nn][gpt][window][strided]") {
+  for (const AttentionPattern& pattern :
+       {AttentionPattern::sliding_window(3, 1), AttentionPattern::strided_attention(3)}) {
+    nn::GPTConfig config = tiny_config();
+    config.block_size = 12;
+    config.attention = pattern;
+    for (const bool keep_weights : {false, true}) {
+      INFO(pattern.str() << ", general path (kept weights) " << keep_weights);
+      nn::GPT model(config, 11);
+      model.set_keep_attention_weights(keep_weights);
+      const Tensor x = random_ids({2, 12}, config.vocab_size, 1);
+      const Tensor y = random_ids({2, 12}, config.vocab_size, 2);
+      require_module_gradcheck(model, {},
+                               [&](const std::vector<Tensor>&) { return model.loss(x, y); });
+    }
+  }
+}
+
+TEST_CASE("a GPT whose window or stride covers its context gives full attention's loss",
+          "[nn][gpt][window][strided]") {
+  nn::GPTConfig config = tiny_config();
+  nn::GPT full(config, 4);
+  full.to(DType::f64);
+  const Tensor x = random_ids({3, 8}, config.vocab_size, 1);
+  const Tensor y = random_ids({3, 8}, config.vocab_size, 2);
+  for (const AttentionPattern& pattern : {AttentionPattern::sliding_window(config.block_size),
+                                          AttentionPattern::strided_attention(config.block_size)}) {
+    INFO(pattern.str());
+    config.attention = pattern;
+    nn::GPT sparse(config, 4);
+    sparse.to(DType::f64);
+    REQUIRE(std::abs(sparse.loss(x, y).item() - full.loss(x, y).item()) < 1e-12);
+  }
+}
+
+TEST_CASE("sparse patterns refuse bad sizes naming the operation",
+          "[nn][attention][window][strided][errors]") {
+  REQUIRE_THROWS_WITH(AttentionPattern::sliding_window(0), Catch::Contains("at least 1 key"));
+  REQUIRE_THROWS_WITH(AttentionPattern::sliding_window(4, -1), Catch::Contains("global tokens"));
+  REQUIRE_THROWS_WITH(AttentionPattern::strided_attention(0), Catch::Contains("stride"));
+  for (const AttentionPattern::Kind kind :
+       {AttentionPattern::Kind::window, AttentionPattern::Kind::strided}) {
+    AttentionPattern bad;
+    bad.kind = kind;  // size 0
+    Generator gen(1);
+    const Tensor qkv = Tensor::randn({1, 4, 6}, gen);
+    REQUIRE_THROWS_WITH(causal_self_attention(qkv, 1, 0, false, bad),
+                        Catch::Contains("causal_self_attention"));
+    nn::GPTConfig config = tiny_config();
+    config.attention = bad;
+    REQUIRE_THROWS_WITH(config.validate(), Catch::Contains("GPTConfig"));
+  }
+}
