@@ -36,11 +36,12 @@ AttentionResult weigh_values(Tensor weights, const Tensor& v, double dropout_p, 
 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double dropout_p, bool training,
-                                             Generator* gen, bool alibi, const Hook& edit_weights) {
+                                             Generator* gen, bool alibi, const Hook& edit_weights,
+                                             const std::vector<int64_t>& key_positions) {
   check_qkv(q, k, v, "scaled_dot_product_attention");
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
-  if (alibi) scores = alibi_bias(scores);
+  if (alibi) scores = alibi_bias(scores, key_positions);
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
@@ -75,11 +76,25 @@ Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk) {
   if (tq > tk) {
     throw ShapeError(fmt::format("causal_mask: {} queries cannot be the last of {} keys", tq, tk));
   }
+  std::vector<int64_t> positions(static_cast<size_t>(tk));
+  for (int64_t j = 0; j < tk; ++j) positions[static_cast<size_t>(j)] = j;
+  return pattern_mask(pattern, tq, positions);
+}
+
+Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq,
+                    const std::vector<int64_t>& key_positions) {
+  const auto tk = static_cast<int64_t>(key_positions.size());
+  if (tq > tk) {
+    throw ShapeError(fmt::format("pattern_mask: {} queries cannot be the last of {} keys", tq, tk));
+  }
   Tensor mask = Tensor::zeros({tq, tk});
   float* m = mask.data<float>();
   for (int64_t r = 0; r < tq; ++r) {
-    const int64_t i = tk - tq + r;  // the query's position
-    for (int64_t j = 0; j < tk; ++j) m[r * tk + j] = pattern.visible(i, j) ? 0.0f : 1.0f;
+    const int64_t i = key_positions[static_cast<size_t>(tk - tq + r)];  // the query's position
+    for (int64_t c = 0; c < tk; ++c) {
+      const int64_t j = key_positions[static_cast<size_t>(c)];
+      m[r * tk + c] = j >= 0 && pattern.visible(i, j) ? 0.0f : 1.0f;
+    }
   }
   return mask;
 }
@@ -132,6 +147,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
                                  x.shape().str()));
   }
   const int64_t b = x.size(0), t = x.size(1);
+  if (!lengths.empty() && cache != nullptr && cache->ring > 0) {
+    throw ValueError("MultiHeadSelfAttention: padding lengths need a cache that keeps every "
+                     "position, not a ring cache");
+  }
   if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != b) {
     throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
                                  lengths.size(), b));
@@ -155,7 +174,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   Tensor packed = linear(x, c_attn->weight, bias);  // (B,T,C+2KV)
   if (rope) {
     // q and k turn by their absolute positions: with a cache these continue the cached ones.
-    packed = rotary_embedding(packed, d, c + kv, cache != nullptr ? cache->length() : 0,
+    packed = rotary_embedding(packed, d, c + kv, cache != nullptr ? cache->seen : 0,
                               options_.rope_theta);
   }
   const bool dropping = is_training() && options_.dropout > 0.0;
@@ -175,13 +194,12 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   Tensor q = heads(parts[0], h);
   Tensor k = heads(parts[1], kvh);
   Tensor v = heads(parts[2], kvh);
+  std::vector<int64_t> key_positions;  // empty: key j at position j
   if (cache != nullptr) {
-    if (cache->k.defined()) {
-      k = concat({cache->k, k}, 2);  // (B,Hkv,T_past+T,d)
-      v = concat({cache->v, v}, 2);
-    }
-    cache->k = k.detach();
-    cache->v = v.detach();
+    KVCache::Attended kept = cache->extend(k, v);  // (B,Hkv,Tk,d)
+    k = kept.k;
+    v = kept.v;
+    key_positions = std::move(kept.positions);
   }
   if (hooked) {
     q = hooks_->run(HookPoint::attn_q, q);
@@ -192,7 +210,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   v = repeat_heads(v, h / kvh);
   const int64_t tk = k.size(2);
   Tensor mask;
-  if (options_.causal) mask = pattern_mask(options_.pattern, t, tk);  // (T,Tk)
+  if (options_.causal) {
+    mask = key_positions.empty() ? pattern_mask(options_.pattern, t, tk)
+                                 : pattern_mask(options_.pattern, t, key_positions);  // (T,Tk)
+  }
   if (!lengths.empty()) {
     const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
     mask = mask.defined() ? mask + pad : pad;      // (B,1,T,Tk)
@@ -205,7 +226,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
       options_.pattern.is_linear()
           ? linear_attention(q, k, v, mask, options_.dropout, is_training(), noise_.get(), edit_pattern)
           : scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
-                                         noise_.get(), alibi, edit_pattern);
+                                         noise_.get(), alibi, edit_pattern, key_positions);
   last_weights_ = weights.detach();
   if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)

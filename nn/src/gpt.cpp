@@ -1,5 +1,6 @@
 #include "tinygpt/nn/gpt.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 #include "tinygpt/autograd/ops.hpp"
@@ -130,7 +131,7 @@ Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
     throw ValueError(fmt::format("GPT: cache has {} layers, the model {}", cache->size(),
                                  config_.n_layer));
   }
-  const int64_t past = cache != nullptr ? (*cache)[0].length() : 0;
+  const int64_t past = cache != nullptr ? (*cache)[0].seen : 0;
   Tensor x = transformer->drop->forward(embed(tokens, past));  // (B,T,C)
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     x = (*transformer->h)[i].forward(x, lengths, cache != nullptr ? &(*cache)[i] : nullptr);
@@ -159,6 +160,31 @@ Tensor GPT::embed(const Tensor& tokens, int64_t past) {
     default:  // rope and alibi act inside attention; none adds nothing
       return tok;
   }
+}
+
+std::vector<KVCache> GPT::make_cache() const {
+  std::vector<KVCache> cache(static_cast<size_t>(config_.n_layer));
+  if (config_.attention.kind == AttentionPattern::Kind::window) {
+    for (KVCache& layer : cache) {
+      layer.ring = config_.attention.window + config_.attention.global_tokens;
+      layer.globals = config_.attention.global_tokens;
+    }
+  }
+  return cache;
+}
+
+bool GPT::generates_past_context() const {
+  return config_.attention.kind == AttentionPattern::Kind::window &&
+         (config_.position_embedding == PositionEmbedding::rope ||
+          config_.position_embedding == PositionEmbedding::alibi ||
+          config_.position_embedding == PositionEmbedding::none);
+}
+
+int64_t GPT::kv_cache_positions(int64_t positions) const {
+  if (config_.attention.kind == AttentionPattern::Kind::window) {
+    return config_.attention.window + config_.attention.global_tokens;
+  }
+  return std::min(positions, config_.block_size);
 }
 
 int64_t GPT::kv_cache_bytes(int64_t length) const {

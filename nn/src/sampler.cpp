@@ -49,12 +49,16 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
   NoGradGuard no_grad;
   model.eval();
   Generator gen(options.seed);
+  // A model that generates past its context keeps one cache (a ring) for the whole text.
+  const bool unbounded = model.generates_past_context();
   std::vector<int64_t> window(prompt.end() - std::min<int64_t>(prompt.size(), block), prompt.end());
   std::vector<nn::KVCache> cache;
   std::vector<int64_t> out;
   int64_t skipped = 0;
   while (static_cast<int64_t>(out.size()) < options.tokens) {
-    if (static_cast<int64_t>(window.size()) >= block) {
+    if (unbounded && options.use_cache && !cache.empty()) {
+      window.erase(window.begin(), window.end() - 1);  // the cache holds the rest
+    } else if (!unbounded && static_cast<int64_t>(window.size()) >= block) {
       // At least the newest token stays: with a context of 1, block / 2 would empty the window.
       window.erase(window.begin(), window.end() - std::max<int64_t>(1, block / 2));
       cache.clear();

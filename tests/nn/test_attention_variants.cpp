@@ -287,10 +287,10 @@ TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][
         const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
         const Tensor full = model.forward(Tensor::from_ids(ids, {1, 8}));  // (1,8,V)
         require_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
-        // The cache holds kv_heads heads only.
+        // The cache holds kv_heads heads only (and a window's ring only W + G positions).
         auto cache = model.make_cache();
         model.forward(Tensor::from_ids(ids, {1, 8}), {}, &cache);
-        CHECK(cache[0].k.shape() == Shape{1, kv, 8, 4});
+        CHECK(cache[0].k.shape() == Shape{1, kv, model.kv_cache_positions(8), 4});
         CHECK(model.kv_cache_bytes(8) == 2 * 2 * kv * 8 * 4 * 4);
       }
     }

@@ -159,6 +159,49 @@ TEST_CASE("a GPT whose window or stride covers its context gives full attention'
   }
 }
 
+TEST_CASE("a window model's ring cache decodes past its context in constant memory, exactly",
+          "[nn][gpt][cache][window]") {
+  // Context 16, window 5 + 2 global tokens, 40 positions: the ring of 7 slots wraps many times
+  // and the prompt (12) already overflows it. Full recomputation over all 40 positions is the
+  // reference: the same pattern, positions continuing past the context.
+  for (const nn::PositionEmbedding pos :
+       {nn::PositionEmbedding::rope, nn::PositionEmbedding::alibi, nn::PositionEmbedding::none}) {
+    INFO(nn::position_embedding_name(pos));
+    nn::GPTConfig config = tiny_config();
+    config.block_size = 16;
+    config.position_embedding = pos;
+    config.attention = AttentionPattern::sliding_window(5, 2);
+    nn::GPT model(config, 6);
+    model.to(DType::f64);
+    Generator init(7);
+    for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), init, DType::f64, 0.0, 0.4));
+    model.eval();
+    REQUIRE(model.generates_past_context());
+    std::vector<int64_t> ids(40);
+    Generator draw(3);
+    for (int64_t& id : ids) id = draw.randint(config.vocab_size);
+    const std::vector<double> full = model.forward(Tensor::from_ids(ids, {1, 40})).to_vector();
+    require_all_close(cached_logits(model, ids, 12), full, 1e-10);
+    auto cache = model.make_cache();
+    model.forward(Tensor::from_ids(ids, {1, 40}), {}, &cache);
+    CHECK(cache[0].k.size(2) == 7);
+    CHECK(cache[0].seen == 40);
+    CHECK(model.kv_cache_positions(1000000) == 7);
+
+    nn::SampleOptions options;
+    options.tokens = 60;  // far past the context of 16, with no restart
+    options.temperature = 1.0;
+    options.use_cache = true;
+    const std::vector<int64_t> cached = nn::generate(model, {1, 2, 3}, options);
+    options.use_cache = false;
+    CHECK(cached == nn::generate(model, {1, 2, 3}, options));
+  }
+  // Learned and sinusoidal positions stop at their table: such models restart the cache.
+  nn::GPTConfig config = tiny_config();
+  config.attention = AttentionPattern::sliding_window(3);
+  CHECK_FALSE(nn::GPT(config, 1).generates_past_context());
+}
+
 TEST_CASE("sparse patterns refuse bad sizes naming the operation",
           "[nn][attention][window][strided][errors]") {
   REQUIRE_THROWS_WITH(AttentionPattern::sliding_window(0), Catch::Contains("at least 1 key"));

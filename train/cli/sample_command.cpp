@@ -77,8 +77,9 @@ void run_sample(const SampleFlags& f) {
   if (f.verbose) {
     const nn::GPTConfig& c = loaded.config;
     const int64_t d = c.n_embd / c.n_head;
-    // The window, so the cache, never holds more than the context.
-    const int64_t positions = std::min<int64_t>(c.block_size, static_cast<int64_t>(prompt.size()) + f.options.tokens);
+    // The cache holds at most the context, or a sliding window's ring of W + G positions.
+    const int64_t positions = loaded.model->kv_cache_positions(
+        static_cast<int64_t>(prompt.size()) + f.options.tokens);
     fmt::print(stderr,
                "{} characters in {:.3f} s ({:.1f} characters/s); positions {}, {} heads, {} "
                "key/value heads, {} attention\nKV cache: {} bytes at {} positions (2 x {} layers x "

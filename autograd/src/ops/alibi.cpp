@@ -30,12 +30,19 @@ std::vector<double> alibi_slopes(int64_t n_heads) {
   return slopes;
 }
 
-Tensor alibi_bias(const Tensor& scores) {
+Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions) {
   if (scores.ndim() != 4 || scores.size(2) > scores.size(3)) {
     throw ShapeError(fmt::format("alibi_bias: expects scores (B,H,Tq,Tk) with Tq <= Tk, got {}",
                                  scores.shape().str()));
   }
   const int64_t b = scores.size(0), h = scores.size(1), tq = scores.size(2), tk = scores.size(3);
+  if (!key_positions.empty() && static_cast<int64_t>(key_positions.size()) != tk) {
+    throw ShapeError(fmt::format("alibi_bias: {} key positions for scores {}",
+                                 key_positions.size(), scores.shape().str()));
+  }
+  const auto position = [&](int64_t k) {
+    return key_positions.empty() ? k : key_positions[static_cast<size_t>(k)];
+  };
   Tensor out = scores.clone();
   if (out.numel() > 0) {
     const std::vector<double> slopes = alibi_slopes(h);
@@ -46,8 +53,8 @@ Tensor alibi_bias(const Tensor& scores) {
         const T m = static_cast<T>(slopes[static_cast<size_t>(bh % h)]);
         for (int64_t i = 0; i < tq; ++i) {
           T* row = s + (bh * tq + i) * tk;
-          const int64_t pos = tk - tq + i;  // the queries are the last Tq of the Tk positions
-          for (int64_t j = 0; j < tk; ++j) row[j] += m * static_cast<T>(j - pos);
+          const int64_t pos = position(tk - tq + i);  // the queries are the last Tq of the keys
+          for (int64_t j = 0; j < tk; ++j) row[j] += m * static_cast<T>(position(j) - pos);
         }
       }
     });

@@ -1,0 +1,33 @@
+#pragma once
+// Keys and values of the positions already processed, for incremental decoding.
+#include <cstdint>
+#include <vector>
+
+#include "tinygpt/autograd/tensor.hpp"
+
+namespace tinygpt::nn {
+
+// By default every position stays and the cache grows with the text. A ring cache (ring > 0
+// slots) keeps the first `globals` positions and the newest ring - globals, each new position
+// overwriting the oldest of those: a sliding window of W keys with G global tokens needs
+// W + G slots however long the text (GPT::make_cache sizes it so).
+struct KVCache {
+  Tensor k, v;          // (B,Hkv,slots,d): kv_heads heads, RoPE applied; undefined at first
+  int64_t seen = 0;     // positions processed: the absolute position of the next one
+  int64_t ring = 0;     // slots of a ring cache; 0 for one that grows
+  int64_t globals = 0;  // leading positions a ring cache never overwrites
+  std::vector<int64_t> slot_positions;  // a ring cache's position per slot, -1 while empty
+
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }  // slots held
+
+  // What `t` new positions attend over: keys and values (B,Hkv,Tk,d) with the new ones last,
+  // and for a ring cache each key's position (empty when key k sits at position k, the
+  // growing cache's order). The new positions are recorded.
+  struct Attended {
+    Tensor k, v;
+    std::vector<int64_t> positions;
+  };
+  Attended extend(const Tensor& k_new, const Tensor& v_new);
+};
+
+}  // namespace tinygpt::nn
