@@ -61,6 +61,35 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
   return weigh_values(weights, v, dropout_p, training, gen, edit_weights, "linear_attention");
 }
 
+Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  KVCache& cache) {
+  const bool ok = q.ndim() == 4 && k.ndim() == 4 && k.shape() == v.shape() &&
+                  q.size(0) == k.size(0) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
+                  q.size(2) == k.size(2) && q.size(3) == k.size(3);
+  if (!ok) {
+    throw ShapeError(fmt::format("recurrent_linear_attention: expects q (B,H,T,d), k and v "
+                                 "(B,Hkv,T,d) with Hkv dividing H; got q {}, k {}, v {}",
+                                 q.shape().str(), k.shape().str(), v.shape().str()));
+  }
+  const int64_t b = k.size(0), kvh = k.size(1), t = k.size(2), d = k.size(3);
+  const int64_t group = q.size(1) / kvh;
+  const Tensor fq = elu_plus_one(q), fk = elu_plus_one(k);  // (B,H,T,d), (B,Hkv,T,d)
+  Tensor scores = matmul(fq, repeat_heads(fk, group), false, true);  // (B,H,T,T)
+  scores = masked_fill(scores, causal_mask(t, t), 0.0);
+  Tensor num = matmul(scores, repeat_heads(v, group));  // (B,H,T,d)
+  Tensor den = sum(scores, {-1}, true);                 // (B,H,T,1)
+  if (cache.s.defined()) {
+    num = num + matmul(fq, repeat_heads(cache.s, group));  // phi(q) S
+    den = den + matmul(fq, repeat_heads(cache.z, group));  // phi(q) . z
+  }
+  const Tensor s_new = matmul(fk, v, true, false);                      // (B,Hkv,d,d)
+  const Tensor z_new = reshape(sum(fk, {2}), {b, kvh, d, 1});           // (B,Hkv,d,1)
+  cache.s = (cache.s.defined() ? cache.s + s_new : s_new).detach();
+  cache.z = (cache.z.defined() ? cache.z + z_new : z_new).detach();
+  cache.seen += t;
+  return num / den;
+}
+
 void check_pattern_positions(const AttentionPattern& pattern, PositionEmbedding position,
                              const char* op) {
   if (pattern.is_linear() &&
@@ -147,9 +176,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
                                  x.shape().str()));
   }
   const int64_t b = x.size(0), t = x.size(1);
-  if (!lengths.empty() && cache != nullptr && cache->ring > 0) {
-    throw ValueError("MultiHeadSelfAttention: padding lengths need a cache that keeps every "
-                     "position, not a ring cache");
+  if (!lengths.empty() && cache != nullptr && (cache->ring > 0 || cache->recurrent)) {
+    throw ValueError(fmt::format("MultiHeadSelfAttention: padding lengths need a cache that "
+                                 "keeps every position, not a {} cache",
+                                 cache->recurrent ? "recurrent" : "ring"));
   }
   if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != b) {
     throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
@@ -194,6 +224,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   Tensor q = heads(parts[0], h);
   Tensor k = heads(parts[1], kvh);
   Tensor v = heads(parts[2], kvh);
+  if (cache != nullptr && cache->recurrent) return forward_recurrent(q, k, v, *cache);
   std::vector<int64_t> key_positions;  // empty: key j at position j
   if (cache != nullptr) {
     KVCache::Attended kept = cache->extend(k, v);  // (B,Hkv,Tk,d)
@@ -229,9 +260,35 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
                                          noise_.get(), alibi, edit_pattern, key_positions);
   last_weights_ = weights.detach();
   if (hooked) y = hooks_->run(HookPoint::attn_z, y);
+  return project_heads(y);
+}
+
+Tensor MultiHeadSelfAttention::project_heads(const Tensor& y) {
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
-  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {b, t, c});
+  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), options_.d_model});
   return resid_dropout->forward(c_proj->forward(merged));
+}
+
+// Linear attention's decoding from a recurrent cache: no keys kept, so no weights to keep or
+// edit, and no dropout (generation runs in eval mode).
+Tensor MultiHeadSelfAttention::forward_recurrent(Tensor q, Tensor k, Tensor v, KVCache& cache) {
+  const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
+  if (!options_.pattern.is_linear() || (is_training() && options_.dropout > 0.0) ||
+      (hooked && hooks_->has(HookPoint::attn_pattern))) {
+    throw ValueError(fmt::format("MultiHeadSelfAttention: a recurrent cache runs linear attention "
+                                 "without dropout or an attn.pattern hook ({} attention{}{})",
+                                 options_.pattern.str(),
+                                 is_training() && options_.dropout > 0.0 ? ", dropout" : "",
+                                 hooked && hooks_->has(HookPoint::attn_pattern) ? ", hook" : ""));
+  }
+  if (hooked) {
+    q = hooks_->run(HookPoint::attn_q, q);
+    k = hooks_->run(HookPoint::attn_k, k);
+    v = hooks_->run(HookPoint::attn_v, v);
+  }
+  Tensor y = recurrent_linear_attention(q, k, v, cache);  // (B,H,T,d)
+  if (hooked) y = hooks_->run(HookPoint::attn_z, y);
+  return project_heads(y);
 }
 
 }  // namespace tinygpt::nn

@@ -164,6 +164,9 @@ Tensor GPT::embed(const Tensor& tokens, int64_t past) {
 
 std::vector<KVCache> GPT::make_cache() const {
   std::vector<KVCache> cache(static_cast<size_t>(config_.n_layer));
+  if (config_.attention.is_linear()) {
+    for (KVCache& layer : cache) layer.recurrent = true;
+  }
   if (config_.attention.kind == AttentionPattern::Kind::window) {
     for (KVCache& layer : cache) {
       layer.ring = config_.attention.window + config_.attention.global_tokens;
@@ -174,17 +177,25 @@ std::vector<KVCache> GPT::make_cache() const {
 }
 
 bool GPT::generates_past_context() const {
+  const PositionEmbedding pos = config_.position_embedding;
+  if (config_.attention.is_linear()) return pos == PositionEmbedding::none;
   return config_.attention.kind == AttentionPattern::Kind::window &&
-         (config_.position_embedding == PositionEmbedding::rope ||
-          config_.position_embedding == PositionEmbedding::alibi ||
-          config_.position_embedding == PositionEmbedding::none);
+         (pos == PositionEmbedding::rope || pos == PositionEmbedding::alibi ||
+          pos == PositionEmbedding::none);
 }
 
 int64_t GPT::kv_cache_positions(int64_t positions) const {
+  if (config_.attention.is_linear()) return 0;
   if (config_.attention.kind == AttentionPattern::Kind::window) {
     return config_.attention.window + config_.attention.global_tokens;
   }
   return std::min(positions, config_.block_size);
+}
+
+int64_t GPT::recurrent_state_bytes() const {
+  if (!config_.attention.is_linear()) return 0;
+  const int64_t d = config_.n_embd / config_.n_head;
+  return config_.n_layer * config_.kv_heads() * (d * d + d) * static_cast<int64_t>(sizeof(float));
 }
 
 int64_t GPT::kv_cache_bytes(int64_t length) const {

@@ -127,6 +127,41 @@ TEST_CASE("a linear-attention GPT: both paths agree, it is causal, cached decodi
   }
 }
 
+TEST_CASE("linear attention decodes from its recurrent state: exact, constant size, past the context",
+          "[nn][gpt][linear][cache]") {
+  // Context 8, GQA (4 heads over 2), f64: 30 positions decoded from the (d,d) state equal full
+  // recomputation, with a prompt of 5 and then one position at a time.
+  nn::GPTConfig config = linear_config(PositionEmbedding::none);
+  nn::GPT model(config, 8);
+  model.to(DType::f64);
+  Generator init(4);
+  for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), init, DType::f64, 0.0, 0.4));
+  model.eval();
+  REQUIRE(model.generates_past_context());
+  std::vector<int64_t> ids(30);
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>((i * 7 + 3) % 11);
+  const std::vector<double> full = model.forward(Tensor::from_ids(ids, {1, 30})).to_vector();
+  require_all_close(cached_logits(model, ids, 5), full, 1e-10);
+  auto cache = model.make_cache();
+  model.forward(Tensor::from_ids(ids, {1, 30}), {}, &cache);
+  CHECK_FALSE(cache[0].k.defined());  // no keys or values kept
+  CHECK(cache[0].s.shape() == Shape{1, 2, 4, 4});
+  CHECK(cache[0].z.shape() == Shape{1, 2, 4, 1});
+  CHECK(cache[0].seen == 30);
+  CHECK(model.recurrent_state_bytes() == 2 * 2 * (4 * 4 + 4) * 4);
+
+  nn::SampleOptions options;
+  options.tokens = 40;  // five contexts' worth, with no restart
+  options.temperature = 1.0;
+  options.use_cache = true;
+  const std::vector<int64_t> cached = nn::generate(model, {1, 2}, options);
+  options.use_cache = false;
+  CHECK(cached == nn::generate(model, {1, 2}, options));
+  // Learned and sinusoidal positions stop at (or were trained to) the context: restarts there.
+  CHECK_FALSE(nn::GPT(linear_config(PositionEmbedding::learned), 1).generates_past_context());
+  CHECK_FALSE(nn::GPT(linear_config(PositionEmbedding::sinusoidal), 1).generates_past_context());
+}
+
 TEST_CASE("linear attention refuses RoPE and ALiBi, and the softmax kernel refuses it",
           "[nn][linear][errors]") {
   for (PositionEmbedding pos : {PositionEmbedding::rope, PositionEmbedding::alibi}) {

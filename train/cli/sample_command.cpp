@@ -82,13 +82,22 @@ void run_sample(const SampleFlags& f) {
         static_cast<int64_t>(prompt.size()) + f.options.tokens);
     fmt::print(stderr,
                "{} characters in {:.3f} s ({:.1f} characters/s); positions {}, {} heads, {} "
-               "key/value heads, {} attention\nKV cache: {} bytes at {} positions (2 x {} layers x "
-               "{} kv_heads x {} x d_head {} x 4 bytes)\n",
+               "key/value heads, {} attention\n",
                f.options.tokens, seconds, seconds > 0 ? f.options.tokens / seconds : 0.0,
                nn::position_embedding_name(c.position_embedding), c.n_head, c.kv_heads(),
-               c.attention.str(),
-               loaded.model->kv_cache_bytes(positions), positions, c.n_layer, c.kv_heads(),
-               positions, d);
+               c.attention.str());
+    if (c.attention.is_linear()) {
+      fmt::print(stderr,
+                 "recurrent state: {} bytes, whatever the length (linear attention's running "
+                 "sums: {} layers x {} kv_heads x (d_head^2 + d_head) x 4 bytes, d_head {})\n",
+                 loaded.model->recurrent_state_bytes(), c.n_layer, c.kv_heads(), d);
+    } else {
+      fmt::print(stderr,
+                 "KV cache: {} bytes at {} positions (2 x {} layers x {} kv_heads x {} x d_head {} "
+                 "x 4 bytes)\n",
+                 loaded.model->kv_cache_bytes(positions), positions, c.n_layer, c.kv_heads(),
+                 positions, d);
+    }
   }
 }
 

@@ -39,6 +39,13 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
                                  bool training = false, Generator* gen = nullptr,
                                  const Hook& edit_weights = {});
 
+// Linear attention for T new positions continuing the running sums of a recurrent cache: q
+// (B,H,T,d), k and v (B,Hkv,T,d) -> (B,H,T,d); the positions among themselves weigh by the implied
+// weights, the earlier ones through the cache's (d,d) state, which the call then extends. O(T^2 d
+// + T d^2) for a prompt, O(d^2) per generated token, whatever the length before.
+Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                  KVCache& cache);
+
 // ValueError naming `op` for a pattern the position scheme cannot run with: linear attention
 // takes learned, sinusoidal or no positions (ALiBi biases softmax scores; RoPE inside phi has no
 // settled form).
@@ -102,6 +109,9 @@ class MultiHeadSelfAttention : public Module {
   std::shared_ptr<Dropout> resid_dropout;  // on the output; weights get theirs inside attention
 
  private:
+  Tensor forward_recurrent(Tensor q, Tensor k, Tensor v, KVCache& cache);
+  Tensor project_heads(const Tensor& y);  // (B,H,T,d) heads -> c_proj -> dropout (B,T,C)
+
   AttentionOptions options_;
   std::shared_ptr<Generator> noise_;
   bool keep_weights_ = false;

@@ -99,14 +99,19 @@ class GPT : public Module {
   // set_keep_attention_weights(true) before that forward (training leaves it off: memory).
   std::vector<Tensor> attention_weights() const;
   void set_keep_attention_weights(bool keep);
-  // One KVCache per layer: a ring of W + G slots for a sliding window, else one that grows.
+  // One KVCache per layer: a ring of W + G slots for a sliding window, linear attention's
+  // running sums for linear attention, else one that grows.
   std::vector<KVCache> make_cache() const;
   // Whether generation may run past the context with one cache, in constant memory: a sliding
-  // window with positions that need no table (RoPE, ALiBi, none). Other models restart their
-  // cache from the last half context when the context fills.
+  // window with positions that need no table (RoPE, ALiBi, none), linear attention with no
+  // positions. Other models restart their cache from the last half context when it fills.
   bool generates_past_context() const;
-  // Positions the cache holds after `positions` of text: the ring's slots, or up to the context.
+  // Key/value positions the cache holds after `positions` of text: the ring's slots, up to the
+  // context, or none (linear attention keeps recurrent_state_bytes instead).
   int64_t kv_cache_positions(int64_t positions) const;
+  // Bytes of linear attention's f32 running sums, layers x kv_heads x (d^2 + d) x 4 (0 for
+  // softmax attention).
+  int64_t recurrent_state_bytes() const;
   // Bytes of f32 keys and values the cache holds at `length` positions, batch 1:
   // 2 x layers x kv_heads x length x head width x 4.
   int64_t kv_cache_bytes(int64_t length) const;

@@ -10,13 +10,16 @@ namespace tinygpt::nn {
 // By default every position stays and the cache grows with the text. A ring cache (ring > 0
 // slots) keeps the first `globals` positions and the newest ring - globals, each new position
 // overwriting the oldest of those: a sliding window of W keys with G global tokens needs
-// W + G slots however long the text (GPT::make_cache sizes it so).
+// W + G slots however long the text. A recurrent cache keeps no keys at all but linear
+// attention's running sums, (d,d) + d per key/value head. GPT::make_cache picks the kind.
 struct KVCache {
   Tensor k, v;          // (B,Hkv,slots,d): kv_heads heads, RoPE applied; undefined at first
   int64_t seen = 0;     // positions processed: the absolute position of the next one
   int64_t ring = 0;     // slots of a ring cache; 0 for one that grows
   int64_t globals = 0;  // leading positions a ring cache never overwrites
   std::vector<int64_t> slot_positions;  // a ring cache's position per slot, -1 while empty
+  bool recurrent = false;  // linear attention's state in s and z instead of k and v
+  Tensor s, z;  // (B,Hkv,d,d) sum phi(k_j) v_j^T and (B,Hkv,d,1) sum phi(k_j); undefined at first
 
   int64_t length() const { return k.defined() ? k.size(2) : 0; }  // slots held
 
