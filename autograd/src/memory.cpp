@@ -2,6 +2,7 @@
 // statistics it keeps (tinygpt/autograd/memory.hpp).
 #include "caching_allocator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -50,7 +51,12 @@ void* hand_out(void* p, std::size_t bytes, std::size_t size) {
 }
 
 constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads like
-// Past this many cached bytes, freed buffers go back to the system instead.
+// The cache holds at most twice the peak bytes in use (at least 256 MiB, at most 4 GiB). A loop
+// that repeats its shapes never reaches that: everything it frees, it held at once. A loop whose
+// shapes keep changing, as generation's growing key/value cache does one position at a time,
+// would otherwise fill the cache with blocks no request fits again (quadratic memory: 2 GB
+// after 1,000 tokens at context 16k); past the bound the stale blocks go back to the system.
+constexpr int64_t kMinCachedBytes = int64_t{256} << 20;
 constexpr int64_t kMaxCachedBytes = int64_t{4} << 30;
 
 struct Cache {
@@ -66,6 +72,18 @@ Cache& cache() {
 
 std::size_t rounded(std::size_t bytes) {
   return (std::max<std::size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+}
+
+// Returns every cached block to the system; the caller holds the mutex.
+void release_cached(Cache& c) {
+  for (auto& [size, blocks] : c.free_blocks) {
+    for (void* p : blocks) {
+      unpoison(p, size);
+      std::free(p);
+    }
+  }
+  c.free_blocks.clear();
+  c.stats.bytes_cached = 0;
 }
 
 }  // namespace
@@ -99,7 +117,10 @@ void cached_deallocate(void* p, std::size_t bytes) noexcept {
   std::lock_guard<std::mutex> lock(c.mutex);
   c.stats.bytes_in_use -= static_cast<int64_t>(size);
   unpoison(p, size);  // the system allocator may touch any of it
-  if (c.stats.bytes_cached + static_cast<int64_t>(size) > kMaxCachedBytes) {
+  const int64_t bound =
+      std::min(kMaxCachedBytes, std::max(kMinCachedBytes, 2 * c.stats.peak_bytes_in_use));
+  if (c.stats.bytes_cached + static_cast<int64_t>(size) > bound) release_cached(c);
+  if (static_cast<int64_t>(size) > bound) {
     std::free(p);
     return;
   }
@@ -131,14 +152,7 @@ void reset_peak_memory() {
 void empty_cache() {
   auto& c = detail::cache();
   std::lock_guard<std::mutex> lock(c.mutex);
-  for (auto& [size, blocks] : c.free_blocks) {
-    for (void* p : blocks) {
-      detail::unpoison(p, size);
-      std::free(p);
-    }
-  }
-  c.free_blocks.clear();
-  c.stats.bytes_cached = 0;
+  detail::release_cached(c);
 }
 
 }  // namespace tinygpt

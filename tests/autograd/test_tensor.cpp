@@ -292,3 +292,18 @@ TEST_CASE("memory_stats shows cache hits when the same shapes are allocated agai
   reset_peak_memory();
   REQUIRE(memory_stats().peak_bytes_in_use == memory_stats().bytes_in_use);
 }
+
+TEST_CASE("shapes that never repeat keep the cache bounded, not every freed block",
+          "[tensor]") {
+  // As generation's growing key/value cache does: each step frees a block one size larger than
+  // the last. 600 blocks from 1 to 3 MB would cache ~1.2 GB if every one stayed.
+  empty_cache();
+  reset_peak_memory();
+  for (int64_t i = 0; i < 600; ++i) {
+    const Tensor t = Tensor::empty({(int64_t{1} << 20) / 8 + i * 512, 8}, DType::f32);  // ~4 MB
+  }
+  const MemoryStats stats = memory_stats();
+  INFO("cached bytes " << stats.bytes_cached << ", peak in use " << stats.peak_bytes_in_use);
+  REQUIRE(stats.bytes_cached <= std::max<int64_t>(int64_t{256} << 20, 2 * stats.peak_bytes_in_use));
+  empty_cache();
+}

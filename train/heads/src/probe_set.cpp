@@ -11,6 +11,10 @@ namespace {
 
 constexpr int64_t kProbeWindows = 16;
 constexpr int64_t kPictureTokens = 64;
+// The head scores keep every layer's (probes, H, T, T) weights: a window of a long context would
+// take gigabytes (16 x 4 heads x 16384^2 floats a layer), so a probe is the window's first 512
+// characters at most, plenty for the roles' statistics.
+constexpr int64_t kProbeTokens = 512;
 
 // Random sequences for induction are drawn from the letters and digits of the vocabulary (the
 // characters random spans are made of in ordinary text), or all of it if it has few.
@@ -51,7 +55,8 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokeni
   for (int64_t w = 0; w < windows && static_cast<int64_t>(set.probes.texts.size()) < kProbeWindows;
        w += stride) {
     const Tensor inputs = dataset.window_batch(split, w, 1).inputs;  // (1,T)
-    set.probes.texts.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + inputs.numel());
+    const int64_t length = std::min(inputs.numel(), kProbeTokens);
+    set.probes.texts.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + length);
   }
   set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
                                                 : set.probes.texts[0];
