@@ -37,11 +37,12 @@ AttentionResult weigh_values(Tensor weights, const Tensor& v, double dropout_p, 
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask, double dropout_p, bool training,
                                              Generator* gen, bool alibi, const Hook& edit_weights,
-                                             const std::vector<int64_t>& key_positions) {
+                                             const std::vector<int64_t>& key_positions,
+                                             int64_t first_query) {
   check_qkv(q, k, v, "scaled_dot_product_attention");
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
-  if (alibi) scores = alibi_bias(scores, key_positions);
+  if (alibi) scores = alibi_bias(scores, key_positions, first_query);
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
@@ -107,19 +108,16 @@ Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk) {
   }
   std::vector<int64_t> positions(static_cast<size_t>(tk));
   for (int64_t j = 0; j < tk; ++j) positions[static_cast<size_t>(j)] = j;
-  return pattern_mask(pattern, tq, positions);
+  return pattern_mask(pattern, tk - tq, tq, positions);
 }
 
-Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq,
+Tensor pattern_mask(const AttentionPattern& pattern, int64_t first_query, int64_t tq,
                     const std::vector<int64_t>& key_positions) {
   const auto tk = static_cast<int64_t>(key_positions.size());
-  if (tq > tk) {
-    throw ShapeError(fmt::format("pattern_mask: {} queries cannot be the last of {} keys", tq, tk));
-  }
   Tensor mask = Tensor::zeros({tq, tk});
   float* m = mask.data<float>();
   for (int64_t r = 0; r < tq; ++r) {
-    const int64_t i = key_positions[static_cast<size_t>(tk - tq + r)];  // the query's position
+    const int64_t i = first_query + r;  // the query's position
     for (int64_t c = 0; c < tk; ++c) {
       const int64_t j = key_positions[static_cast<size_t>(c)];
       m[r * tk + c] = j >= 0 && pattern.visible(i, j) ? 0.0f : 1.0f;
@@ -176,6 +174,10 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
                                  x.shape().str()));
   }
   const int64_t b = x.size(0), t = x.size(1);
+  if (!options_.causal && cache != nullptr) {
+    throw ValueError("MultiHeadSelfAttention: a KV cache continues causal attention; this "
+                     "attention is not causal");
+  }
   if (!lengths.empty() && cache != nullptr && (cache->ring > 0 || cache->recurrent)) {
     throw ValueError(fmt::format("MultiHeadSelfAttention: padding lengths need a cache that "
                                  "keeps every position, not a {} cache",
@@ -226,6 +228,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   Tensor v = heads(parts[2], kvh);
   if (cache != nullptr && cache->recurrent) return forward_recurrent(q, k, v, *cache);
   std::vector<int64_t> key_positions;  // empty: key j at position j
+  const int64_t first_query = cache != nullptr ? cache->seen : 0;
   if (cache != nullptr) {
     KVCache::Attended kept = cache->extend(k, v);  // (B,Hkv,Tk,d)
     k = kept.k;
@@ -242,8 +245,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   const int64_t tk = k.size(2);
   Tensor mask;
   if (options_.causal) {
-    mask = key_positions.empty() ? pattern_mask(options_.pattern, t, tk)
-                                 : pattern_mask(options_.pattern, t, key_positions);  // (T,Tk)
+    mask = key_positions.empty()
+               ? pattern_mask(options_.pattern, t, tk)
+               : pattern_mask(options_.pattern, first_query, t, key_positions);  // (T,Tk)
   }
   if (!lengths.empty()) {
     const Tensor pad = padding_mask(lengths, tk);  // (B,1,1,Tk)
@@ -257,7 +261,8 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
       options_.pattern.is_linear()
           ? linear_attention(q, k, v, mask, options_.dropout, is_training(), noise_.get(), edit_pattern)
           : scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
-                                         noise_.get(), alibi, edit_pattern, key_positions);
+                                         noise_.get(), alibi, edit_pattern, key_positions,
+                                         first_query);
   last_weights_ = weights.detach();
   if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   return project_heads(y);

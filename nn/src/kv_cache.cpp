@@ -4,6 +4,7 @@
 
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::nn {
 namespace {
@@ -24,14 +25,17 @@ void copy_position(const Tensor& src, int64_t from, Tensor& dst, int64_t to) {
 KVCache::Attended KVCache::extend(const Tensor& k_new, const Tensor& v_new) {
   const int64_t t = k_new.size(2);
   Attended out;
-  if (ring == 0) {
-    out.k = k.defined() ? concat({k, k_new}, 2) : k_new;  // (B,Hkv,T_past+T,d)
-    out.v = v.defined() ? concat({v, v_new}, 2) : v_new;
+  if (ring == 0 && grad_enabled()) {
+    // A graph may hold what attention reads: a fresh tensor every step.
+    const auto filled = [&](const Tensor& x) { return x.size(2) == seen ? x : narrow(x, 2, 0, seen); };
+    out.k = seen > 0 ? concat({filled(k), k_new}, 2) : k_new;  // (B,Hkv,T_past+T,d)
+    out.v = seen > 0 ? concat({filled(v), v_new}, 2) : v_new;
     k = out.k.detach();
     v = out.v.detach();
     seen += t;
     return out;
   }
+  if (ring == 0) return extend_in_place(k_new, v_new);
   if (!k.defined()) {
     k = Tensor::zeros({k_new.size(0), k_new.size(1), ring, k_new.size(3)}, k_new.dtype());
     v = Tensor::zeros(k.shape(), k_new.dtype());
@@ -53,6 +57,33 @@ KVCache::Attended KVCache::extend(const Tensor& k_new, const Tensor& v_new) {
     slot_positions[static_cast<size_t>(slot)] = p;
   }
   seen += t;
+  return out;
+}
+
+// Decoding without gradients: the positions go into buffers that double when full, and
+// attention reads the buffers whole, the slots past the last position hidden. A step copies
+// only its own keys and values, not the whole cache (64 MB a step at 16k positions of the small
+// model), and its tensors keep their sizes from one doubling to the next.
+KVCache::Attended KVCache::extend_in_place(const Tensor& k_new, const Tensor& v_new) {
+  const int64_t t = k_new.size(2), need = seen + t;
+  if (!k.defined() || k.size(2) < need) {
+    const int64_t capacity = std::max(need, k.defined() ? 2 * k.size(2) : int64_t{64});
+    Tensor k_grown = Tensor::zeros({k_new.size(0), k_new.size(1), capacity, k_new.size(3)}, k_new.dtype());
+    Tensor v_grown = Tensor::zeros(k_grown.shape(), k_new.dtype());
+    for (int64_t p = 0; p < seen; ++p) {
+      copy_position(k, p, k_grown, p);
+      copy_position(v, p, v_grown, p);
+    }
+    k = k_grown;
+    v = v_grown;
+  }
+  for (int64_t r = 0; r < t; ++r) {
+    copy_position(k_new, r, k, seen + r);
+    copy_position(v_new, r, v, seen + r);
+  }
+  seen = need;
+  Attended out{k, v, std::vector<int64_t>(static_cast<size_t>(k.size(2)), -1)};
+  for (int64_t p = 0; p < seen; ++p) out.positions[static_cast<size_t>(p)] = p;
   return out;
 }
 

@@ -30,7 +30,8 @@ std::vector<double> alibi_slopes(int64_t n_heads) {
   return slopes;
 }
 
-Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions) {
+Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions,
+                  int64_t first_query) {
   if (scores.ndim() != 4 || scores.size(2) > scores.size(3)) {
     throw ShapeError(fmt::format("alibi_bias: expects scores (B,H,Tq,Tk) with Tq <= Tk, got {}",
                                  scores.shape().str()));
@@ -53,7 +54,7 @@ Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_position
         const T m = static_cast<T>(slopes[static_cast<size_t>(bh % h)]);
         for (int64_t i = 0; i < tq; ++i) {
           T* row = s + (bh * tq + i) * tk;
-          const int64_t pos = position(tk - tq + i);  // the queries are the last Tq of the keys
+          const int64_t pos = key_positions.empty() ? tk - tq + i : first_query + i;
           for (int64_t j = 0; j < tk; ++j) row[j] += m * static_cast<T>(position(j) - pos);
         }
       }

@@ -128,10 +128,11 @@ Tensor rotary_embedding(const Tensor& x, int64_t head_dim, int64_t rotated, int6
 // slope of twice that power.
 std::vector<double> alibi_slopes(int64_t n_heads);
 // scores (B,H,Tq,Tk) + ALiBi's bias -m_h (i - j) for query position i and key position j, the
-// queries being the last Tq of the Tk keys (as with a KV cache). Key k sits at position k, or at
-// key_positions[k] when given (Tk of them: a ring-buffer cache's slots, whose order is not
-// their positions'). The gradient passes through.
-Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions = {});
+// queries being the last Tq of the Tk keys (as with a KV cache). Or, given key_positions (Tk of
+// them: a cache's slots, whose order need not be their positions'), key k sits at
+// key_positions[k] and query q at first_query + q. The gradient passes through.
+Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions = {},
+                  int64_t first_query = 0);
 
 // ---- Lookup, loss, normalisation, dropout (ops/<name>.cpp: one file each) ----
 // weight (V, C), ids (...) of dtype i64 -> (..., C). Backward scatter-adds into weight rows.

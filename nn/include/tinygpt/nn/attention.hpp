@@ -22,13 +22,14 @@ struct AttentionResult {
 // row with every key masked gets all-zero weights. Dropout on the weights needs `gen` when
 // training with dropout_p > 0. `alibi` adds ALiBi's bias to the scores (alibi_bias in ops.hpp).
 // `edit_weights` (optional) replaces the weights before dropout and the product with v (the
-// attn.pattern hook point); `weights` is then its result. `key_positions` (optional, Tk) places
-// the keys for ALiBi's distances, as alibi_bias takes them.
+// attn.pattern hook point); `weights` is then its result. `key_positions` (optional, Tk) and
+// `first_query` place keys and queries for ALiBi's distances, as alibi_bias takes them.
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask = {}, double dropout_p = 0.0,
                                              bool training = false, Generator* gen = nullptr,
                                              bool alibi = false, const Hook& edit_weights = {},
-                                             const std::vector<int64_t>& key_positions = {});
+                                             const std::vector<int64_t>& key_positions = {},
+                                             int64_t first_query = 0);
 
 // Linear attention's general path (Katharopoulos et al. 2020): weights phi(q_i).phi(k_j) /
 // sum_j' phi(q_i).phi(k_j') with phi = elu + 1, over the keys `mask` leaves (no 1/sqrt(d)), then
@@ -58,9 +59,9 @@ Tensor causal_mask(int64_t tq, int64_t tk);
 // The same for any pattern (tinygpt/autograd/attention_pattern.hpp): 1 where query i may not
 // see key j; causal_mask is the full pattern's.
 Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk);
-// The same for keys at the given positions (a ring cache's slots; negative: an empty slot,
-// always hidden), the queries at the positions of the last Tq keys.
-Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq,
+// The same for keys at the given positions (a cache's slots; negative: an empty slot, always
+// hidden) and queries at first_query, first_query + 1, ...
+Tensor pattern_mask(const AttentionPattern& pattern, int64_t first_query, int64_t tq,
                     const std::vector<int64_t>& key_positions);
 // (B,1,1,Tk) mask, 1 where key j >= lengths[b] (padding at the end of each sequence).
 Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk);

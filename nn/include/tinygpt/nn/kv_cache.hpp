@@ -13,7 +13,9 @@ namespace tinygpt::nn {
 // W + G slots however long the text. A recurrent cache keeps no keys at all but linear
 // attention's running sums, (d,d) + d per key/value head. GPT::make_cache picks the kind.
 struct KVCache {
-  Tensor k, v;          // (B,Hkv,slots,d): kv_heads heads, RoPE applied; undefined at first
+  // (B,Hkv,slots,d): kv_heads heads, RoPE applied; undefined at first. A growing cache's slots
+  // [0, seen) hold positions 0..seen-1; decoding without gradients leaves spare slots after them.
+  Tensor k, v;
   int64_t seen = 0;     // positions processed: the absolute position of the next one
   int64_t ring = 0;     // slots of a ring cache; 0 for one that grows
   int64_t globals = 0;  // leading positions a ring cache never overwrites
@@ -21,7 +23,7 @@ struct KVCache {
   bool recurrent = false;  // linear attention's state in s and z instead of k and v
   Tensor s, z;  // (B,Hkv,d,d) sum phi(k_j) v_j^T and (B,Hkv,d,1) sum phi(k_j); undefined at first
 
-  int64_t length() const { return k.defined() ? k.size(2) : 0; }  // slots held
+  int64_t length() const { return k.defined() ? k.size(2) : 0; }  // slots, spare ones included
 
   // What `t` new positions attend over: keys and values (B,Hkv,Tk,d) with the new ones last,
   // and for a ring cache each key's position (empty when key k sits at position k, the
@@ -31,6 +33,9 @@ struct KVCache {
     std::vector<int64_t> positions;
   };
   Attended extend(const Tensor& k_new, const Tensor& v_new);
+
+ private:
+  Attended extend_in_place(const Tensor& k_new, const Tensor& v_new);
 };
 
 }  // namespace tinygpt::nn
