@@ -49,7 +49,8 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
   NoGradGuard no_grad;
   model.eval();
   Generator gen(options.seed);
-  // A model that generates past its context keeps one cache (a ring) for the whole text.
+  // A model that generates past its context keeps one cache (a window's ring, linear attention's
+  // running sums) for the whole text.
   const bool unbounded = model.generates_past_context();
   std::vector<int64_t> window(prompt.end() - std::min<int64_t>(prompt.size(), block), prompt.end());
   std::vector<nn::KVCache> cache;

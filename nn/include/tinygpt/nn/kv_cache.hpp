@@ -23,7 +23,6 @@ struct KVCache {
   bool recurrent = false;  // linear attention's state in s and z instead of k and v
   Tensor s, z;  // (B,Hkv,d,d) sum phi(k_j) v_j^T and (B,Hkv,d,1) sum phi(k_j); undefined at first
 
-  int64_t length() const { return k.defined() ? k.size(2) : 0; }  // slots, spare ones included
 
   // What `t` new positions attend over: keys and values (B,Hkv,Tk,d) with the new ones last,
   // and for a ring cache each key's position (empty when key k sits at position k, the
