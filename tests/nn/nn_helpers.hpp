@@ -18,6 +18,12 @@ inline nn::GPTConfig tiny_config(int64_t layers = 2) {
   return c;
 }
 
+// Weights well above GPT-2's 0.02, so that every path carries a signal far above round-off.
+inline void scramble(nn::GPT& model, uint64_t seed, double std) {
+  Generator gen(seed);
+  for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), gen, p.dtype(), 0.0, std));
+}
+
 inline Tensor random_ids(const Shape& shape, int64_t vocab, uint64_t seed) {
   Generator gen(seed);
   std::vector<int64_t> ids(static_cast<size_t>(shape.numel()));

@@ -38,12 +38,6 @@ const std::vector<AttentionPattern> kPatterns = {AttentionPattern{},
                                                  AttentionPattern::sliding_window(3, 1),
                                                  AttentionPattern::strided_attention(3)};
 
-// Weights well above GPT-2's 0.02, so that every path carries a signal far above round-off.
-void scramble(nn::GPT& model, uint64_t seed, double std) {
-  Generator gen(seed);
-  for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), gen, p.dtype(), 0.0, std));
-}
-
 void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
   REQUIRE(got.size() == want.size());
   double worst = 0.0;

@@ -134,8 +134,7 @@ TEST_CASE("linear attention decodes from its recurrent state: exact, constant si
   nn::GPTConfig config = linear_config(PositionEmbedding::none);
   nn::GPT model(config, 8);
   model.to(DType::f64);
-  Generator init(4);
-  for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), init, DType::f64, 0.0, 0.4));
+  scramble(model, 4, 0.4);
   model.eval();
   REQUIRE(model.generates_past_context());
   std::vector<int64_t> ids(30);

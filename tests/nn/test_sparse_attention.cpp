@@ -173,8 +173,7 @@ TEST_CASE("a window model's ring cache decodes past its context in constant memo
     config.attention = AttentionPattern::sliding_window(5, 2);
     nn::GPT model(config, 6);
     model.to(DType::f64);
-    Generator init(7);
-    for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), init, DType::f64, 0.0, 0.4));
+    scramble(model, 7, 0.4);
     model.eval();
     REQUIRE(model.generates_past_context());
     std::vector<int64_t> ids(40);
