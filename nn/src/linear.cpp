@@ -6,26 +6,32 @@
 
 namespace tinygpt::nn {
 
-Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Generator& gen) {
+Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Generator& gen,
+               WeightLayout layout)
+    : layout_(layout) {
   if (in_features <= 0 || out_features <= 0) {
     throw ValueError(fmt::format("Linear: sizes must be positive, got in={} out={}", in_features,
                                  out_features));
   }
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
   weight = register_parameter(
-      "weight", Tensor::uniform({in_features, out_features}, gen, -bound, bound));
+      "weight", layout == WeightLayout::in_out
+                    ? Tensor::uniform({in_features, out_features}, gen, -bound, bound)
+                    : Tensor::uniform({out_features, in_features}, gen, -bound, bound));
   if (with_bias) {
     bias = register_parameter("bias", Tensor::uniform({out_features}, gen, -bound, bound));
   }
 }
 
 Tensor Linear::forward(const Tensor& x) const {
-  if (x.ndim() < 1 || x.size(-1) != weight.size(0)) {
+  if (x.ndim() < 1 || x.size(-1) != in_features()) {
     throw ShapeError(fmt::format("Linear: input {} does not end in in_features={} (weight {})",
-                                 x.shape().str(), weight.size(0), weight.shape().str()));
+                                 x.shape().str(), in_features(), weight.shape().str()));
   }
-  if (x.ndim() == 1) return reshape(linear(reshape(x, {1, -1}), weight, bias), {-1});
-  return linear(x, weight, bias);
+  if (x.ndim() == 1) return reshape(forward(reshape(x, {1, -1})), {-1});
+  if (layout_ == WeightLayout::in_out) return linear(x, weight, bias);
+  const Tensor y = matmul(x, weight, false, true);  // (..., in) @ (out, in)^T
+  return bias.defined() ? y + bias : y;
 }
 
 }  // namespace tinygpt::nn

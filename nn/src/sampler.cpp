@@ -9,11 +9,18 @@
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::nn {
-namespace {
 
-// Draws the next id from the logits of one position (V floats).
-int64_t sample_next(const float* logits, int64_t vocab, const SampleOptions& options,
-                    Generator& gen) {
+int64_t sample_next(const Tensor& logits_btv, const SampleOptions& options, Generator& gen,
+                    int64_t output_index) {
+  const int64_t vocab = logits_btv.size(-1);
+  const Tensor f32 = logits_btv.dtype() == DType::f32 ? logits_btv : logits_btv.to(DType::f32);
+  const float* logits = f32.data<float>() + f32.numel() - vocab;  // the last position's
+  // Text drawn from NaN or infinite logits would be garbage that looks like output.
+  if (!std::all_of(logits, logits + vocab, [](float v) { return std::isfinite(v); })) {
+    throw ValueError(fmt::format("generate: the logits for output token {} are not finite: the "
+                                 "model's computation overflows float32 or meets NaN",
+                                 output_index));
+  }
   if (options.temperature <= 0.0) return std::max_element(logits, logits + vocab) - logits;
   std::vector<double> scaled(logits, logits + vocab);
   double cutoff = -INFINITY;
@@ -37,15 +44,13 @@ int64_t sample_next(const float* logits, int64_t vocab, const SampleOptions& opt
   return vocab - 1;  // rounding left u just above 0
 }
 
-}  // namespace
-
 std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt,
                               const SampleOptions& options,
                               const std::function<void(int64_t)>& on_token) {
   if (prompt.empty()) throw ValueError("generate: the prompt needs at least one token");
   if (options.tokens < 0) throw ValueError("generate: tokens must be >= 0");
   if (options.temperature < 0.0) throw ValueError("generate: temperature must be >= 0");
-  const int64_t block = model.config().block_size, vocab = model.config().vocab_size;
+  const int64_t block = model.config().block_size;
   NoGradGuard no_grad;
   model.eval();
   Generator gen(options.seed);
@@ -70,15 +75,7 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
     if (options.use_cache && cache.empty()) cache = model.make_cache();
     const Tensor out_logits = model.forward(Tensor::from_ids(feed, {1, static_cast<int64_t>(feed.size())}),
                                         {}, options.use_cache ? &cache : nullptr);  // (1,T,V)
-    const Tensor logits = out_logits.dtype() == DType::f32 ? out_logits : out_logits.to(DType::f32);
-    const float* last = logits.data<float>() + (static_cast<int64_t>(feed.size()) - 1) * vocab;
-    // Text drawn from NaN or infinite logits would be garbage that looks like output.
-    if (!std::all_of(last, last + vocab, [](float v) { return std::isfinite(v); })) {
-      throw ValueError(fmt::format("generate: the logits for output token {} are not finite: the "
-                                   "model's computation overflows float32 or meets NaN",
-                                   out.size()));
-    }
-    const int64_t next = sample_next(last, vocab, options, gen);
+    const int64_t next = sample_next(out_logits, options, gen, static_cast<int64_t>(out.size()));
     window.push_back(next);
     if (out.empty() && next == options.skip_leading && skipped < block) {
       ++skipped;

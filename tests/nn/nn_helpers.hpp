@@ -19,7 +19,7 @@ inline nn::GPTConfig tiny_config(int64_t layers = 2) {
 }
 
 // Weights well above GPT-2's 0.02, so that every path carries a signal far above round-off.
-inline void scramble(nn::GPT& model, uint64_t seed, double std) {
+inline void scramble(nn::Module& model, uint64_t seed, double std) {
   Generator gen(seed);
   for (Tensor p : model.parameters()) p.copy_(Tensor::randn(p.shape(), gen, p.dtype(), 0.0, std));
 }

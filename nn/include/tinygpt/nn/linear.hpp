@@ -4,18 +4,26 @@
 
 namespace tinygpt::nn {
 
-// y = x @ weight + bias over the last axis of x.
-//
-// weight is stored (in, out), as GPT-2's Conv1D stores it, so checkpoints use Hugging Face's
-// GPT-2 shapes unchanged, and x (B,T,in) @ weight (in,out) is one BLAS call with no transpose.
+// How a Linear stores its weight: (in, out) as GPT-2's Conv1D, so GPT checkpoints keep Hugging
+// Face's GPT-2 shapes; or (out, in) as torch.nn.Linear, which the BART-style encoder-decoder's
+// checkpoints use. The product is one BLAS call either way (the transpose is a BLAS flag).
+enum class WeightLayout { in_out, out_in };
+
+// y = x @ W + bias over the last axis of x, W being weight or its transpose (the layout).
 // Initialised as PyTorch does: uniform in +-1/sqrt(in).
 class Linear : public Module {
  public:
-  Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen);
+  Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen,
+         WeightLayout layout = WeightLayout::in_out);
   Tensor forward(const Tensor& x) const;
+  int64_t in_features() const { return weight.size(layout_ == WeightLayout::in_out ? 0 : 1); }
+  WeightLayout layout() const { return layout_; }
 
-  Tensor weight;  // (in, out)
+  Tensor weight;  // (in, out), or (out, in) for WeightLayout::out_in
   Tensor bias;    // (out), undefined without bias
+
+ private:
+  WeightLayout layout_;
 };
 
 }  // namespace tinygpt::nn

@@ -19,6 +19,12 @@ struct SampleOptions {
   int64_t skip_leading = -1;
 };
 
+// The next id drawn from the last position's logits of `logits` (..., V) as `options` say: the
+// largest at temperature 0, else from softmax(logits / temperature) over the top_k largest.
+// ValueError naming `output_index` (the token being drawn) when a logit is not finite.
+int64_t sample_next(const Tensor& logits, const SampleOptions& options, Generator& gen,
+                    int64_t output_index);
+
 // Continues `prompt` (non-empty token ids) and returns the new ids. With the key/value cache,
 // each step runs the model on one new position. The window the model sees is the prompt plus
 // what was generated; when it reaches the context length it restarts from its last half, or

@@ -1,0 +1,111 @@
+#include "tinygpt/nn/multi_head_attention.hpp"
+
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/nn/attention.hpp"
+
+namespace tinygpt::nn {
+
+MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Generator& init,
+                                       std::shared_ptr<Generator> noise)
+    : options_(options), noise_(std::move(noise)) {
+  const int64_t c = options.d_model, h = options.n_heads;
+  if (c <= 0 || h <= 0 || c % h != 0) {
+    throw ValueError(fmt::format(
+        "MultiHeadAttention: d_model {} must be a positive multiple of n_heads {}", c, h));
+  }
+  if (options.n_kv_heads < 0 || h % options.kv_heads() != 0) {
+    throw ValueError(fmt::format("MultiHeadAttention: n_kv_heads {} does not divide n_heads {}",
+                                 options.n_kv_heads, h));
+  }
+  if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
+    throw ValueError(fmt::format("MultiHeadAttention: dropout {} is outside [0, 1)", options.dropout));
+  }
+  const int64_t kv = options.kv_heads() * (c / h);
+  const auto make = [&](const char* name, int64_t out) {
+    return register_module(name, std::make_shared<Linear>(c, out, options.bias, init, WeightLayout::out_in));
+  };
+  q_proj = make("q_proj", c);
+  k_proj = make("k_proj", kv);
+  v_proj = make("v_proj", kv);
+  out_proj = make("out_proj", c);
+}
+
+void MultiHeadAttention::set_head_mask(std::vector<double> mask) {
+  if (!mask.empty() && static_cast<int64_t>(mask.size()) != options_.n_heads) {
+    throw ShapeError(fmt::format("MultiHeadAttention::set_head_mask: {} values for {} heads",
+                                 mask.size(), options_.n_heads));
+  }
+  head_mask_ = std::move(mask);
+}
+
+Tensor MultiHeadAttention::split_heads(const Tensor& x, int64_t n) const {
+  const int64_t d = options_.d_model / options_.n_heads;
+  return permute(reshape(x, {x.size(0), x.size(1), n, d}), {0, 2, 1, 3});
+}
+
+Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, const Attend& how) {
+  const int64_t c = options_.d_model, h = options_.n_heads, kvh = options_.kv_heads();
+  const bool reuse_memory = how.cache != nullptr && !how.causal && how.cache->k.defined();
+  const bool shapes_ok = query.ndim() == 3 && query.size(2) == c &&
+                         (reuse_memory || (memory.ndim() == 3 && memory.size(2) == c &&
+                                           memory.size(0) == query.size(0)));
+  if (!shapes_ok) {
+    throw ShapeError(fmt::format("MultiHeadAttention: expects query (B,Tq,{0}) and memory "
+                                 "(B,Tk,{0}); got query {1}, memory {2}", c, query.shape().str(),
+                                 memory.defined() ? memory.shape().str() : "none"));
+  }
+  const int64_t b = query.size(0), tq = query.size(1);
+  if (how.causal && how.cache == nullptr && memory.size(1) != tq) {
+    throw ShapeError(fmt::format("MultiHeadAttention: causal attention is self-attention; query "
+                                 "{} and memory {} differ in length", query.shape().str(),
+                                 memory.shape().str()));
+  }
+  if (!how.memory_lengths.empty() && static_cast<int64_t>(how.memory_lengths.size()) != b) {
+    throw ShapeError(fmt::format("MultiHeadAttention: {} memory lengths for a batch of {}",
+                                 how.memory_lengths.size(), b));
+  }
+  if (how.cache != nullptr && (how.cache->ring > 0 || how.cache->recurrent)) {
+    throw ValueError("MultiHeadAttention: takes a cache that keeps every position");
+  }
+  const Tensor q = split_heads(q_proj->forward(query), h);  // (B,H,Tq,d)
+  Tensor k, v;                                              // (B,Hkv,Tk,d)
+  std::vector<int64_t> key_positions;
+  int64_t first_query = 0;
+  if (reuse_memory) {
+    k = how.cache->k;
+    v = how.cache->v;
+  } else {
+    k = split_heads(k_proj->forward(memory), kvh);
+    v = split_heads(v_proj->forward(memory), kvh);
+    if (how.cache != nullptr && how.causal) {
+      first_query = how.cache->seen;
+      KVCache::Attended kept = how.cache->extend(k, v);
+      k = kept.k;
+      v = kept.v;
+      key_positions = std::move(kept.positions);
+    } else if (how.cache != nullptr) {
+      how.cache->k = k.detach();
+      how.cache->v = v.detach();
+      how.cache->seen = k.size(2);
+    }
+  }
+  const int64_t tk = k.size(2);
+  Tensor mask;
+  if (how.causal) {
+    mask = key_positions.empty() ? causal_mask(tq, tk)
+                                 : pattern_mask(AttentionPattern{}, first_query, tq, key_positions);
+  }
+  if (!how.memory_lengths.empty()) {
+    const Tensor pad = padding_mask(how.memory_lengths, tk);  // (B,1,1,Tk)
+    mask = mask.defined() ? mask + pad : pad;
+  }
+  auto [y, weights] = scaled_dot_product_attention(
+      q, repeat_heads(k, h / kvh), repeat_heads(v, h / kvh), mask, options_.dropout,
+      is_training(), noise_.get());  // (B,H,Tq,d), (B,H,Tq,Tk)
+  last_weights_ = keep_weights_ ? weights.detach() : Tensor();
+  if (!head_mask_.empty()) y = y * Tensor::from(head_mask_, {1, h, 1, 1}, y.dtype());
+  // (B,H,Tq,d) -> (B,Tq,H,d) -> (B,Tq,C)
+  return out_proj->forward(reshape(permute(y, {0, 2, 1, 3}), {b, tq, c}));
+}
+
+}  // namespace tinygpt::nn
