@@ -2,7 +2,10 @@
 
 #include <filesystem>
 
+#include <fmt/format.h>
+
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/pairs.hpp"
 #include "tinygpt/data/text_file.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 
@@ -14,13 +17,17 @@ namespace fs = std::filesystem;
 constexpr uint64_t kToySeed = 0;
 constexpr int64_t kToyChars = 4'000'000;
 
+bool is_builtin_source(const std::string& source) {
+  return source == kToyCorpus || is_pair_task(source);
+}
+
 std::string absolute_source(const std::string& source) {
-  if (source == kToyCorpus) return source;
+  if (is_builtin_source(source)) return source;
   return fs::absolute(source).lexically_normal().string();
 }
 
 bool same_source(const std::string& a, const std::string& b) {
-  if (a == kToyCorpus || b == kToyCorpus) return a == b;
+  if (is_builtin_source(a) || is_builtin_source(b)) return a == b;
   std::error_code ec_a, ec_b;
   const fs::path path_a = fs::weakly_canonical(a, ec_a), path_b = fs::weakly_canonical(b, ec_b);
   if (ec_a || ec_b) return absolute_source(a) == absolute_source(b);
@@ -29,6 +36,11 @@ bool same_source(const std::string& a, const std::string& b) {
 
 std::string load_text(const std::string& source) {
   if (source == kToyCorpus) return generate_toy_corpus(kToySeed, kToyChars);
+  if (is_pair_task(source)) return generate_pair_task(source, kToySeed, kPairTaskSize);
+  if (source.rfind("builtin:", 0) == 0 && !std::filesystem::exists(source)) {
+    throw ValueError(fmt::format("unknown built-in data {} (expected {}, {}, {} or {})", source,
+                                 kToyCorpus, kReverseTask, kSortTask, kDatesTask));
+  }
   return read_text_file(source);
 }
 

@@ -11,15 +11,26 @@
 
 namespace tinygpt::data {
 
-CharTokenizer::CharTokenizer(std::vector<char32_t> vocab) : vocab_(std::move(vocab)) {
+CharTokenizer::CharTokenizer(std::vector<char32_t> vocab, std::vector<std::string> specials)
+    : vocab_(std::move(vocab)), specials_(std::move(specials)) {
   if (vocab_.empty()) throw ValueError("CharTokenizer: the vocabulary is empty");
-  tokens_.reserve(vocab_.size());
+  tokens_.reserve(specials_.size() + vocab_.size());
+  for (size_t i = 0; i < specials_.size(); ++i) {
+    const std::string& special = specials_[i];
+    if (decode_utf8(special).size() < 2 ||
+        std::find(specials_.begin(), specials_.begin() + static_cast<long>(i), special) != specials_.begin() + static_cast<long>(i)) {
+      throw ValueError(fmt::format("CharTokenizer: special token {} \"{}\" must be new and longer "
+                                   "than one character", i, excerpt(special)));
+    }
+    tokens_.push_back(special);
+  }
+  const auto first = static_cast<int64_t>(specials_.size());
   for (size_t id = 0; id < vocab_.size(); ++id) {
     const char32_t cp = vocab_[id];
-    const auto [it, inserted] = ids_.emplace(cp, static_cast<int64_t>(id));
+    const auto [it, inserted] = ids_.emplace(cp, first + static_cast<int64_t>(id));
     if (!inserted) {
       throw ValueError(fmt::format("CharTokenizer: vocab[{}] {} duplicates vocab[{}]", id,
-                                   describe_code_point(cp), it->second));
+                                   describe_code_point(cp), it->second - first));
     }
     std::string utf8;
     append_utf8(utf8, cp);
@@ -27,11 +38,16 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> vocab) : vocab_(std::move(voc
   }
 }
 
-CharTokenizer CharTokenizer::fit(std::string_view text) {
+CharTokenizer CharTokenizer::fit(std::string_view text, std::vector<std::string> specials) {
   const std::u32string code_points = decode_utf8(text);
   if (code_points.empty()) throw ValueError("CharTokenizer::fit: the text is empty");
   const std::set<char32_t> distinct(code_points.begin(), code_points.end());
-  return CharTokenizer(std::vector<char32_t>(distinct.begin(), distinct.end()));
+  return CharTokenizer(std::vector<char32_t>(distinct.begin(), distinct.end()), std::move(specials));
+}
+
+int64_t CharTokenizer::id_of(char32_t c) const {
+  const auto it = ids_.find(c);
+  return it == ids_.end() ? -1 : it->second;
 }
 
 std::vector<int64_t> CharTokenizer::encode(std::string_view text) const {
@@ -123,7 +139,31 @@ std::vector<char32_t> legacy_vocab(const json& root) {
 // (normalizer, pre-tokenizer, post-processor, added tokens, unknown token, byte fallback,
 // subword prefixes). Anything else is refused by the key at fault: it would not encode as
 // tinygpt does.
-std::vector<char32_t> hugging_face_vocab(const json& root) {
+// The special tokens of a tokenizer.json: its "added_tokens", each special, with ids 0, 1, ...
+// in order, matched as written (no stripping or normalisation).
+std::vector<std::string> hugging_face_specials(const json& root) {
+  const auto added = root.find("added_tokens");
+  if (added == root.end()) return {};
+  if (!added->is_array()) throw from_json_error("added_tokens must be a list");
+  std::vector<std::string> specials;
+  for (size_t i = 0; i < added->size(); ++i) {
+    const json& token = (*added)[i];
+    const bool ok = token.is_object() && token.value("id", json()) == json(i) &&
+                    token.value("content", json()).is_string() && token.value("special", false) &&
+                    !token.value("lstrip", false) && !token.value("rstrip", false) &&
+                    !token.value("single_word", false) && !token.value("normalized", false);
+    if (!ok) {
+      throw from_json_error(fmt::format(
+          "added_tokens is {}; a character-level tokenizer takes only special tokens with ids "
+          "0, 1, ... in order, not stripped, normalised or single-word (entry {} is not)",
+          added->dump().substr(0, 80), i));
+    }
+    specials.push_back(token["content"].get<std::string>());
+  }
+  return specials;
+}
+
+std::vector<char32_t> hugging_face_vocab(const json& root, const std::vector<std::string>& specials) {
   const auto require = [&](const json& object, const char* key, const json& expected,
                            const std::string& where) {
     const auto it = object.find(key);
@@ -136,7 +176,6 @@ std::vector<char32_t> hugging_face_vocab(const json& root) {
   for (const char* key : {"normalizer", "pre_tokenizer", "post_processor", "truncation", "padding"}) {
     require(root, key, nullptr, "");
   }
-  require(root, "added_tokens", json::array(), "");
   const json& model = root["model"];
   if (!model.is_object() || model.value("type", "") != "BPE") {
     throw from_json_error(fmt::format("model must be {{\"type\": \"BPE\", ...}} with no merges, got {}",
@@ -151,17 +190,30 @@ std::vector<char32_t> hugging_face_vocab(const json& root) {
   if (vocab == model.end() || !vocab->is_object() || vocab->empty()) {
     throw from_json_error("model.vocab must be a non-empty object {character: id}");
   }
-  std::vector<char32_t> by_id(vocab->size(), 0);
+  const size_t first = specials.size();
+  if (vocab->size() <= first) {
+    throw from_json_error(fmt::format("model.vocab holds {} entries, no character after the {} "
+                                      "special tokens", vocab->size(), first));
+  }
+  std::vector<char32_t> by_id(vocab->size() - first, 0);
   std::vector<bool> seen(vocab->size(), false);
   for (const auto& item : vocab->items()) {
     const std::string where = fmt::format("model.vocab key {}", excerpt(json(item.key()).dump()));
     const json& id = item.value();
-    if (!id.is_number_unsigned() || id.get<uint64_t>() >= by_id.size() || seen[id.get<size_t>()]) {
+    if (!id.is_number_unsigned() || id.get<uint64_t>() >= seen.size() || seen[id.get<size_t>()]) {
       throw from_json_error(fmt::format("{}: id {} is not one of 0..{} used once", where,
-                                        id.dump(), by_id.size() - 1));
+                                        id.dump(), seen.size() - 1));
     }
-    by_id[id.get<size_t>()] = single_character(item.key(), where);
-    seen[id.get<size_t>()] = true;
+    const auto n = id.get<size_t>();
+    seen[n] = true;
+    if (n < first) {
+      if (item.key() != specials[n]) {
+        throw from_json_error(fmt::format("{}: id {} is added_tokens[{}] \"{}\"", where, n, n,
+                                          excerpt(specials[n])));
+      }
+      continue;
+    }
+    by_id[n - first] = single_character(item.key(), where);
   }
   return by_id;
 }
@@ -171,11 +223,16 @@ std::vector<char32_t> hugging_face_vocab(const json& root) {
 std::string CharTokenizer::to_json() const {
   ordered_json vocab = ordered_json::object();
   for (size_t id = 0; id < tokens_.size(); ++id) vocab[tokens_[id]] = id;
+  ordered_json added = ordered_json::array();
+  for (size_t id = 0; id < specials_.size(); ++id) {
+    added.push_back({{"id", id}, {"content", specials_[id]}, {"single_word", false},
+                     {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
+  }
   const ordered_json root = {
       {"version", "1.0"},
       {"truncation", nullptr},
       {"padding", nullptr},
-      {"added_tokens", ordered_json::array()},
+      {"added_tokens", added},
       {"normalizer", nullptr},
       {"pre_tokenizer", nullptr},
       {"post_processor", nullptr},
@@ -206,7 +263,11 @@ CharTokenizer CharTokenizer::from_json(std::string_view json_text) {
         "expected a Hugging Face tokenizer object or {{\"vocab\": [...]}}, got a JSON {}",
         root.type_name()));
   }
-  if (root.contains("model")) return CharTokenizer(hugging_face_vocab(root));
+  if (root.contains("model")) {
+    std::vector<std::string> specials = hugging_face_specials(root);
+    std::vector<char32_t> vocab = hugging_face_vocab(root, specials);
+    return CharTokenizer(std::move(vocab), std::move(specials));
+  }
   if (root.contains("vocab")) return CharTokenizer(legacy_vocab(root));
   throw from_json_error("neither \"model\" (a Hugging Face tokenizer) nor \"vocab\" is there");
 }

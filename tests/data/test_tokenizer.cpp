@@ -139,3 +139,24 @@ TEST_CASE("tokenizer from_json refuses Hugging Face tokenizers that are not one 
     CHECK_THROWS_MATCHES(CharTokenizer::from_json(json), ValueError, MessageContains(message));
   }
 }
+
+TEST_CASE("special tokens take the first ids and round-trip through tokenizer.json", "[data][tokenizer]") {
+  const CharTokenizer tok = CharTokenizer::fit("cab", {"<pad>", "<s>", "</s>"});
+  CHECK(tok.vocab_size() == 6);
+  CHECK(tok.num_specials() == 3);
+  CHECK(tok.encode("abc") == std::vector<int64_t>{3, 4, 5});
+  CHECK(tok.decode({1, 3, 2}) == "<s>a</s>");
+  const CharTokenizer angle = CharTokenizer::fit("<s>", {"<s>"});  // text is read as characters
+  CHECK(angle.encode("<s>") == std::vector<int64_t>{angle.id_of(U'<'), angle.id_of(U's'), angle.id_of(U'>')});
+  CHECK(angle.id_of(U'<') == 1);
+  const nlohmann::json j = nlohmann::json::parse(tok.to_json());
+  CHECK(j.at("model").at("vocab").at("</s>") == 2);
+  CHECK(j.at("added_tokens").size() == 3);
+  CHECK(j.at("added_tokens")[1].at("content") == "<s>");
+  CHECK(j.at("added_tokens")[1].at("special") == true);
+  const CharTokenizer back = CharTokenizer::from_json(tok.to_json());
+  CHECK(back.specials() == tok.specials());
+  CHECK(back.vocab() == tok.vocab());
+  CHECK_THROWS_WITH(CharTokenizer::fit("ab", {"<s>", "<s>"}), Catch::Contains("special token 1"));
+  CHECK_THROWS_WITH(CharTokenizer::fit("ab", {"x"}), Catch::Contains("longer than one character"));
+}

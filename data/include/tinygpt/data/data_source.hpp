@@ -1,6 +1,7 @@
 #pragma once
-// Where a training text comes from, named by one string: the built-in toy corpus ("builtin:toy")
-// or a UTF-8 text file. A run stores its source (trainer_state.json) to read the same text again
+// Where a training text comes from, named by one string: the built-in toy corpus ("builtin:toy"),
+// a built-in sequence-to-sequence task ("builtin:reverse", "builtin:sort", "builtin:dates":
+// pairs.hpp) or a UTF-8 text file. A run stores its source (trainer_state.json) to read the same text again
 // when it resumes, from whatever working directory.
 #include <string>
 
@@ -9,18 +10,22 @@
 
 namespace tinygpt::data {
 
-// The one text source with no file: the built-in corpus (toy_corpus.hpp).
+// The built-in corpus (toy_corpus.hpp).
 inline constexpr const char* kToyCorpus = "builtin:toy";
 
+// kToyCorpus or a built-in pair task: a text with no file.
+bool is_builtin_source(const std::string& source);
+
 // The source to store for `source`: a file as an absolute, normalised path (so that the stored
-// name still finds it from another working directory); kToyCorpus as it is.
+// name still finds it from another working directory); a built-in source as it is.
 std::string absolute_source(const std::string& source);
 
-// True when `a` and `b` name the same text: both kToyCorpus, or paths to the same file (compared
+// True when `a` and `b` name the same text: the same built-in source, or paths to the same file (compared
 // after resolving the working directory, "..", and symbolic links).
 bool same_source(const std::string& a, const std::string& b);
 
-// The text of `source` (read_text_file's errors for a file).
+// The text of `source` (read_text_file's errors for a file; ValueError for a "builtin:" name that
+// is none of the built-in sources and no file).
 std::string load_text(const std::string& source);
 
 // `text` (read from `source`) encoded with `tokenizer` and split for context `block`; an error

@@ -10,6 +10,11 @@
 //   {"version": "1.0", ..., "decoder": {"type": "Fuse"},
 //    "model": {"type": "BPE", ..., "vocab": {"\n": 0, " ": 1, "a": 2, "b": 3}, "merges": []}}
 // The first format, {"vocab": ["\n", " ", "a", "b"]} (characters in id order), is still read.
+//
+// Special tokens (a sequence-to-sequence model's "<pad>", "<s>", "</s>") take the first ids, the
+// characters follow; tokenizer.json lists them in the vocabulary and as special "added_tokens",
+// so Hugging Face's tokenizers encodes "<s>" in a text to its id. encode() reads text as
+// characters only (never a special); decode() writes a special's content.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -20,16 +25,22 @@ namespace tinygpt::data {
 
 class CharTokenizer {
  public:
-  // Ids are positions in `vocab`. Throws ValueError if it is empty, holds a duplicate, or holds
-  // a value that is not a Unicode scalar value.
-  explicit CharTokenizer(std::vector<char32_t> vocab);
+  // Ids: the specials', then positions in `vocab` after them. Throws ValueError if the vocab is
+  // empty, holds a duplicate, or holds a value that is not a Unicode scalar value, or a special is
+  // empty, repeated or a single character.
+  explicit CharTokenizer(std::vector<char32_t> vocab, std::vector<std::string> specials = {});
 
-  // The distinct code points of `text` (UTF-8) in code-point order. Throws ValueError for empty
-  // or invalid UTF-8 text.
-  static CharTokenizer fit(std::string_view text);
+  // The distinct code points of `text` (UTF-8) in code-point order, after `specials`. Throws
+  // ValueError for empty or invalid UTF-8 text.
+  static CharTokenizer fit(std::string_view text, std::vector<std::string> specials = {});
 
-  int64_t vocab_size() const { return static_cast<int64_t>(vocab_.size()); }
+  int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }
+  // The characters, in id order from num_specials().
   const std::vector<char32_t>& vocab() const { return vocab_; }
+  const std::vector<std::string>& specials() const { return specials_; }
+  int64_t num_specials() const { return static_cast<int64_t>(specials_.size()); }
+  // The id of the character `c`, or -1 when it is not in the vocabulary.
+  int64_t id_of(char32_t c) const;
 
   // Throws ValueError for invalid UTF-8 or for a character outside the vocabulary; the message
   // names the character (e.g. U+00E9 'é') and its position counted in characters.
@@ -44,12 +55,13 @@ class CharTokenizer {
   // Parses what to_json writes, or the first {"vocab": [...]} form. Throws ValueError naming the
   // key at fault when the text is not JSON, the vocabulary is not distinct single characters
   // with ids 0..n-1, or the tokenizer would not encode one id per character (merges, a
-  // normalizer, a pre-tokenizer, added tokens, ...).
+  // normalizer, a pre-tokenizer, added tokens other than the leading specials, ...).
   static CharTokenizer from_json(std::string_view json_text);
 
  private:
   std::vector<char32_t> vocab_;
-  std::vector<std::string> tokens_;  // UTF-8 of each id, so decode only appends bytes
+  std::vector<std::string> specials_;
+  std::vector<std::string> tokens_;  // UTF-8 of each id, specials first, so decode only appends bytes
   std::unordered_map<char32_t, int64_t> ids_;
 };
 
