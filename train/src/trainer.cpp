@@ -52,7 +52,11 @@ CosineSchedule TrainOptions::schedule() const {
 
 Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
                  distributed::Communicator& comm)
-    : model_(model), dataset_(dataset), options_(std::move(options)), comm_(comm),
+    : Trainer(std::make_unique<LanguageModelObjective>(model, dataset), std::move(options), comm) {}
+
+Trainer::Trainer(std::unique_ptr<Objective> objective, TrainOptions options,
+                 distributed::Communicator& comm)
+    : objective_(std::move(objective)), options_(std::move(options)), comm_(comm),
       data_gen_(options_.seed) {
   options_.validate();
   precision_ = parse_precision(options_.precision);
@@ -62,19 +66,23 @@ Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions 
         "must be a multiple of {}", options_.batch, comm_.size(), options_.grad_accum,
         micro_batches()));
   }
-  auto groups = decay_groups(model_, options_.weight_decay);
+  auto groups = decay_groups(objective_->model(), options_.weight_decay);
   if (options_.optimizer == "sgd") {
     optimizer_ = std::make_unique<SGD>(std::move(groups), options_.lr, options_.momentum);
   } else {
     optimizer_ = std::make_unique<AdamW>(
         std::move(groups), AdamWOptions{options_.lr, options_.beta1, options_.beta2, 1e-8});
   }
-  params_ = model_.parameters();
+  params_ = objective_->model().parameters();
 }
 
-double Trainer::accumulate_gradient(const data::Batch& micro, double share) {
+double Trainer::accumulate_gradient(int64_t first, int64_t count) {
+  // Its share of the batch's predicted tokens: its mean loss times this, summed over the
+  // micro-batches, is the batch's mean loss, and likewise for the gradients.
+  const double share = static_cast<double>(objective_->predicted_tokens(first, count)) /
+                       static_cast<double>(objective_->predicted_tokens(0, options_.batch));
   optimizer_->zero_grad();
-  const Tensor loss = model_.loss(micro.inputs, micro.targets);
+  const Tensor loss = objective_->loss(first, count);
   loss.backward(Tensor::full(loss.shape(), share, loss.dtype()));  // share 1: plain backward()
   return share * loss.item();
 }
@@ -111,27 +119,19 @@ void Trainer::sum_to_grads() {
 StepStats Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const PrecisionGuard precision(precision_);
-  model_.train();
+  objective_->model().train();
   // Every rank draws the whole batch, as a single process does, and takes its rows: the data
   // stream, and so a resume, does not depend on how the batch is split.
-  const data::Batch batch =
-      dataset_.sample_batch(data::Split::train, options_.batch, data_gen_);  // (B,T) each
+  objective_->draw(data::Split::train, options_.batch, data_gen_);
   profile_mark("(step: batch)");
   const int64_t parts = micro_batches();
   const int64_t rows = micro_batch_rows();
-  // Each micro-batch's share of the batch's tokens: its mean loss times this, summed over the
-  // micro-batches, is the batch's mean loss, and likewise for the gradients.
-  const double share = static_cast<double>(rows * dataset_.block_size()) /
-                       static_cast<double>(batch.inputs.numel());
   double loss_value = 0.0;
   if (parts == 1) {
-    loss_value = accumulate_gradient(batch, share);
+    loss_value = accumulate_gradient(0, options_.batch);
   } else {
     for (int64_t k = 0; k < options_.grad_accum; ++k) {
-      const int64_t first = (comm_.rank() * options_.grad_accum + k) * rows;
-      const data::Batch micro{narrow(batch.inputs, 0, first, rows),
-                              narrow(batch.targets, 0, first, rows)};  // (rows,T) each
-      loss_value += accumulate_gradient(micro, share);
+      loss_value += accumulate_gradient((comm_.rank() * options_.grad_accum + k) * rows, rows);
       add_to_sum(k == 0);
     }
   }
@@ -162,7 +162,7 @@ StepStats Trainer::step() {
   ++step_;
   stats.step = step_;
   stats.loss = loss_value;
-  stats.tokens = batch.inputs.numel();
+  stats.tokens = objective_->batch_tokens();
   stats.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return stats;
@@ -171,7 +171,7 @@ StepStats Trainer::step() {
 EvalStats Trainer::evaluate() {
   NoGradGuard no_grad;
   const PrecisionGuard precision(precision_);
-  model_.eval();
+  objective_->model().eval();
   Generator gen(options_.seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(step_ + 1)));
   // Rank r evaluates batches r, r + P, ... (all ranks draw them all, to stay in step); the
   // per-batch losses are then summed across ranks (x + 0 is exact) and averaged in batch order,
@@ -179,9 +179,9 @@ EvalStats Trainer::evaluate() {
   auto mean_loss = [&](data::Split split) {
     std::vector<double> losses(static_cast<size_t>(options_.eval_iters), 0.0);
     for (int64_t i = 0; i < options_.eval_iters; ++i) {
-      const data::Batch batch = dataset_.sample_batch(split, options_.batch, gen);
+      objective_->draw(split, options_.batch, gen);
       if (i % comm_.size() == comm_.rank()) {
-        losses[static_cast<size_t>(i)] = model_.loss(batch.inputs, batch.targets).item();
+        losses[static_cast<size_t>(i)] = objective_->loss(0, options_.batch).item();
       }
     }
     comm_.allreduce_sum(losses.data(), options_.eval_iters);
@@ -192,9 +192,9 @@ EvalStats Trainer::evaluate() {
   EvalStats stats;
   stats.step = step_;
   stats.train_loss = mean_loss(data::Split::train);
-  const bool has_val = dataset_.size(data::Split::val) > dataset_.block_size();
+  const bool has_val = objective_->has(data::Split::val);
   stats.val_loss = has_val ? mean_loss(data::Split::val) : NAN;
-  model_.train();
+  objective_->model().train();
   // A step can leave weights that still give a finite training loss on its own batch but not
   // on these: such a model must not be checkpointed as good.
   for (const double loss : {stats.train_loss, has_val ? stats.val_loss : 0.0}) {

@@ -17,6 +17,7 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/objective.hpp"
 #include "tinygpt/train/optim.hpp"
 
 namespace tinygpt::train {
@@ -73,6 +74,9 @@ class Trainer {
  public:
   // `comm`: the ranks this trainer is one of; the default is a single process. Throws
   // ValueError unless batch splits evenly into comm.size() x grad_accum micro-batches.
+  Trainer(std::unique_ptr<Objective> objective, TrainOptions options,
+          distributed::Communicator& comm = distributed::single_process());
+  // A GPT on a text: LanguageModelObjective.
   Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
           distributed::Communicator& comm = distributed::single_process());
 
@@ -95,15 +99,15 @@ class Trainer {
   void set_steps_done(int64_t step) { step_ = step; }
 
  private:
-  // Forward and backward of one micro-batch, its gradient scaled by `share`; returns its loss.
-  double accumulate_gradient(const data::Batch& micro, double share);
+  // Forward and backward of rows [first, first + count) of the drawn batch, the gradient scaled
+  // by their share of its predicted tokens; returns their loss times that share.
+  double accumulate_gradient(int64_t first, int64_t count);
   // Copies (first) or adds the parameters' gradients into summed_grads_; sum_to_grads puts the
   // (reduced) sum back into them.
   void add_to_sum(bool first);
   void sum_to_grads();
 
-  nn::GPT& model_;
-  const data::TextDataset& dataset_;
+  std::unique_ptr<Objective> objective_;
   TrainOptions options_;
   Precision precision_ = Precision::f32;  // options_.precision, parsed once
   distributed::Communicator& comm_;
