@@ -265,4 +265,37 @@ std::vector<int64_t> generate(EncoderDecoder& model, const std::vector<int64_t>&
   return out;
 }
 
+std::vector<std::vector<int64_t>> greedy_decode(EncoderDecoder& model, const Tensor& sources,
+                                                const std::vector<int64_t>& source_lengths,
+                                                int64_t max_tokens) {
+  const EncoderDecoderConfig& config = model.config();
+  NoGradGuard no_grad;
+  model.eval();
+  const Tensor memory = model.encode(sources, source_lengths);  // (B,S,C)
+  const int64_t b = sources.size(0), v = config.vocab_size;
+  const int64_t limit = std::min(max_tokens, config.max_position_embeddings - 1);
+  DecoderCache cache = model.make_cache();
+  std::vector<std::vector<int64_t>> out(static_cast<size_t>(b));
+  std::vector<int64_t> feed(static_cast<size_t>(b), config.decoder_start_token_id);
+  std::vector<bool> done(static_cast<size_t>(b), false);
+  int64_t running = b;
+  for (int64_t step = 0; step < limit && running > 0; ++step) {
+    const Tensor logits = model.decode(Tensor::from_ids(feed, {b, 1}), memory, source_lengths, &cache);
+    const Tensor f32 = logits.dtype() == DType::f32 ? logits : logits.to(DType::f32);  // (B,1,V)
+    for (int64_t r = 0; r < b; ++r) {
+      if (done[static_cast<size_t>(r)]) continue;  // a finished row's input is ignored
+      const float* row = f32.data<float>() + r * v;
+      const int64_t next = std::max_element(row, row + v) - row;
+      if (next == config.eos_token_id) {
+        done[static_cast<size_t>(r)] = true;
+        --running;
+      } else {
+        out[static_cast<size_t>(r)].push_back(next);
+        feed[static_cast<size_t>(r)] = next;
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace tinygpt::nn

@@ -9,6 +9,7 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
 
@@ -61,6 +62,9 @@ struct ModelFlags {
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
+  // The encoder-decoder of these flags: --layers in each stack, --heads in every attention,
+  // --block positions for a source and for a target, feed-forward width 4 --d-model.
+  nn::EncoderDecoderConfig encoder_decoder_config() const;
   static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
   // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid, e.g. --kv-heads 3
   // with --heads 2.

@@ -144,6 +144,17 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
+nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
+  nn::EncoderDecoderConfig c;
+  c.d_model = d_model;
+  c.encoder_layers = c.decoder_layers = layers;
+  c.encoder_attention_heads = c.decoder_attention_heads = heads;
+  c.encoder_ffn_dim = c.decoder_ffn_dim = 4 * d_model;
+  c.max_position_embeddings = block;
+  c.dropout = dropout;
+  return c;  // the vocabulary and token ids come from the run's data
+}
+
 const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
   switch (pattern.kind) {
     case AttentionPattern::Kind::window: return "window";
@@ -182,8 +193,11 @@ std::string in_flag_terms(const std::string& message) {
       {"lr_decay_steps", "--lr-decay-steps"}, {"weight_decay", "--weight-decay"},
       {"beta1", "--beta1"},          {"beta2", "--beta2"},          {"grad_clip", "--grad-clip"},
       {"momentum", "--momentum"},    {"eval_every", "--eval-every"}, {"eval_iters", "--eval-iters"},
-      {"steps", "--steps"},          {"optimizer", "--optimizer"},  {"precision", "--precision"}};
-  std::string out = std::regex_replace(message, std::regex("^(GPTConfig|train|TrainOptions): "), "");
+      {"steps", "--steps"},          {"optimizer", "--optimizer"},  {"precision", "--precision"},
+      {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
+      {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
+      {"max_position_embeddings", "--block"}};
+  std::string out = std::regex_replace(message, std::regex("^(GPTConfig|EncoderDecoderConfig|train|TrainOptions): "), "");
   for (const auto& [name, flag] : kFlags) {
     // Only a name followed by its value ("batch 4"), not the same word in a sentence.
     out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),

@@ -221,13 +221,17 @@ void recover_checkpoint(const std::string& dir) {
   io::recover_commit(dir);
 }
 
-void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
-                     const Optimizer* optimizer, const RunState* run,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files,
-                     const std::string& training_precision) {
+namespace {
+
+// One commit of a model's files (weights, config.json, tokenizer.json) and, when given, the
+// optimiser's and the run's state and the extra files.
+void commit_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
+                       const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
+                       const RunState* run,
+                       const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
-      {"config.json", config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision)},
+      {"config.json", std::move(config_json)},
       {"tokenizer.json", tokenizer.to_json()},
   };
   if (optimizer != nullptr) {
@@ -266,15 +270,88 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
   io::commit_files(dir, files, appended);
 }
 
+}  // namespace
+
+void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
+                     const Optimizer* optimizer, const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files,
+                     const std::string& training_precision) {
+  commit_checkpoint(dir, model,
+                    config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision),
+                    tokenizer, optimizer, run, extra_files);
+}
+
+void save_checkpoint(const std::string& dir, nn::EncoderDecoder& model,
+                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
+                     const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files,
+                     const std::string& training_precision) {
+  commit_checkpoint(dir, model,
+                    config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision),
+                    tokenizer, optimizer, run, extra_files);
+}
+
 namespace {
 
-// The model files of one save.
-LoadedModel read_model(const io::CommittedFiles& files) {
+// An encoder-decoder's weights, checked for the sizes config.json gives before the model is
+// built (as check_size_dimensions does for a GPT), then loaded by name.
+void read_encoder_decoder(const io::CommittedFiles& files, const std::string& config_text,
+                          LoadedModel& out) {
+  const std::string weights_path = files.path_of("model.safetensors");
+  const nn::EncoderDecoderConfig& c = out.seq2seq_config =
+      encoder_decoder_config_from_json(config_text, files.path_of("config.json"));
+  const std::string weights_bytes = files.read("model.safetensors");
+  out.weights_sha256 = io::sha256_hex(weights_bytes);
+  const NamedTensors weights = io::decode_safetensors(weights_bytes, weights_path).tensors;
+  const auto expect = [&](const std::string& name, const Shape& shape) {
+    const auto it = std::find_if(weights.begin(), weights.end(), [&](const auto& t) { return t.first == name; });
+    if (it == weights.end()) throw FormatError(fmt::format("{}: no tensor '{}'", weights_path, name));
+    if (it->second.shape() != shape) {
+      throw FormatError(fmt::format("{}: tensor '{}' has shape {}, but config.json says {}",
+                                    weights_path, name, it->second.shape().str(), shape.str()));
+    }
+  };
+  expect("model.shared.weight", Shape({c.vocab_size, c.d_model}));
+  for (const char* stack : {"encoder", "decoder"}) {
+    expect(fmt::format("model.{}.embed_positions.weight", stack), Shape({c.max_position_embeddings, c.d_model}));
+    const int64_t layers = stack == std::string("encoder") ? c.encoder_layers : c.decoder_layers;
+    const int64_t ffn = stack == std::string("encoder") ? c.encoder_ffn_dim : c.decoder_ffn_dim;
+    expect(fmt::format("model.{}.layers.{}.fc1.weight", stack, layers - 1), Shape({ffn, c.d_model}));
+    const std::string beyond = fmt::format("model.{}.layers.{}.", stack, layers);
+    if (std::any_of(weights.begin(), weights.end(), [&](const auto& t) { return t.first.rfind(beyond, 0) == 0; })) {
+      throw FormatError(fmt::format("{}: more {} layers than config.json's {}", weights_path, stack, layers));
+    }
+  }
+  check_finite(weights, weights_path);
+  out.seq2seq = std::make_unique<nn::EncoderDecoder>(c, 0);
+  try {
+    out.seq2seq->load_state_dict(weights);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+  }
+}
+
+// The model files of one save: a GPT, or with `any` an encoder-decoder too.
+LoadedModel read_model(const io::CommittedFiles& files, bool any) {
   const std::string config_path = files.path_of("config.json");
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
-  LoadedModel out{config_from_json(files.read("config.json"), config_path),
+  const std::string config_text = files.read("config.json");
+  const bool seq2seq = is_encoder_decoder_config(config_text);
+  if (seq2seq && !any) {
+    throw FormatError(fmt::format("{}: model_type \"{}\" is an encoder-decoder, not a GPT",
+                                  config_path, kEncoderDecoderModelType));
+  }
+  LoadedModel out{seq2seq ? nn::GPTConfig{} : config_from_json(config_text, config_path),
                   tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr, ""};
+  if (seq2seq) {
+    read_encoder_decoder(files, config_text, out);
+    if (out.tokenizer.vocab_size() != out.seq2seq_config.vocab_size) {
+      throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
+                                    tokenizer_path, out.tokenizer.vocab_size(), out.seq2seq_config.vocab_size));
+    }
+    return out;
+  }
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
@@ -363,13 +440,15 @@ io::CommittedFiles committed(const std::string& dir, const char* what) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& dir) { return read_model(committed(dir, "model")); }
+LoadedModel load_model(const std::string& dir) { return read_model(committed(dir, "model"), false); }
+
+LoadedModel load_any_model(const std::string& dir) { return read_model(committed(dir, "model"), true); }
 
 RunState load_run_state(const std::string& dir) { return read_run_state(committed(dir, "run")); }
 
 SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
   const io::CommittedFiles files = committed(dir, "run");  // one save, under one lock
-  LoadedModel model = read_model(files);
+  LoadedModel model = read_model(files, true);
   RunState state = read_run_state(files);
   const std::string optimizer_path = files.path_of("optimizer.safetensors");
   SafetensorsFile optimizer =

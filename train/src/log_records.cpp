@@ -20,11 +20,11 @@ void check_fields(const json& record, const std::string& where) {
     if (!value.is_number() && !value.is_null()) refuse(field, value, "a number");
   };
   for (const auto& [key, value] : record.items()) {
-    if (key == "heads") {
+    if (key == "heads" || key == "cross_attention") {  // a GPT's heads, an encoder-decoder's
       if (!value.is_array()) refuse(key, value, "an array");
       for (size_t i = 0; i < value.size(); ++i) {
         const json& head = value[i];
-        const std::string at = fmt::format("heads[{}]", i);
+        const std::string at = fmt::format("{}[{}]", key, i);
         if (!head.is_object()) refuse(at, head, "an object");
         for (const auto& [name, field] : head.items()) {
           if (name == "layer" || name == "head") {

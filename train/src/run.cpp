@@ -143,6 +143,50 @@ Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
   state_.ranks = world.size();
 }
 
+Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
+         std::unique_ptr<nn::EncoderDecoder> model, std::unique_ptr<data::PairDataset> dataset,
+         distributed::Communicator& world)
+    : dir_(std::move(dir)),
+      world_(&world),
+      state_(std::move(state)),
+      tokenizer_(std::move(tokenizer)),
+      seq2seq_(std::move(model)),
+      pairs_(std::move(dataset)),
+      trainer_(std::make_unique<Trainer>(std::make_unique<PairObjective>(*seq2seq_, *pairs_),
+                                         state_.options, world)) {
+  state_.ranks = world.size();
+}
+
+nn::GPT& Run::model() {
+  if (!model_) throw OptionError(fmt::format("{} is an encoder-decoder run, not a GPT's", dir_));
+  return *model_;
+}
+
+nn::EncoderDecoder& Run::encoder_decoder() {
+  if (!seq2seq_) throw OptionError(fmt::format("{} is a GPT run, not an encoder-decoder's", dir_));
+  return *seq2seq_;
+}
+
+const data::TextDataset& Run::dataset() const {
+  if (!dataset_) throw OptionError(fmt::format("{} is an encoder-decoder run: its data are pairs", dir_));
+  return *dataset_;
+}
+
+const data::PairDataset& Run::pairs() const {
+  if (!pairs_) throw OptionError(fmt::format("{} is a GPT run: its data is a text", dir_));
+  return *pairs_;
+}
+
+void Run::commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
+                       const std::vector<std::pair<std::string, std::string>>& extra_files,
+                       const std::string& training_precision) {
+  if (seq2seq_) {
+    save_checkpoint(to, *seq2seq_, tokenizer_, optimizer, run, extra_files, training_precision);
+  } else {
+    save_checkpoint(to, *model_, tokenizer_, optimizer, run, extra_files, training_precision);
+  }
+}
+
 Run::~Run() {
   // A run that stops before its first save (refused, diverged, out of memory) leaves nothing:
   // no lock file it created, and no folder it created.
@@ -168,7 +212,7 @@ void Run::keep_best() {
   // earlier best is gone; the next evaluation below it is kept.
   if (state_.step > 0 && state_.best_step == state_.step) {
     world_->together([&] {
-      if (world_->is_root()) save_checkpoint(best_dir(), *model_, tokenizer_, nullptr, nullptr, {}, state_.options.precision);
+      if (world_->is_root()) commit_model(best_dir(), nullptr, nullptr, {}, state_.options.precision);
     });
   }
 }
@@ -176,7 +220,8 @@ void Run::keep_best() {
 void Run::check_ranks_agree() const {
   if (world_->size() == 1) return;
   std::vector<std::pair<std::string, std::string>> fields;
-  for (const std::string& settings : {options_to_json(state_.options), config_to_json(model_->config())}) {
+  const std::string config = seq2seq_ ? config_to_json(seq2seq_->config()) : config_to_json(model_->config());
+  for (const std::string& settings : {options_to_json(state_.options), config}) {
     const nlohmann::json object = nlohmann::json::parse(settings);
     for (const auto& [key, value] : object.items()) fields.emplace_back(key, value.dump());
   }
@@ -254,10 +299,12 @@ Run Run::start(const std::string& dir, const InitFrom& init, TrainOptions option
   });
 }
 
-Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
-                      TrainOptions options, const std::string& data_source, double val_fraction,
-                      bool force, distributed::Communicator& world,
-                      std::unique_ptr<io::RunLock>& lock) {
+namespace {
+
+// A new run's state and its text, once the options and the output folder are checked.
+std::pair<RunState, std::string> new_run_state(const std::string& dir, TrainOptions options,
+                                               const std::string& data_source, double val_fraction,
+                                               bool force, const distributed::Communicator& world) {
   options.validate();
   RunState state;
   state.options = std::move(options);
@@ -265,9 +312,46 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
   if (world.is_root()) check_out_folder(dir, state.data_source, force);
   state.val_fraction = val_fraction;
   state.best_val_loss = NAN;
-  const std::string text = data::load_text(state.data_source);
+  std::string text = data::load_text(state.data_source);
   state.data_bytes = text.size();
   state.data_sha256 = io::sha256_hex(text);
+  return {std::move(state), std::move(text)};
+}
+
+// The pairs of a run's text, split and encoded for a model of `max_positions`.
+std::unique_ptr<data::PairDataset> pair_dataset(const std::string& text, const RunState& state,
+                                                const data::CharTokenizer& tokenizer,
+                                                int64_t max_positions) {
+  return std::make_unique<data::PairDataset>(data::parse_pairs(text, state.data_source), tokenizer,
+                                             max_positions, state.val_fraction, state.data_source);
+}
+
+}  // namespace
+
+Run Run::start(const std::string& dir, nn::EncoderDecoderConfig config, TrainOptions options,
+               const std::string& data_source, double val_fraction, bool force,
+               distributed::Communicator& world) {
+  return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
+    auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
+    data::CharTokenizer tokenizer = data::fit_pair_tokenizer(data::parse_pairs(text, state.data_source));
+    config.vocab_size = tokenizer.vocab_size();
+    config.pad_token_id = data::kPadId;
+    config.bos_token_id = config.decoder_start_token_id = data::kBosId;
+    config.eos_token_id = data::kEosId;
+    config.validate();
+    auto dataset = pair_dataset(text, state, tokenizer, config.max_position_embeddings);
+    auto model = std::make_unique<nn::EncoderDecoder>(config, state.options.seed);
+    Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset), world);
+    if (world.is_root()) run.claim_directory(std::move(lock), force);
+    return run;
+  });
+}
+
+Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
+                      TrainOptions options, const std::string& data_source, double val_fraction,
+                      bool force, distributed::Communicator& world,
+                      std::unique_ptr<io::RunLock>& lock) {
+  auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
   std::optional<LoadedModel> loaded;
   if (init != nullptr) {
     if (fs::exists(dir) && fs::exists(init->dir) && fs::equivalent(dir, init->dir)) {
@@ -347,19 +431,27 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
-  auto dataset = std::make_unique<data::TextDataset>(
-      data::make_dataset(text, state.data_source, saved.model.tokenizer,
-                         saved.model.config.block_size, state.val_fraction));
   const int64_t step = state.step;
-  Run run(dir, std::move(state), std::move(saved.model.tokenizer), std::move(saved.model.model),
-          std::move(dataset), world);
+  Run run = [&] {
+    if (saved.model.is_encoder_decoder()) {
+      auto dataset = pair_dataset(text, state, saved.model.tokenizer,
+                                  saved.model.seq2seq_config.max_position_embeddings);
+      return Run(dir, std::move(state), std::move(saved.model.tokenizer),
+                 std::move(saved.model.seq2seq), std::move(dataset), world);
+    }
+    auto dataset = std::make_unique<data::TextDataset>(
+        data::make_dataset(text, state.data_source, saved.model.tokenizer,
+                           saved.model.config.block_size, state.val_fraction));
+    return Run(dir, std::move(state), std::move(saved.model.tokenizer),
+               std::move(saved.model.model), std::move(dataset), world);
+  }();
   try {
     run.trainer_->optimizer().load_state(saved.optimizer.tensors, step);
   } catch (const Error& e) {
     throw io::FormatError(fmt::format("{}: {}", saved.optimizer.source, e.what()));
   }
   run.trainer_->data_generator().set_state(run.state_.data_rng);
-  run.model_->dropout_generator().set_state(run.state_.dropout_rng);
+  run.trainer_->objective().dropout_generator().set_state(run.state_.dropout_rng);
   run.trainer_->set_steps_done(step);
   run.log_ = LossLog::parse(saved.log, step, (fs::path(dir) / kLogFile).string());
   run.data_moved_from_ = moved_from;
@@ -417,18 +509,17 @@ void Run::save() {
   state_.options = trainer_->options();
   state_.step = trainer_->steps_done();
   state_.data_rng = trainer_->data_generator().state();
-  state_.dropout_rng = model_->dropout_generator().state();
+  state_.dropout_rng = trainer_->objective().dropout_generator().state();
   // The root rank writes; a failure there stops every rank.
   world_->together([&] {
     if (world_->is_root()) {
       // The best weights first: the run's own record never names a best save that did not happen.
       if (state_.keep_best && best_unsaved_) {
-        save_checkpoint(best_dir(), *model_, tokenizer_, nullptr, nullptr, {}, state_.options.precision);
+        commit_model(best_dir(), nullptr, nullptr, {}, state_.options.precision);
       } else if (stale_best_) {
         fs::remove_all(best_dir());
       }
-      save_checkpoint(dir_, *model_, tokenizer_, &trainer_->optimizer(), &state_,
-                      {{kLogFile, log_.text()}});
+      commit_model(dir_, &trainer_->optimizer(), &state_, {{kLogFile, log_.text()}}, "");
       log_.write_through(log_path());  // the file committed (in place, or new after --force)
     }
   });

@@ -72,11 +72,15 @@ void check_report_paths(const std::string& run_dir) {
 }
 
 void draw_run_curves(train::Run& run, std::FILE* text) {
-  const nn::GPTConfig& config = run.model().config();
-  draw_training_curves(run.log().records(), run.dir(),
-                       fmt::format("{}: {}, d_model {}", run.data_source(),
-                                   train::count_of(config.n_layer, "layer"), config.n_embd),
-                       text);
+  std::string shape;
+  if (run.is_encoder_decoder()) {
+    const nn::EncoderDecoderConfig& c = run.encoder_decoder().config();
+    shape = fmt::format("encoder-decoder, {} + {} layers, d_model {}", c.encoder_layers, c.decoder_layers, c.d_model);
+  } else {
+    const nn::GPTConfig& c = run.model().config();
+    shape = fmt::format("{}, d_model {}", train::count_of(c.n_layer, "layer"), c.n_embd);
+  }
+  draw_training_curves(run.log().records(), run.dir(), fmt::format("{}: {}", run.data_source(), shape), text);
 }
 
 void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {

@@ -158,5 +158,12 @@ class EncoderDecoder : public Module {
 // with its self-attention cache, and the encoder output's keys and values are projected once.
 std::vector<int64_t> generate(EncoderDecoder& model, const std::vector<int64_t>& source,
                               const SampleOptions& options);
+// Greedy decoding of a batch, all rows a step at a time through the caches: sources (B,S) with
+// `source_lengths` valid tokens each -> each row's tokens up to its eos (not returned), at most
+// `max_tokens` and the decoder's positions. Row b equals generate() of its source at
+// temperature 0 (up to rounding in the batched products).
+std::vector<std::vector<int64_t>> greedy_decode(EncoderDecoder& model, const Tensor& sources,
+                                                const std::vector<int64_t>& source_lengths,
+                                                int64_t max_tokens);
 
 }  // namespace tinygpt::nn

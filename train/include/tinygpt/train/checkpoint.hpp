@@ -19,6 +19,7 @@
 
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/trainer.hpp"
 
@@ -51,8 +52,15 @@ struct RunState {
 struct LoadedModel {
   nn::GPTConfig config;
   data::CharTokenizer tokenizer;
-  std::unique_ptr<nn::GPT> model;
+  std::unique_ptr<nn::GPT> model;  // null for an encoder-decoder
   std::string weights_sha256;  // of model.safetensors' bytes: which weights these are
+  // An encoder-decoder checkpoint (config.json's model_type kEncoderDecoderModelType) loads here
+  // instead; only load_any_model returns one.
+  nn::EncoderDecoderConfig seq2seq_config;
+  std::unique_ptr<nn::EncoderDecoder> seq2seq;
+
+  bool is_encoder_decoder() const { return seq2seq != nullptr; }
+  nn::Module& module() { return seq2seq ? static_cast<nn::Module&>(*seq2seq) : *model; }
 };
 
 // Writes the model files, plus the optimiser and run state when given, as one commit.
@@ -64,11 +72,19 @@ void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTok
                      const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {},
                      const std::string& training_precision = "");
+// The same for an encoder-decoder: BART-style names and config.json (encoder_decoder_config.cpp).
+void save_checkpoint(const std::string& dir, nn::EncoderDecoder& model,
+                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer = nullptr,
+                     const RunState* run = nullptr,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {},
+                     const std::string& training_precision = "");
 
-// Loads and validates config.json, tokenizer.json and model.safetensors. Throws tinygpt::Error
-// with one line naming the file and the fault (missing, corrupt, shapes that disagree with the
-// config, a vocabulary that disagrees with vocab_size).
+// Loads and validates config.json, tokenizer.json and model.safetensors of a GPT. Throws
+// tinygpt::Error with one line naming the file and the fault (missing, corrupt, shapes that
+// disagree with the config, a vocabulary that disagrees with vocab_size, an encoder-decoder).
 LoadedModel load_model(const std::string& dir);
+// A GPT or an encoder-decoder, whichever `dir` holds.
+LoadedModel load_any_model(const std::string& dir);
 // trainer_state.json alone (what a run was trained on, for tinygpt heads).
 RunState load_run_state(const std::string& dir);
 
@@ -110,5 +126,16 @@ std::string config_to_json(const nn::GPTConfig& config, const std::string& train
 // TrainOptions as trainer_state.json's "options" holds them.
 std::string options_to_json(const TrainOptions& options);
 nn::GPTConfig config_from_json(const std::string& text, const std::string& source);
+
+// config.json <-> EncoderDecoderConfig: BART's keys where they mean the same (d_model,
+// encoder_layers, decoder_attention_heads, encoder_ffn_dim, max_position_embeddings, the token
+// ids, ...), and a model_type that does not claim to be BART.
+inline constexpr const char* kEncoderDecoderModelType = "tinygpt-encoder-decoder";
+inline constexpr const char* kEncoderDecoderArchitecture = "TinyGPTForConditionalGeneration";
+bool is_encoder_decoder_config(const std::string& text);  // by its model_type
+std::string config_to_json(const nn::EncoderDecoderConfig& config,
+                           const std::string& training_precision = "");
+nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& text,
+                                                          const std::string& source);
 
 }  // namespace tinygpt::train

@@ -24,6 +24,7 @@
 #include <string>
 
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/pairs.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -134,6 +135,13 @@ class Run {
   static Run start(const std::string& dir, const InitFrom& init, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    distributed::Communicator& world = distributed::world());
+  // A new encoder-decoder run on the source<TAB>target pairs of `data_source` (a file, or a
+  // built-in task: data/pairs.hpp); the last val_fraction of the pairs are held out. The tokenizer
+  // is fitted on the pairs with <pad>, <s>, </s> first and sets the vocabulary and token ids of
+  // `config`. Otherwise as the GPT's start.
+  static Run start(const std::string& dir, nn::EncoderDecoderConfig config, TrainOptions options,
+                   const std::string& data_source, double val_fraction = 0.1, bool force = false,
+                   distributed::Communicator& world = distributed::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source, which must be the text the run started on (its
   // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
@@ -190,9 +198,14 @@ class Run {
   // collective: every rank calls it once.
   void check_ranks_agree() const;
   bool best_kept() const;        // best_dir() holds the weights of best_step()
-  nn::GPT& model() { return *model_; }
+  // An encoder-decoder run (start with an EncoderDecoderConfig) has encoder_decoder() and
+  // pairs(); a GPT run model() and dataset(). The other accessors throw OptionError.
+  bool is_encoder_decoder() const { return seq2seq_ != nullptr; }
+  nn::GPT& model();
+  nn::EncoderDecoder& encoder_decoder();
   const data::CharTokenizer& tokenizer() const { return tokenizer_; }
-  const data::TextDataset& dataset() const { return *dataset_; }
+  const data::TextDataset& dataset() const;
+  const data::PairDataset& pairs() const;
   const LossLog& log() const { return log_; }
   const Trainer& trainer() const { return *trainer_; }
 
@@ -200,6 +213,13 @@ class Run {
   Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
       std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
       distributed::Communicator& world);
+  Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
+      std::unique_ptr<nn::EncoderDecoder> model, std::unique_ptr<data::PairDataset> dataset,
+      distributed::Communicator& world);
+  // The model's files (and the optimiser's and run's state, when given) committed into `to`.
+  void commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
+                    const std::vector<std::pair<std::string, std::string>>& extra_files,
+                    const std::string& training_precision);
   // Both starts: a model from `config` and a tokenizer fitted on the text, or `init`'s.
   static Run start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
                           TrainOptions options, const std::string& data_source,
@@ -221,6 +241,8 @@ class Run {
   data::CharTokenizer tokenizer_;
   std::unique_ptr<nn::GPT> model_;  // held by pointer: the trainer refers to it and the dataset
   std::unique_ptr<data::TextDataset> dataset_;
+  std::unique_ptr<nn::EncoderDecoder> seq2seq_;  // or these, for an encoder-decoder run
+  std::unique_ptr<data::PairDataset> pairs_;
   std::unique_ptr<Trainer> trainer_;
   LossLog log_;
   std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime

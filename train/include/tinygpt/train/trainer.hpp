@@ -94,6 +94,7 @@ class Trainer {
   int64_t micro_batch_rows() const { return options_.batch / micro_batches(); }
 
   Optimizer& optimizer() { return *optimizer_; }
+  Objective& objective() { return *objective_; }
   Generator& data_generator() { return data_gen_; }
   // Continue from a saved step: the optimiser state and generator states must be restored too.
   void set_steps_done(int64_t step) { step_ = step; }

@@ -1,0 +1,28 @@
+#pragma once
+// What train, eval and heads say about an encoder-decoder run: held-out accuracy and the
+// cross-attention heads' alignment (tinygpt/seq2seq/pair_eval.hpp).
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/seq2seq/pair_eval.hpp"
+#include "tinygpt/train/run.hpp"
+
+namespace tinygpt::cli {
+
+// Pairs an evaluation during training scores (the held-out split's first ones): enough to follow
+// accuracy and alignment forming, a fraction of a second for the default model.
+inline constexpr int64_t kFormationPairs = 200;
+
+// {"exact_match", "char_accuracy", "cross_attention": [{"layer", "head", "alignment"}]} of the
+// model on the first `max_pairs` pairs of `split` (alignment only for a built-in task).
+nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
+                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           data::Split split, int64_t max_pairs);
+
+// "held-out: exact match 0.998, character accuracy 0.999 on 2000 pairs", the best-aligned
+// cross-attention head, and a few misses.
+void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
+                        const std::vector<seq2seq::CrossHeadScore>& alignment, std::FILE* out);
+
+}  // namespace tinygpt::cli
