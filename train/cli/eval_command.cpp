@@ -8,6 +8,8 @@
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/pairs.hpp"
+#include "tinygpt/seq2seq/pair_eval.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/run.hpp"
 
@@ -26,9 +28,49 @@ struct EvalFlags {
   bool json = false;
 };
 
+// An encoder-decoder over the pairs of a split: the loss of its targets given the sources
+// (teacher forcing, mean over every predicted token, end token included) and what greedy
+// decoding gets right.
+void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::string& text,
+                data::Split split) {
+  nn::EncoderDecoder& model = *loaded.seq2seq;
+  const data::PairDataset pairs(data::parse_pairs(text, f.data), loaded.tokenizer,
+                                model.config().max_position_embeddings, f.val_fraction, f.data);
+  const int64_t n = pairs.size(split);
+  if (n == 0) throw ValueError(fmt::format("{}: the {} split holds no pairs", f.data, f.split));
+  double total = 0.0;
+  int64_t tokens = 0;
+  {
+    NoGradGuard no_grad;
+    model.eval();
+    for (int64_t first = 0; first < n; first += f.batch) {
+      const data::PairBatch b = pairs.batch(split, first, std::min(f.batch, n - first));
+      int64_t predicted = 0;
+      for (const double t : b.targets.to_vector()) predicted += t != nn::EncoderDecoder::kIgnoreIndex;
+      total += model.loss(b.source, b.source_lengths, b.inputs, b.targets).item() * static_cast<double>(predicted);
+      tokens += predicted;
+    }
+  }
+  const double loss = total / static_cast<double>(tokens);
+  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, pairs, loaded.tokenizer, split);
+  if (f.json) {
+    fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens},
+                                      {"pairs", n}, {"exact_match", accuracy.exact_match},
+                                      {"char_accuracy", accuracy.char_accuracy}}.dump());
+  } else {
+    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted tokens; greedy "
+               "decoding: exact match {:.4f}, character accuracy {:.4f} on {} pairs\n",
+               f.split, f.data, loss, std::exp(loss), tokens, accuracy.exact_match,
+               accuracy.char_accuracy, n);
+  }
+}
+
 void run_eval(EvalFlags f) {
   set_num_threads(f.threads);
-  train::LoadedModel loaded = train::load_model(f.model);
+  train::LoadedModel loaded = train::load_any_model(f.model);
+  if (loaded.is_encoder_decoder() && f.block > 0) {
+    throw UsageError(fmt::format("--block: {} is an encoder-decoder, which reads whole pairs", f.model));
+  }
   const bool runs_own_text = f.data.empty();
   if (runs_own_text) {  // the run's own text, split as it was in training
     const std::optional<train::RunState> run = train::trained_on(f.model);
@@ -43,6 +85,7 @@ void run_eval(EvalFlags f) {
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;
+  if (loaded.is_encoder_decoder()) return eval_pairs(f, loaded, text, split);
   const int64_t block = f.block > 0 ? f.block : loaded.config.block_size;
   if (block > loaded.config.block_size && nn::has_context_limit(loaded.config.position_embedding)) {
     throw ValueError(fmt::format(
@@ -93,7 +136,8 @@ void run_eval(EvalFlags f) {
 void add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand(
-      "eval", "Loss and perplexity over a whole split, in non-overlapping context windows");
+      "eval", "Loss and perplexity over a whole split, in non-overlapping context windows (an "
+              "encoder-decoder: over its pairs, with exact match and character accuracy)");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--data", flags->data,
                   "UTF-8 text file (builtin:toy for the toy corpus; default: the text the run "
@@ -107,7 +151,9 @@ void add_eval_command(CLI::App& app) {
       ->check(integer_in(1, 65536));
   cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
-  cmd->add_flag("--json", flags->json, "print {\"loss\", \"perplexity\", \"tokens\"} as JSON");
+  cmd->add_flag("--json", flags->json,
+                "print {\"loss\", \"perplexity\", \"tokens\"} as JSON; for an encoder-decoder also "
+                "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding");
   cmd->callback([flags, cmd] {
     flags->val_fraction_given = cmd->count("--val-fraction") > 0;
     run_eval(*flags);

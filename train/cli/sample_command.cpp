@@ -16,15 +16,56 @@ namespace {
 struct SampleFlags {
   std::string model;
   std::string prompt;
+  std::string source;  // an encoder-decoder's input
+  bool temperature_given = false;
   int threads = 1;
   bool verbose = false;
   bool json = false;
   nn::SampleOptions options;
 };
 
+// An encoder-decoder's output for --source: greedy unless --temperature is given.
+void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
+  if (!f.prompt.empty()) {
+    throw UsageError(fmt::format("--prompt: {} is an encoder-decoder; give its input with --source", f.model));
+  }
+  if (f.source.empty()) throw UsageError(fmt::format("{} is an encoder-decoder: pass --source TEXT", f.model));
+  const std::vector<int64_t> source = encode_flag("--source", f.source, loaded.tokenizer);
+  const int64_t positions = loaded.seq2seq_config.max_position_embeddings;
+  if (static_cast<int64_t>(source.size()) > positions) {
+    throw ValueError(fmt::format("--source has {} characters; {} takes at most {}", source.size(), f.model, positions));
+  }
+  nn::SampleOptions options = f.options;
+  if (!f.temperature_given) options.temperature = 0.0;
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<int64_t> ids = with_context(f.model, [&] { return nn::generate(*loaded.seq2seq, source, options); });
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::string text = loaded.tokenizer.decode(ids);
+  if (f.json) {
+    fmt::print("{}\n", nlohmann::json{{"source", f.source},
+                                      {"text", text},
+                                      {"tokens", ids.size()},
+                                      {"temperature", options.temperature},
+                                      {"top_k", options.top_k},
+                                      {"seed", options.seed},
+                                      {"seconds", seconds},
+                                      {"model", f.model}}.dump());
+  } else {
+    fmt::print("{}\n", text);
+  }
+  if (f.verbose) {
+    fmt::print(stderr, "{} tokens in {:.3f} s; the encoder's keys and values projected once, the "
+               "decoder's self-attention cached\n", ids.size(), seconds);
+  }
+}
+
 void run_sample(const SampleFlags& f) {
   set_num_threads(f.threads);
-  train::LoadedModel loaded = train::load_model(f.model);
+  train::LoadedModel loaded = train::load_any_model(f.model);
+  if (loaded.is_encoder_decoder()) return sample_target(f, loaded);
+  if (!f.source.empty()) {
+    throw UsageError(fmt::format("--source: {} is a GPT; give its text to continue with --prompt", f.model));
+  }
   // With no prompt, start where documents start: after a newline (if the vocabulary has one),
   // and print from the first character that is not one (text between blank lines starts so).
   std::vector<int64_t> prompt;
@@ -108,14 +149,20 @@ void add_sample_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained model");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--prompt", flags->prompt, "text to continue (default: start of a document)");
+  cmd->add_option("--source", flags->source,
+                  "an encoder-decoder's input: print its output, decoded greedily unless "
+                  "--temperature is given (stops at the end token)");
   cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(integer_in(0, int64_t{1} << 30))->capture_default_str();
-  cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy)")->check(number_in(0.0, 100.0))->capture_default_str();
+  cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy; an encoder-decoder's default is 0)")->check(number_in(0.0, 100.0))->capture_default_str();
   cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->check(seed_value())->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(integer_in(0, 256))->capture_default_str();
   cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");
   cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");
-  cmd->callback([flags] { run_sample(*flags); });
+  cmd->callback([flags, cmd] {
+    flags->temperature_given = cmd->count("--temperature") > 0;
+    run_sample(*flags);
+  });
 }
 
 }  // namespace tinygpt::cli
