@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "commands.hpp"
+#include "pair_report.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
@@ -31,6 +32,7 @@ struct HeadsFlags {
   std::string ablate;        // "" when given without a mode: zero
   std::string ablate_heads;  // "L.H,L.H"
   int64_t attribute = -1;    // query position, -1 = none
+  int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
 };
 
 // The probes of a checkpoint: --text if given, else the run's own validation windows (its data
@@ -151,6 +153,10 @@ void add_heads_command(CLI::App& app) {
                   "for this query position of the picture text (from 1): raw attention per layer, "
                   "attention rollout and gradient x input of each earlier token (printed and drawn)")
       ->check(integer_in(1, std::numeric_limits<int64_t>::max()));
+  cmd->add_option("--pairs", flags->pairs,
+                  "an encoder-decoder: score its heads (and --ablate its cross-attention heads) on "
+                  "this many held-out pairs of its run's data")
+      ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -158,7 +164,20 @@ void add_heads_command(CLI::App& app) {
       throw UsageError(fmt::format("--html {} is a file of the checkpoint in {}; name another file",
                                    flags->html, fs::path(flags->html).parent_path().string()));
     }
-    train::LoadedModel loaded = train::load_model(flags->model);
+    train::LoadedModel loaded = train::load_any_model(flags->model);
+    if (loaded.is_encoder_decoder()) {
+      for (const char* flag : {"--text", "--html", "--ablate-heads", "--attribute", "--out"}) {
+        if (cmd->count(flag) > 0) {
+          throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
+                                       "run's held-out pairs (--pairs, --ablate, --json)", flag, flags->model));
+        }
+      }
+      if (!flags->ablate.empty() && flags->ablate != "zero") {
+        throw UsageError("--ablate: an encoder-decoder's cross-attention heads are removed by zeroing (zero)");
+      }
+      return report_pair_heads(flags->model, loaded, flags->pairs, cmd->count("--ablate") > 0, flags->json);
+    }
+    if (cmd->count("--pairs") > 0) throw UsageError(fmt::format("--pairs: {} is a GPT; it takes --text", flags->model));
     const std::string obstacle = heads::probe_obstacle(loaded.config);
     if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
     const bool ablate_each = cmd->count("--ablate") > 0;

@@ -4,6 +4,9 @@
 
 #include <fmt/format.h>
 
+#include "commands.hpp"
+#include "tinygpt/seq2seq/pair_heads.hpp"
+
 namespace tinygpt::cli {
 
 nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
@@ -32,6 +35,88 @@ void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
   }
   for (const auto& miss : accuracy.misses) {
     fmt::print(out, "  miss: {} -> {} (expected {})\n", miss.source, miss.output, miss.target);
+  }
+}
+
+namespace {
+
+nlohmann::json self_heads_json(const std::vector<seq2seq::SelfHeadScores>& heads) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& h : heads) {
+    out.push_back({{"layer", h.layer}, {"head", h.head}, {"role", h.role}, {"role_score", h.role_score},
+                   {"previous_token", h.previous_token}, {"next_token", h.next_token},
+                   {"current_token", h.current_token}, {"first_token", h.first_token},
+                   {"local", h.local}, {"entropy", h.entropy}});
+  }
+  return out;
+}
+
+void print_self_heads(const char* stack, const std::vector<seq2seq::SelfHeadScores>& heads) {
+  fmt::print("{} self-attention\n  head  role            score  prev   next   cur    first  local  entropy\n", stack);
+  for (const auto& h : heads) {
+    fmt::print("  {}.{:<3} {:<15} {:.2f}   {:.2f}   {:.2f}   {:.2f}   {:.2f}   {:.2f}   {:.2f}\n", h.layer, h.head,
+               h.role, h.role_score, h.previous_token, h.next_token, h.current_token, h.first_token,
+               h.local, h.entropy);
+  }
+}
+
+}  // namespace
+
+void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, int64_t pairs,
+                       bool ablate, bool json) {
+  const std::optional<train::RunState> run = train::trained_on(model_dir);
+  if (!run) throw UsageError(fmt::format("{} does not say what it was trained on", model_dir));
+  const std::string text = with_data_hint("--data", [&] { return train::load_run_text(*run); });
+  nn::EncoderDecoder& model = *loaded.seq2seq;
+  const data::PairDataset data(data::parse_pairs(text, run->data_source), loaded.tokenizer,
+                               model.config().max_position_embeddings, run->val_fraction, run->data_source);
+  const data::Split split = data.size(data::Split::val) > 0 ? data::Split::val : data::Split::train;
+  const seq2seq::PairHeads heads =
+      seq2seq::score_pair_heads(model, data, loaded.tokenizer, run->data_source, split, pairs);
+  std::optional<seq2seq::CrossAblation> ablation;
+  if (ablate) ablation = seq2seq::ablate_cross_heads(model, data, loaded.tokenizer, split, pairs, heads.cross);
+  nlohmann::json cross = nlohmann::json::array();
+  for (size_t i = 0; i < heads.cross.size(); ++i) {
+    const auto& h = heads.cross[i];
+    nlohmann::json entry = {{"layer", h.layer}, {"head", h.head}, {"alignment", h.alignment}};
+    if (ablation) entry["ablated_exact_match_drop"] = ablation->exact_match - ablation->without_head[i];
+    cross.push_back(entry);
+  }
+  if (json) {
+    nlohmann::json out = {{"model", model_dir}, {"data", run->data_source},
+                          {"split", data::split_name(split)}, {"pairs", heads.pairs},
+                          {"encoder", self_heads_json(heads.encoder)},
+                          {"decoder", self_heads_json(heads.decoder)}, {"cross_attention", cross}};
+    if (ablation) {
+      nlohmann::json aligned = nlohmann::json::array();
+      for (const auto& h : ablation->aligned) aligned.push_back(fmt::format("{}.{}", h.layer, h.head));
+      out["exact_match"] = ablation->exact_match;
+      out["ablated_aligned_heads"] = aligned;
+      out["ablated_aligned_exact_match"] = ablation->without_aligned;
+    }
+    fmt::print("{}\n", out.dump(2));
+    return;
+  }
+  fmt::print("{} pairs of the {} split of {}\n", heads.pairs, data::split_name(split), run->data_source);
+  print_self_heads("encoder", heads.encoder);
+  print_self_heads("decoder", heads.decoder);
+  if (heads.cross.empty()) {
+    fmt::print("cross-attention: {} has no known alignment to score against\n", run->data_source);
+    return;
+  }
+  fmt::print("cross-attention (alignment: mean weight on the aligned source characters)\n");
+  for (size_t i = 0; i < heads.cross.size(); ++i) {
+    const auto& h = heads.cross[i];
+    fmt::print("  {}.{:<3} alignment {:.3f}", h.layer, h.head, h.alignment);
+    if (ablation) fmt::print("   exact match without it {:.3f}", ablation->without_head[i]);
+    fmt::print("\n");
+  }
+  if (ablation) {
+    std::string names;
+    for (const auto& h : ablation->aligned) names += fmt::format("{}{}.{}", names.empty() ? "" : ",", h.layer, h.head);
+    fmt::print("exact match {:.3f}; without the aligned heads {} together: {:.3f} ({:+.3f})\n",
+               ablation->exact_match, names, ablation->without_aligned,
+               ablation->without_aligned - ablation->exact_match);
   }
 }
 

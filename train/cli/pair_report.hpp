@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/seq2seq/pair_eval.hpp"
+#include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
@@ -24,5 +25,12 @@ nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& d
 // cross-attention head, and a few misses.
 void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
                         const std::vector<seq2seq::CrossHeadScore>& alignment, std::FILE* out);
+
+// tinygpt heads on an encoder-decoder: the roles of the encoder's and the decoder's
+// self-attention heads and each cross-attention head's alignment on the first `pairs` held-out
+// pairs of the run's data; with `ablate`, exact match without each cross-attention head and
+// without the aligned ones together. A table, or with `json` one object.
+void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, int64_t pairs,
+                       bool ablate, bool json);
 
 }  // namespace tinygpt::cli

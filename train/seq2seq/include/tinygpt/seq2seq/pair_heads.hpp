@@ -1,0 +1,55 @@
+#pragma once
+// The roles of an encoder-decoder's heads, scored with the reference targets fed to the decoder
+// (teacher forcing) on a split's pairs:
+//   self-attention (the encoder's, bidirectional; the decoder's, causal), per head, the mean over
+//   the queries of a pair (padding excluded) of the weight on
+//     previous_token  position i - 1          next_token  i + 1 (the encoder only)
+//     current_token   i itself                first_token 0
+//     local           |i - j| <= 2            entropy     of the row over its visible keys,
+//                                                          divided by its maximum (0 one key, 1 flat)
+//   role: the largest of previous_token, next_token, current_token and first_token if at least
+//   0.4; else "local" if local >= 0.6; else "diffuse" if entropy >= 0.6; else "mixed";
+//   cross-attention: each head's alignment (pair_eval.hpp).
+// Ablation removes cross-attention heads (their output set to zero before out_proj) and measures
+// held-out exact match without them.
+#include <string>
+#include <vector>
+
+#include "tinygpt/seq2seq/pair_eval.hpp"
+
+namespace tinygpt::seq2seq {
+
+struct SelfHeadScores {
+  int64_t layer = 0;
+  int64_t head = 0;
+  double previous_token = 0.0, next_token = 0.0, current_token = 0.0, first_token = 0.0;
+  double local = 0.0, entropy = 0.0;
+  std::string role;
+  double role_score = 0.0;
+};
+
+struct PairHeads {
+  int64_t pairs = 0;
+  std::vector<SelfHeadScores> encoder, decoder;  // layer by layer, head by head
+  std::vector<CrossHeadScore> cross;             // empty without a known alignment
+};
+
+PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
+                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           data::Split split, int64_t max_pairs = 0);
+
+struct CrossAblation {
+  double exact_match = 0.0;  // every head present
+  // Exact match with each cross-attention head removed alone, layer by layer, head by head.
+  std::vector<double> without_head;
+  // The aligned heads (alignment >= 0.5, or the best one when none reaches it) removed together.
+  std::vector<CrossHeadScore> aligned;
+  double without_aligned = 0.0;
+};
+
+// On the first `max_pairs` pairs of `split` (all when 0); `alignment` from score_pair_heads.
+CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
+                                 const data::CharTokenizer& tokenizer, data::Split split,
+                                 int64_t max_pairs, const std::vector<CrossHeadScore>& alignment);
+
+}  // namespace tinygpt::seq2seq

@@ -1,0 +1,179 @@
+#include "tinygpt/seq2seq/pair_heads.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "tinygpt/autograd/tape.hpp"
+
+namespace tinygpt::seq2seq {
+namespace {
+
+constexpr double kRoleThreshold = 0.4, kLocalThreshold = 0.6, kDiffuseEntropy = 0.6;
+constexpr int64_t kLocalReach = 2;
+
+// Sums of each score over the queries it is defined for, and how many.
+struct Tally {
+  double previous = 0, next = 0, current = 0, first = 0, local = 0, entropy = 0;
+  int64_t previous_n = 0, next_n = 0, rows = 0, first_n = 0, entropy_n = 0;
+};
+
+// Row i of a (T,Tk) pattern whose visible keys are [0, keys): adds its scores to `t`.
+void add_row(const float* w, int64_t i, int64_t keys, Tally& t) {
+  ++t.rows;
+  t.current += w[i];
+  if (i >= 1) {
+    t.previous += w[i - 1];
+    t.first += w[0];
+    ++t.previous_n;
+    ++t.first_n;
+  }
+  if (i + 1 < keys) {
+    t.next += w[i + 1];
+    ++t.next_n;
+  }
+  for (int64_t j = std::max<int64_t>(0, i - kLocalReach); j < std::min(keys, i + kLocalReach + 1); ++j) t.local += w[j];
+  if (keys >= 2) {
+    double h = 0.0;
+    for (int64_t j = 0; j < keys; ++j) h -= w[j] > 0.0f ? w[j] * std::log(static_cast<double>(w[j])) : 0.0;
+    t.entropy += h / std::log(static_cast<double>(keys));
+    ++t.entropy_n;
+  }
+}
+
+SelfHeadScores finish(int64_t layer, int64_t head, const Tally& t) {
+  const auto mean = [](double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
+  SelfHeadScores s{layer, head, mean(t.previous, t.previous_n), mean(t.next, t.next_n),
+                   mean(t.current, t.rows), mean(t.first, t.first_n), mean(t.local, t.rows),
+                   mean(t.entropy, t.entropy_n), "", 0.0};
+  const std::pair<const char*, double> roles[] = {{"previous-token", s.previous_token},
+                                                  {"next-token", s.next_token},
+                                                  {"current-token", s.current_token},
+                                                  {"first-token", s.first_token}};
+  const auto best = std::max_element(std::begin(roles), std::end(roles),
+                                     [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (best->second >= kRoleThreshold) {
+    s.role = best->first;
+    s.role_score = best->second;
+  } else if (s.local >= kLocalThreshold) {
+    s.role = "local";
+    s.role_score = s.local;
+  } else {
+    s.role = s.entropy >= kDiffuseEntropy ? "diffuse" : "mixed";
+    s.role_score = s.entropy;
+  }
+  return s;
+}
+
+std::vector<Tensor> as_f32(std::vector<Tensor> weights) {
+  for (Tensor& w : weights) w = w.dtype() == DType::f32 ? w : w.to(DType::f32);
+  return weights;
+}
+
+// The CrossHeadScore list's entry for (layer, head) as an index into without_head.
+size_t head_index(const nn::EncoderDecoder& model, int64_t layer, int64_t head) {
+  return static_cast<size_t>(layer * model.config().decoder_attention_heads + head);
+}
+
+// Exact match with the cross-attention heads in `removed` zeroed (restored after).
+double exact_match_without(nn::EncoderDecoder& model, const data::PairDataset& data,
+                           const data::CharTokenizer& tokenizer, data::Split split,
+                           int64_t max_pairs, const std::vector<CrossHeadScore>& removed) {
+  const int64_t heads = model.config().decoder_attention_heads;
+  std::vector<std::vector<double>> masks(static_cast<size_t>(model.config().decoder_layers));
+  for (const CrossHeadScore& h : removed) {
+    auto& mask = masks[static_cast<size_t>(h.layer)];
+    if (mask.empty()) mask.assign(static_cast<size_t>(heads), 1.0);
+    mask[static_cast<size_t>(h.head)] = 0.0;
+  }
+  auto& layers = *model.model->decoder->layers;
+  for (size_t l = 0; l < masks.size(); ++l) layers[l].encoder_attn->set_head_mask(masks[l]);
+  double exact = 0.0;
+  try {
+    exact = pair_accuracy(model, data, tokenizer, split, max_pairs).exact_match;
+  } catch (...) {
+    for (size_t l = 0; l < masks.size(); ++l) layers[l].encoder_attn->set_head_mask({});
+    throw;
+  }
+  for (size_t l = 0; l < masks.size(); ++l) layers[l].encoder_attn->set_head_mask({});
+  return exact;
+}
+
+}  // namespace
+
+PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
+                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           data::Split split, int64_t max_pairs) {
+  const nn::EncoderDecoderConfig& c = model.config();
+  PairHeads out;
+  out.pairs = max_pairs > 0 ? std::min(max_pairs, data.size(split)) : data.size(split);
+  std::vector<Tally> encoder(static_cast<size_t>(c.encoder_layers * c.encoder_attention_heads));
+  std::vector<Tally> decoder(static_cast<size_t>(c.decoder_layers * c.decoder_attention_heads));
+  {
+    NoGradGuard no_grad;
+    model.eval();
+    model.set_keep_attention_weights(true);
+    constexpr int64_t kBatch = 250;
+    for (int64_t first = 0; first < out.pairs; first += kBatch) {
+      const int64_t count = std::min(kBatch, out.pairs - first);
+      const data::PairBatch b = data.batch(split, first, count);
+      model.forward(b.source, b.source_lengths, b.inputs);
+      const auto tally = [&](const std::vector<Tensor>& weights, std::vector<Tally>& tallies, bool causal) {
+        for (size_t l = 0; l < weights.size(); ++l) {
+          const Tensor& w = weights[l];  // (B,H,T,T)
+          const int64_t h_n = w.size(1), t = w.size(2);
+          for (int64_t r = 0; r < count; ++r) {
+            const int64_t len = causal ? static_cast<int64_t>(data.target(split, first + r).size()) + 1
+                                       : b.source_lengths[static_cast<size_t>(r)];
+            for (int64_t h = 0; h < h_n; ++h) {
+              for (int64_t i = 0; i < len; ++i) {
+                add_row(w.data<float>() + ((r * h_n + h) * t + i) * t, i, causal ? i + 1 : len,
+                        tallies[l * static_cast<size_t>(h_n) + static_cast<size_t>(h)]);
+              }
+            }
+          }
+        }
+      };
+      tally(as_f32(model.encoder_attention_weights()), encoder, false);
+      tally(as_f32(model.decoder_attention_weights()), decoder, true);
+    }
+    model.set_keep_attention_weights(false);
+  }
+  for (size_t i = 0; i < encoder.size(); ++i) {
+    const auto h = static_cast<int64_t>(i) % c.encoder_attention_heads;
+    out.encoder.push_back(finish(static_cast<int64_t>(i) / c.encoder_attention_heads, h, encoder[i]));
+  }
+  for (size_t i = 0; i < decoder.size(); ++i) {
+    const auto h = static_cast<int64_t>(i) % c.decoder_attention_heads;
+    out.decoder.push_back(finish(static_cast<int64_t>(i) / c.decoder_attention_heads, h, decoder[i]));
+  }
+  out.cross = cross_attention_alignment(model, data, tokenizer, task, split, max_pairs);
+  return out;
+}
+
+CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
+                                 const data::CharTokenizer& tokenizer, data::Split split,
+                                 int64_t max_pairs, const std::vector<CrossHeadScore>& alignment) {
+  CrossAblation out;
+  out.exact_match = pair_accuracy(model, data, tokenizer, split, max_pairs).exact_match;
+  const nn::EncoderDecoderConfig& c = model.config();
+  out.without_head.resize(static_cast<size_t>(c.decoder_layers * c.decoder_attention_heads));
+  for (int64_t l = 0; l < c.decoder_layers; ++l) {
+    for (int64_t h = 0; h < c.decoder_attention_heads; ++h) {
+      out.without_head[head_index(model, l, h)] =
+          exact_match_without(model, data, tokenizer, split, max_pairs, {{l, h, 0.0}});
+    }
+  }
+  for (const CrossHeadScore& h : alignment) {
+    if (h.alignment >= 0.5) out.aligned.push_back(h);
+  }
+  if (out.aligned.empty() && !alignment.empty()) {
+    out.aligned.push_back(*std::max_element(alignment.begin(), alignment.end(),
+                                            [](const auto& a, const auto& b) { return a.alignment < b.alignment; }));
+  }
+  out.without_aligned = out.aligned.empty()
+                            ? out.exact_match
+                            : exact_match_without(model, data, tokenizer, split, max_pairs, out.aligned);
+  return out;
+}
+
+}  // namespace tinygpt::seq2seq
