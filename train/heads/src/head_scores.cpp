@@ -59,24 +59,24 @@ double duplicate_token_score(const float* a, int64_t t, int64_t period) {
                            [&](int64_t i) { return a[i * t + i - period]; });
 }
 
+Role pick_role(std::initializer_list<std::pair<const char*, double>> candidates, double local,
+               double entropy) {
+  const auto best = std::max_element(candidates.begin(), candidates.end(),
+                                     [](const auto& x, const auto& y) { return x.second < y.second; });
+  if (best != candidates.end() && best->second >= kRoleThreshold) return {best->first, best->second};
+  if (local >= kLocalThreshold) return {"local", local};
+  return {entropy >= kDiffuseEntropy ? "diffuse" : "mixed", entropy};
+}
+
 void assign_role(HeadScores& s) {
-  const std::pair<const char*, double> roles[] = {{"previous-token", s.previous_token},
-                                                  {"induction", s.induction},
-                                                  {"duplicate-token", s.duplicate_token},
-                                                  {"first-token", s.first_token},
-                                                  {"current-token", s.current_token}};
-  const auto* best = std::max_element(std::begin(roles), std::end(roles),
-                                      [](const auto& x, const auto& y) { return x.second < y.second; });
-  if (best->second >= kRoleThreshold) {
-    s.role = best->first;
-    s.role_score = best->second;
-  } else if (s.local >= kLocalThreshold) {
-    s.role = "local";
-    s.role_score = s.local;
-  } else {
-    s.role = s.entropy >= kDiffuseEntropy ? "diffuse" : "mixed";
-    s.role_score = s.entropy;
-  }
+  const Role role = pick_role({{"previous-token", s.previous_token},
+                               {"induction", s.induction},
+                               {"duplicate-token", s.duplicate_token},
+                               {"first-token", s.first_token},
+                               {"current-token", s.current_token}},
+                              s.local, s.entropy);
+  s.role = role.name;
+  s.role_score = role.score;
 }
 
 }  // namespace tinygpt::heads

@@ -4,11 +4,11 @@
 #include <cmath>
 
 #include "tinygpt/autograd/tape.hpp"
+#include "tinygpt/heads/head_scores.hpp"
 
 namespace tinygpt::seq2seq {
 namespace {
 
-constexpr double kRoleThreshold = 0.4, kLocalThreshold = 0.6, kDiffuseEntropy = 0.6;
 constexpr int64_t kLocalReach = 2;
 
 // Sums of each score over the queries it is defined for, and how many.
@@ -45,22 +45,13 @@ SelfHeadScores finish(int64_t layer, int64_t head, const Tally& t) {
   SelfHeadScores s{layer, head, mean(t.previous, t.previous_n), mean(t.next, t.next_n),
                    mean(t.current, t.rows), mean(t.first, t.first_n), mean(t.local, t.rows),
                    mean(t.entropy, t.entropy_n), "", 0.0};
-  const std::pair<const char*, double> roles[] = {{"previous-token", s.previous_token},
-                                                  {"next-token", s.next_token},
-                                                  {"current-token", s.current_token},
-                                                  {"first-token", s.first_token}};
-  const auto best = std::max_element(std::begin(roles), std::end(roles),
-                                     [](const auto& a, const auto& b) { return a.second < b.second; });
-  if (best->second >= kRoleThreshold) {
-    s.role = best->first;
-    s.role_score = best->second;
-  } else if (s.local >= kLocalThreshold) {
-    s.role = "local";
-    s.role_score = s.local;
-  } else {
-    s.role = s.entropy >= kDiffuseEntropy ? "diffuse" : "mixed";
-    s.role_score = s.entropy;
-  }
+  const heads::Role role = heads::pick_role({{"previous-token", s.previous_token},
+                                             {"next-token", s.next_token},
+                                             {"current-token", s.current_token},
+                                             {"first-token", s.first_token}},
+                                            s.local, s.entropy);
+  s.role = role.name;
+  s.role_score = role.score;
   return s;
 }
 

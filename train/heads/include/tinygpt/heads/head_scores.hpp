@@ -4,7 +4,9 @@
 // is the share of attention mass a query puts on the role's target position, averaged over the
 // queries where the role is defined. All scores are in [0, 1].
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 namespace tinygpt::heads {
 
@@ -47,5 +49,13 @@ constexpr double kRoleThreshold = 0.4;
 constexpr double kLocalThreshold = 0.6;
 constexpr double kDiffuseEntropy = 0.6;
 void assign_role(HeadScores& scores);
+
+// The same rule over any candidate roles (name, score): an encoder-decoder's heads have others.
+struct Role {
+  std::string name;
+  double score = 0.0;
+};
+Role pick_role(std::initializer_list<std::pair<const char*, double>> candidates, double local,
+               double entropy);
 
 }  // namespace tinygpt::heads

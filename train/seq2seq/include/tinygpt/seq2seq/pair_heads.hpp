@@ -7,8 +7,9 @@
 //     current_token   i itself                first_token 0
 //     local           |i - j| <= 2            entropy     of the row over its visible keys,
 //                                                          divided by its maximum (0 one key, 1 flat)
-//   role: the largest of previous_token, next_token, current_token and first_token if at least
-//   0.4; else "local" if local >= 0.6; else "diffuse" if entropy >= 0.6; else "mixed";
+//   role: heads::pick_role over previous_token, next_token, current_token and first_token (the
+//   largest if at least 0.4; else "local" if local >= 0.6; else "diffuse" if entropy >= 0.6;
+//   else "mixed"), the GPT heads' rule;
 //   cross-attention: each head's alignment (pair_eval.hpp).
 // Ablation removes cross-attention heads (their output set to zero before out_proj) and measures
 // held-out exact match without them.
