@@ -22,7 +22,8 @@ bool is_builtin_source(const std::string& source) {
 }
 
 std::string absolute_source(const std::string& source) {
-  if (is_builtin_source(source)) return source;
+  // An unknown "builtin:" name stays as it is, for load_text to refuse by name.
+  if (is_builtin_source(source) || (source.rfind("builtin:", 0) == 0 && !fs::exists(source))) return source;
   return fs::absolute(source).lexically_normal().string();
 }
 

@@ -75,7 +75,12 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
     k = how.cache->k;
     v = how.cache->v;
   } else {
-    k = split_heads(k_proj->forward(memory), kvh);
+    // The key bias adds q.b_k to every score of a query's row, which softmax ignores: its exact
+    // gradient is zero, and the rounding noise in its place would make AdamW walk it at random
+    // (MultiHeadSelfAttention::forward says more). It enters detached, its gradient the exact 0.
+    Tensor keys = matmul(memory, k_proj->weight, false, true);  // (B,Tk,KV)
+    if (k_proj->bias.defined()) keys = keys + k_proj->bias.detach();
+    k = split_heads(keys, kvh);
     v = split_heads(v_proj->forward(memory), kvh);
     if (how.cache != nullptr && how.causal) {
       first_query = how.cache->seen;
