@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 
 #include "nn/nn_helpers.hpp"
+#include "run_helpers.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
@@ -16,6 +17,7 @@
 using namespace tinygpt;
 using namespace tinygpt::train;
 using tinygpt::testing::ScratchDir;
+using tinygpt::testing::train_to_end;
 using Catch::Matchers::Contains;
 namespace fs = std::filesystem;
 
@@ -46,16 +48,6 @@ std::string write_text(const ScratchDir& dir) {
   return dir.file("text.txt");
 }
 
-// Steps `run` to its end, evaluating and saving every eval_every steps and at the end.
-void train_to_end(Run& run) {
-  while (!run.done()) {
-    const StepStats s = run.step();
-    if (s.step % run.options().eval_every == 0 || run.done()) {
-      run.evaluate();
-      run.save();
-    }
-  }
-}
 
 int64_t lines_in(const std::string& path) {
   std::ifstream in(path);

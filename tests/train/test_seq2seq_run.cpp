@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "run_helpers.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
@@ -16,6 +17,7 @@
 using namespace tinygpt;
 using namespace tinygpt::train;
 using tinygpt::testing::ScratchDir;
+using tinygpt::testing::train_to_end;
 
 namespace {
 
@@ -47,15 +49,6 @@ std::string read_file(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-void train_to_end(Run& run) {
-  while (!run.done()) {
-    const StepStats s = run.step();
-    if (s.step % run.options().eval_every == 0 || run.done()) {
-      run.evaluate();
-      run.save();
-    }
-  }
-}
 
 }  // namespace
 
