@@ -7,6 +7,7 @@
 #include "tinygpt/train/log_records.hpp"
 #include "tinygpt/train/loss_log.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
+#include "tinygpt/train/objective.hpp"
 #include "tinygpt/train/optim.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/run.hpp"
