@@ -21,6 +21,8 @@
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/pairs.hpp"
+#include "tinygpt/data/utf8.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
 #include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
@@ -33,6 +35,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 struct BenchFlags {
+  std::string arch = "gpt";
   ModelFlags model;
   int64_t batch = 12;
   int64_t vocab = 65;
@@ -76,7 +79,92 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
   return ids;
 }
 
+// Timed steps of a trainer after untimed warm-up ones: each step's seconds, and the last loss.
+struct TimedSteps {
+  std::vector<double> seconds;
+  double last_loss = NAN;
+};
+TimedSteps time_steps(train::Trainer& trainer, int64_t warmup, int64_t steps) {
+  for (int64_t i = 0; i < warmup; ++i) trainer.step();
+  TimedSteps out;
+  for (int64_t i = 0; i < steps; ++i) {
+    const auto start = Clock::now();
+    out.last_loss = trainer.step().loss;
+    out.seconds.push_back(seconds_since(start));
+  }
+  return out;
+}
+
+// bench --arch encoder-decoder: the default encoder-decoder's training steps on random pairs
+// whose source and target both fill the positions (--block - 1 characters of --vocab, the target
+// with its start and end token): the shapes to compare with torch.nn.Transformer.
+void run_bench_seq2seq(const BenchFlags& f) {
+  set_num_threads(f.threads);
+  const int64_t length = f.model.block - 1;
+  if (length < 1) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
+  Generator gen(f.seed);
+  std::string text;
+  const auto random_string = [&] {
+    std::u32string s(static_cast<size_t>(length), U'a');
+    for (char32_t& c : s) c = 0x4E00 + static_cast<char32_t>(gen.randint(f.vocab));  // any vocabulary size
+    return data::encode_utf8(s);
+  };
+  for (int i = 0; i < 4096; ++i) text += random_string() + '\t' + random_string() + '\n';
+  const auto pairs = data::parse_pairs(text, "random pairs");
+  const data::CharTokenizer tokenizer = data::fit_pair_tokenizer(pairs);
+  nn::EncoderDecoderConfig config = f.model.encoder_decoder_config();
+  config.vocab_size = tokenizer.vocab_size();
+  const data::PairDataset dataset(pairs, tokenizer, f.model.block, 0.1, "random pairs");
+  nn::EncoderDecoder model(config, f.seed);
+  train::TrainOptions options;
+  options.batch = f.batch;
+  options.steps = f.warmup + f.steps;
+  options.warmup = std::min<int64_t>(options.steps, 100);
+  options.eval_every = options.steps + 1;
+  options.seed = f.seed;
+  options.precision = f.precision;
+  train::Trainer trainer(std::make_unique<train::PairObjective>(model, dataset), options);
+  const TimedSteps timed = time_steps(trainer, f.warmup, f.steps);
+  const double ms = 1000.0 * median(timed.seconds);
+  const int64_t tokens = f.batch * (2 * length + 1);  // source and target positions per step
+  const double tokens_per_s = static_cast<double>(tokens) / (ms / 1000.0);
+  const double rss = peak_rss_mb();
+  if (f.json) {
+    fmt::print("{}\n", json{{"ms_per_step", ms},
+                             {"tokens_per_s", tokens_per_s},
+                             {"ms_min", 1000.0 * *std::min_element(timed.seconds.begin(), timed.seconds.end())},
+                             {"ms_max", 1000.0 * *std::max_element(timed.seconds.begin(), timed.seconds.end())},
+                             {"peak_rss_mb", rss},
+                             {"params", model.num_parameters()},
+                             {"steps", f.steps},
+                             {"warmup", f.warmup},
+                             {"threads", num_threads()},
+                             {"precision", f.precision},
+                             {"final_loss", timed.last_loss},
+                             {"config",
+                              {{"arch", "encoder-decoder"}, {"layers", config.encoder_layers},
+                               {"heads", config.encoder_attention_heads}, {"d_model", config.d_model},
+                               {"ffn_dim", config.encoder_ffn_dim}, {"source_length", length},
+                               {"target_length", length + 1}, {"batch", f.batch},
+                               {"vocab", config.vocab_size}}}}.dump());
+    return;
+  }
+  fmt::print("tinygpt bench: encoder-decoder, {} + {} layers, {}, d_model {}, feed-forward {}, "
+             "batch {} of {} source and {} target positions, vocab {}\n",
+             config.encoder_layers, config.decoder_layers,
+             train::count_of(config.encoder_attention_heads, "head"), config.d_model,
+             config.encoder_ffn_dim, f.batch, length, length + 1, config.vocab_size);
+  fmt::print("  parameters      {}\n  threads         {}\n  steps           {} timed after {} warm-up\n",
+             model.num_parameters(), num_threads(), f.steps, f.warmup);
+  fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
+             1000.0 * *std::min_element(timed.seconds.begin(), timed.seconds.end()),
+             1000.0 * *std::max_element(timed.seconds.begin(), timed.seconds.end()));
+  fmt::print("  tokens/s        {:.0f}\n  peak RSS        {:.1f} MB\n  final loss      {:.6f}\n",
+             tokens_per_s, rss, timed.last_loss);
+}
+
 void run_bench(const BenchFlags& f) {
+  if (f.arch == "encoder-decoder") return run_bench_seq2seq(f);
   set_num_threads(f.threads);
   const Precision precision = parse_precision(f.precision);
   if (precision == Precision::bf16 && !bf16_unsupported_reason().empty()) {
@@ -122,14 +210,9 @@ void run_bench(const BenchFlags& f) {
   for (int64_t i = 0; i < f.warmup; ++i) trainer.step();
   const MemoryStats warm = memory_stats();
   if (f.profile) set_op_profiling(true);
-  std::vector<double> times;
-  double last_loss = NAN;
-  for (int64_t i = 0; i < f.steps; ++i) {
-    const auto start = Clock::now();
-    const train::StepStats s = trainer.step();
-    times.push_back(seconds_since(start));
-    last_loss = s.loss;
-  }
+  const TimedSteps timed = time_steps(trainer, 0, f.steps);
+  const std::vector<double>& times = timed.seconds;
+  const double last_loss = timed.last_loss;
   set_op_profiling(false);
   const MemoryStats end = memory_stats();
   const double rss = peak_rss_mb();  // before the product probe's buffers
@@ -273,6 +356,11 @@ void add_bench_command(CLI::App& app) {
       "peak, measured by multiply-adds on registers on every thread (no library's kernel choice "
       "can lower it). The f32 products' own rate is measured on --peak-size square matrices "
       "through the same OpenMP-split matmul; a line says so when it is below half the peak.");
+  cmd->add_option("--arch", flags->arch,
+                  "gpt, or encoder-decoder: its steps on random pairs whose source and target fill "
+                  "--block positions (ms/step, tokens/s, peak RSS; the model flags --layers, "
+                  "--heads, --d-model, --block, --dropout)")
+      ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
   flags->model.add_to(*cmd);
   cmd->add_option("--batch", flags->batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--vocab", flags->vocab, "vocabulary of the synthetic tokens (65: Shakespeare's)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
