@@ -100,6 +100,13 @@ TEST_CASE("train --arch encoder-decoder writes a BART-style checkpoint that eval
     CHECK(h.contains("ablated_exact_match_drop"));
   }
   CHECK(heads.contains("ablated_aligned_exact_match"));
+  // Heatmaps of the first held-out pair: a grid per layer of each attention, cross-attention
+  // with the target down and the source across.
+  for (const char* name : {"encoder_layer0.png", "decoder_layer0.png", "cross_layer0.png"}) {
+    INFO(name);
+    CHECK(std::filesystem::exists(model + "/heads/" + name));
+  }
+  CHECK(heads.at("heatmaps").size() == 3);
 
   // Resumed, it continues; given the other architecture, it is refused.
   CHECK(run_ok(tiny_seq2seq_args(model, {"--resume", model, "--steps", "60"})).exit_code == 0);

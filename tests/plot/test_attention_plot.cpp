@@ -235,3 +235,43 @@ TEST_CASE("head grid: mismatched heads, titles or matrix sizes throw ShapeError"
   CHECK_THROWS_AS(save_head_grid(path, {ok}, 2, {"a"}, {"x"}, "t"), tinygpt::ShapeError);
   CHECK(dir.entries().empty());
 }
+
+TEST_CASE("cross-attention grid: target positions down, source positions across", "[plot][heads][cross]") {
+  ScratchDir dir;
+  const auto source = char_labels("abcdefghi");  // 9 keys
+  const auto target = char_labels("ihgfe");      // 5 queries
+  // Head 0 reads the mirrored source position, head 1 always the first one.
+  std::vector<float> mirror(5 * 9, 0.0f), first(5 * 9, 0.0f);
+  for (int q = 0; q < 5; ++q) {
+    mirror[static_cast<std::size_t>(q) * 9 + (8 - q)] = 1.0f;
+    first[static_cast<std::size_t>(q) * 9] = 1.0f;
+  }
+  const std::vector<std::string> titles{"head 0", "head 1"};
+  save_cross_attention_grid(dir.file("c.png"), {mirror, first}, target, source, titles, "layer 1");
+  const auto layout = cross_attention_grid_layout(target, source, titles, "layer 1");
+  const auto png = read_png(dir.file("c.png"));
+  REQUIRE(png.width == layout.width);
+  REQUIRE(png.height == layout.height);
+  REQUIRE(layout.grids.size() == 2);
+  CHECK(layout.grids[0].width == 9 * layout.cell);
+  CHECK(layout.grids[0].height == 5 * layout.cell);
+  for (size_t h = 0; h < 2; ++h) {
+    const std::vector<float>& w = h == 0 ? mirror : first;
+    for (int q = 0; q < 5; ++q) {
+      for (int k = 0; k < 9; ++k) {
+        INFO("head " << h << " query " << q << " key " << k);
+        const int lum = luminance(cell_center(png, layout.grids[h], layout.cell, q, k));
+        if (w[static_cast<std::size_t>(q) * 9 + k] == 1.0f) {
+          REQUIRE(lum > 180);
+        } else {
+          REQUIRE(lum < 60);
+        }
+      }
+    }
+  }
+  // 45 weights are not 4 queries x 9 keys.
+  CHECK_THROWS_AS(save_cross_attention_grid(dir.file("d.png"), {mirror}, char_labels("ihgf"), source,
+                                            {"h"}, "t"),
+                  tinygpt::ShapeError);
+  CHECK_FALSE(std::filesystem::exists(dir.file("d.png")));
+}

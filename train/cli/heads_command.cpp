@@ -166,16 +166,17 @@ void add_heads_command(CLI::App& app) {
     }
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--html", "--ablate-heads", "--attribute", "--out"}) {
+      for (const char* flag : {"--text", "--html", "--ablate-heads", "--attribute"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
-                                       "run's held-out pairs (--pairs, --ablate, --json)", flag, flags->model));
+                                       "run's held-out pairs (--pairs, --ablate, --json, --out)", flag, flags->model));
         }
       }
       if (!flags->ablate.empty() && flags->ablate != "zero") {
         throw UsageError("--ablate: an encoder-decoder's cross-attention heads are removed by zeroing (zero)");
       }
-      return report_pair_heads(flags->model, loaded, flags->pairs, cmd->count("--ablate") > 0, flags->json);
+      return report_pair_heads(flags->model, loaded, flags->pairs, cmd->count("--ablate") > 0, flags->json,
+                               flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out);
     }
     if (cmd->count("--pairs") > 0) throw UsageError(fmt::format("--pairs: {} is a GPT; it takes --text", flags->model));
     const std::string obstacle = heads::probe_obstacle(loaded.config);

@@ -30,7 +30,10 @@ void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
 // self-attention heads and each cross-attention head's alignment on the first `pairs` held-out
 // pairs of the run's data; with `ablate`, exact match without each cross-attention head and
 // without the aligned ones together. A table, or with `json` one object.
+// `heatmap_dir` (or "" for none) receives, for the first held-out pair, a grid per layer of the
+// encoder's and the decoder's self-attention and of the cross-attention (target positions down,
+// source positions across).
 void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, int64_t pairs,
-                       bool ablate, bool json);
+                       bool ablate, bool json, const std::string& heatmap_dir);
 
 }  // namespace tinygpt::cli

@@ -17,7 +17,7 @@ constexpr int kTextScale = 2;  // title, axis names, colour bar
 // Top to bottom: title, axis name "key", the panel (key labels, grid).
 struct HeatmapFigure {
   HeatmapFigure(int seq_len, const std::vector<std::string>& labels, const std::string& title)
-      : panel(labels, cell_size_for(seq_len, kGridTarget, kMaxCell)) {
+      : panel(labels, labels, cell_size_for(seq_len, kGridTarget, kMaxCell)) {
     const int line = text_line_height(kTextScale);
     const int panel_offset = line + style::kGap;
     const int bar_offset = panel_offset + panel.width() + 3 * style::kGap;
@@ -35,8 +35,8 @@ struct HeatmapFigure {
   }
 
   PixelRect grid() const {
-    return {panel_x + panel.grid_x(), panel_y + panel.grid_y(), panel.grid_size(),
-            panel.grid_size()};
+    return {panel_x + panel.grid_x(), panel_y + panel.grid_y(), panel.grid_width(),
+            panel.grid_height()};
   }
 
   AttentionPanel panel;

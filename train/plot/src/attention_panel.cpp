@@ -34,16 +34,23 @@ int cell_size_for(int seq_len, int target, int max_cell) {
   return std::clamp(target / seq_len, 1, max_cell);
 }
 
-AttentionPanel::AttentionPanel(const std::vector<std::string>& labels, int cell)
+AttentionPanel::AttentionPanel(const std::vector<std::string>& query_labels,
+                               const std::vector<std::string>& key_labels, int cell)
     : cell_(cell), label_scale_(label_scale_for(cell)) {
-  labels_.reserve(labels.size());
-  for (const std::string& label : labels) {
-    labels_.push_back(visible_token(label).substr(0, kMaxLabelChars));
-  }
+  const auto shown = [](const std::vector<std::string>& labels) {
+    std::vector<std::string> out;
+    out.reserve(labels.size());
+    for (const std::string& label : labels) out.push_back(visible_token(label).substr(0, kMaxLabelChars));
+    return out;
+  };
+  query_labels_ = shown(query_labels);
+  key_labels_ = shown(key_labels);
   if (label_scale_ == 0) return;
+  // One width for both axes (the widest label of either), so a self-attention panel's labels
+  // line up the same way down and across.
   int widest = 0;
-  for (const std::string& label : labels_) {
-    widest = std::max(widest, text_size(label, label_scale_).width);
+  for (const auto* labels : {&query_labels_, &key_labels_}) {
+    for (const std::string& label : *labels) widest = std::max(widest, text_size(label, label_scale_).width);
   }
   const int line_height = text_line_height(label_scale_);
   // A label may overhang its cell by a pixel a side into the blank margins of its neighbours'
@@ -54,12 +61,12 @@ AttentionPanel::AttentionPanel(const std::vector<std::string>& labels, int cell)
 }
 
 void AttentionPanel::draw(Canvas& canvas, int x, int y, const float* weights) const {
-  const int n = static_cast<int>(labels_.size());
+  const int queries = static_cast<int>(query_labels_.size()), keys = static_cast<int>(key_labels_.size());
   const int left = x + grid_x(), top = y + grid_y();
-  for (int q = 0; q < n; ++q) {
-    for (int k = 0; k < n; ++k) {
+  for (int q = 0; q < queries; ++q) {
+    for (int k = 0; k < keys; ++k) {
       canvas.fill_rect(left + k * cell_, top + q * cell_, cell_, cell_,
-                       weight_color(weights[static_cast<std::size_t>(q) * n + k]));
+                       weight_color(weights[static_cast<std::size_t>(q) * keys + k]));
     }
   }
   if (label_scale_ == 0) return;
@@ -69,10 +76,10 @@ void AttentionPanel::draw(Canvas& canvas, int x, int y, const float* weights) co
 
 void AttentionPanel::draw_query_labels(Canvas& canvas, int grid_left, int grid_top) const {
   const int cap = text_cap_height(label_scale_);
-  for (std::size_t i = 0; i < labels_.size(); ++i) {
-    const int width = text_size(labels_[i], label_scale_).width;
+  for (std::size_t i = 0; i < query_labels_.size(); ++i) {
+    const int width = text_size(query_labels_[i], label_scale_).width;
     const int cell_top = grid_top + static_cast<int>(i) * cell_;
-    canvas.draw_text(grid_left - kLabelGap - width, cell_top + (cell_ - cap) / 2, labels_[i],
+    canvas.draw_text(grid_left - kLabelGap - width, cell_top + (cell_ - cap) / 2, query_labels_[i],
                      style::kInk, label_scale_);
   }
 }
@@ -80,16 +87,17 @@ void AttentionPanel::draw_query_labels(Canvas& canvas, int grid_left, int grid_t
 void AttentionPanel::draw_key_labels(Canvas& canvas, int grid_left, int grid_top) const {
   const int cap = text_cap_height(label_scale_);
   const int descent = text_descent(label_scale_);
-  for (std::size_t i = 0; i < labels_.size(); ++i) {
-    const int width = text_size(labels_[i], label_scale_).width;
+  for (std::size_t i = 0; i < key_labels_.size(); ++i) {
+    const std::string& label = key_labels_[i];
+    const int width = text_size(label, label_scale_).width;
     const int cell_left = grid_left + static_cast<int>(i) * cell_;
     if (vertical_keys_) {
       // Turned text ends just above the grid; its capitals are centred on the column.
-      canvas.draw_text(cell_left + (cell_ - cap) / 2, grid_top - kLabelGap - width, labels_[i],
+      canvas.draw_text(cell_left + (cell_ - cap) / 2, grid_top - kLabelGap - width, label,
                        style::kInk, label_scale_, TextDirection::vertical);
     } else {
       canvas.draw_text(cell_left + (cell_ - width) / 2, grid_top - kLabelGap - descent - cap,
-                       labels_[i], style::kInk, label_scale_);
+                       label, style::kInk, label_scale_);
     }
   }
 }

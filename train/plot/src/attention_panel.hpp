@@ -11,28 +11,33 @@ namespace tinygpt::plot {
 // The side of a cell so that seq_len cells span about `target` pixels, within [1, max_cell].
 int cell_size_for(int seq_len, int target, int max_cell);
 
-// A seq_len x seq_len grid of cells, query labels in a column at its left and key labels in a row
-// above it. Labels are drawn only when cells are big enough to hold a character; key labels turn
-// vertical when one of them is wider than a cell.
+// A queries x keys grid of cells (self-attention: one sequence both ways; cross-attention: the
+// target's positions down, the source's across), query labels in a column at its left and key
+// labels in a row above it. Labels are drawn only when cells are big enough to hold a character;
+// key labels turn vertical when one of them is wider than a cell.
 class AttentionPanel {
  public:
-  AttentionPanel(const std::vector<std::string>& labels, int cell);
+  AttentionPanel(const std::vector<std::string>& query_labels,
+                 const std::vector<std::string>& key_labels, int cell);
 
-  int width() const { return grid_x() + grid_size(); }
-  int height() const { return grid_y() + grid_size(); }
+  int width() const { return grid_x() + grid_width(); }
+  int height() const { return grid_y() + grid_height(); }
   // Where the grid starts, relative to the panel's top-left corner.
   int grid_x() const { return query_label_width_; }
   int grid_y() const { return key_label_height_; }
-  int grid_size() const { return cell_ * static_cast<int>(labels_.size()); }
+  int grid_width() const { return cell_ * static_cast<int>(key_labels_.size()); }
+  int grid_height() const { return cell_ * static_cast<int>(query_labels_.size()); }
   int cell() const { return cell_; }
 
+  // weights: queries x keys, row-major.
   void draw(Canvas& canvas, int x, int y, const float* weights) const;
 
  private:
   void draw_query_labels(Canvas& canvas, int grid_left, int grid_top) const;
   void draw_key_labels(Canvas& canvas, int grid_left, int grid_top) const;
 
-  std::vector<std::string> labels_;  // as shown: visible_token, cut to a few characters
+  // As shown: visible_token, cut to a few characters.
+  std::vector<std::string> query_labels_, key_labels_;
   int cell_;
   int label_scale_;  // 0 when the cells are too small for labels
   bool vertical_keys_ = false;

@@ -29,6 +29,14 @@ void save_head_grid(const std::string& path, const std::vector<std::vector<float
                     int seq_len, const std::vector<std::string>& labels,
                     const std::vector<std::string>& head_titles, const std::string& title);
 
+// Cross-attention heads of one layer: heads[h] is queries x keys (query_labels.size() rows, the
+// target's positions; key_labels.size() columns, the source's), laid out as save_head_grid does.
+// Throws as save_head_grid does for either axis.
+void save_cross_attention_grid(const std::string& path, const std::vector<std::vector<float>>& heads,
+                               const std::vector<std::string>& query_labels,
+                               const std::vector<std::string>& key_labels,
+                               const std::vector<std::string>& head_titles, const std::string& title);
+
 // Where the functions above put things, in pixels of the PNG they write for the same arguments:
 // for callers that annotate the image, and for tests.
 struct AttentionFigureLayout {
@@ -42,5 +50,9 @@ AttentionFigureLayout attention_heatmap_layout(int seq_len, const std::vector<st
 AttentionFigureLayout head_grid_layout(int seq_len, const std::vector<std::string>& labels,
                                        const std::vector<std::string>& head_titles,
                                        const std::string& title);
+AttentionFigureLayout cross_attention_grid_layout(const std::vector<std::string>& query_labels,
+                                                  const std::vector<std::string>& key_labels,
+                                                  const std::vector<std::string>& head_titles,
+                                                  const std::string& title);
 
 }  // namespace tinygpt::plot
