@@ -167,6 +167,25 @@ TEST_CASE("mpirun -np 2 trains, and resumes, exactly the --grad-accum 2 run", "[
   CHECK(json::parse(read_bytes(mpi + "/trainer_state.json"))["ranks"] == 2);
 }
 
+TEST_CASE("mpirun -np 2 trains an encoder-decoder exactly as its --grad-accum 2 run", "[cli][mpi][seq2seq][slow]") {
+  if (!can_mpirun()) {
+    WARN("skipped: this build has no MPI, or mpirun is not installed");
+    return;
+  }
+  ScratchDir dir;
+  const std::string mpi = dir.file("mpi"), accum = dir.file("accum");
+  const auto args = [](const std::string& out) {
+    return std::vector<std::string>{"train", "--arch", "encoder-decoder", "--out", out, "--layers", "1",
+                                    "--heads", "2", "--d-model", "32", "--block", "20", "--steps", "10",
+                                    "--eval-every", "5", "--batch", "8", "--eval-iters", "2", "--threads", "1"};
+  };
+  const int status = mpirun2(args(mpi), dir.file(""));
+  INFO(read_bytes(dir.file("mpi.err")));
+  REQUIRE(status == 0);
+  run_ok(concat(args(accum), {"--grad-accum", "2"}));
+  check_same_files(mpi, accum);
+}
+
 TEST_CASE("mpirun -np 2 with a bad input stops both ranks with one message and no checkpoint",
           "[cli][mpi][errors][slow]") {
   if (!can_mpirun()) {
