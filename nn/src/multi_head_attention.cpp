@@ -47,8 +47,8 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   const int64_t c = options_.d_model, h = options_.n_heads, kvh = options_.kv_heads();
   const bool reuse_memory = how.cache != nullptr && !how.causal && how.cache->k.defined();
   const bool shapes_ok = query.ndim() == 3 && query.size(2) == c &&
-                         (reuse_memory || (memory.ndim() == 3 && memory.size(2) == c &&
-                                           memory.size(0) == query.size(0)));
+                         (reuse_memory || (memory.defined() && memory.ndim() == 3 &&
+                                           memory.size(2) == c && memory.size(0) == query.size(0)));
   if (!shapes_ok) {
     throw ShapeError(fmt::format("MultiHeadAttention: expects query (B,Tq,{0}) and memory "
                                  "(B,Tk,{0}); got query {1}, memory {2}", c, query.shape().str(),

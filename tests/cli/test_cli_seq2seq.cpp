@@ -73,6 +73,7 @@ TEST_CASE("train --arch encoder-decoder writes a BART-style checkpoint that eval
   CHECK(eval->contains("exact_match"));
   CHECK(eval->contains("char_accuracy"));
   CHECK(eval->at("cross_attention").size() == 2);
+  CHECK(std::filesystem::exists(model + "/alignment_over_time.png"));
 
   const json scores = parse_json(run_ok({"eval", "--model", model, "--json"}).out);
   for (const char* key : {"loss", "perplexity", "tokens", "pairs", "exact_match", "char_accuracy"}) {

@@ -189,6 +189,7 @@ TEST_CASE("cross-attention refuses bad shapes and lengths and configs in one mes
   REQUIRE_THROWS_WITH(mha.forward(q, Tensor::randn({2, 5, 6}, gen)),
                       Catch::Contains("MultiHeadAttention") && Catch::Contains("(2, 5, 6)"));
   REQUIRE_THROWS_WITH(mha.forward(q, Tensor::randn({3, 5, 8}, gen)), Catch::Contains("(3, 5, 8)"));
+  REQUIRE_THROWS_WITH(mha.forward(q, Tensor()), Catch::Contains("memory none"));
   REQUIRE_THROWS_WITH(mha.forward(q, Tensor::randn({2, 5, 8}, gen), {false, {5}}),
                       Catch::Contains("1 memory lengths for a batch of 2"));
   REQUIRE_THROWS_WITH(mha.forward(q, Tensor::randn({2, 5, 8}, gen), {false, {5, 6}}),

@@ -1,5 +1,6 @@
 // The pictures of a run's log.jsonl: the loss curve, and the head formation (heads_over_time.png,
-// and when each head reached its role).
+// and when each head reached its role; an encoder-decoder's alignment_over_time.png).
+#include <algorithm>
 #include <filesystem>
 #include <regex>
 
@@ -25,6 +26,36 @@ std::vector<plot::LossPoint> score_points(const std::vector<heads::StepValue>& s
   return out;
 }
 
+// An encoder-decoder's evaluations: held-out exact match and character accuracy, and each
+// decoder layer's best cross-attention alignment, over training (alignment_over_time.png).
+void draw_alignment_over_time(const train::LogRecords& log, const std::string& run_dir,
+                              const std::vector<plot::LossPoint>& train,
+                              const std::vector<plot::LossPoint>& val, const std::string& title,
+                              std::FILE* text) {
+  const std::vector<plot::LossPoint> exact = loss_points(log.series("exact_match"));
+  if (exact.empty()) return;  // not an encoder-decoder's log
+  std::vector<plot::NamedSeries> scores{{"held-out exact match", exact},
+                                        {"held-out character accuracy", loss_points(log.series("char_accuracy"))}};
+  std::vector<std::vector<plot::LossPoint>> best;  // per decoder layer
+  for (const nlohmann::json& r : log.records()) {
+    if (!r.contains("cross_attention")) continue;
+    std::vector<double> layer_best;
+    for (const nlohmann::json& h : r["cross_attention"]) {
+      const auto layer = h.value("layer", int64_t{0});
+      if (static_cast<size_t>(layer) >= layer_best.size()) layer_best.resize(static_cast<size_t>(layer) + 1, 0.0);
+      layer_best[static_cast<size_t>(layer)] = std::max(layer_best[static_cast<size_t>(layer)], h.value("alignment", 0.0));
+    }
+    if (layer_best.size() > best.size()) best.resize(layer_best.size());
+    for (size_t l = 0; l < layer_best.size(); ++l) best[l].push_back({r["step"].get<double>(), layer_best[l]});
+  }
+  for (size_t l = 0; l < best.size(); ++l) {
+    scores.push_back({fmt::format("layer {} best cross-attention alignment", l), best[l]});
+  }
+  const std::string path = (std::filesystem::path(run_dir) / "alignment_over_time.png").string();
+  plot::save_formation_plot(path, train, val, scores, title);
+  if (text != nullptr) fmt::print(text, "alignment over time: {}\n", path);
+}
+
 }  // namespace
 
 void draw_training_curves(const train::LogRecords& log, const std::string& run_dir,
@@ -35,6 +66,7 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   plot::save_loss_curve(curve, train, val, title);
   if (text != nullptr) fmt::print(text, "loss curve: {}\n", curve);
 
+  draw_alignment_over_time(log, run_dir, train, val, title, text);
   const heads::FormationSeries series = heads::formation_series(log.head_records());
   if (series.induction.empty()) return;  // no evaluation tracked the heads
   std::vector<plot::NamedSeries> scores;

@@ -3,7 +3,9 @@
 // resume, the loss curve, heads over time, the explorer page — takes its records from here.
 //   step records        {"step", "loss", "lr", "grad_norm", "tokens_per_s"}
 //   evaluation records  {"step", "train_loss", "val_loss" (null without a validation split),
-//                        and, when training tracked the heads, "heads" and "in_context"}
+//                        and, when training tracked the heads, "heads" and "in_context"; an
+//                        encoder-decoder's "exact_match", "char_accuracy", "pairs" and
+//                        "cross_attention" (each head's alignment)}
 // A line that is not a JSON object with a numeric "step" is skipped: a log is a record of the run
 // (it may end in a line cut short by a crash), not an input to trust. A record whose fields have
 // the wrong types (a hand-edited log) is refused: ValueError "<source> line N: field 'heads[2].layer'
@@ -38,9 +40,10 @@ class LogRecords {
   std::vector<LogPoint> val_losses() const;         // "val_loss" of evaluations that have one
   // The evaluation records that carry head scores ("heads" is an array), in step order.
   std::vector<nlohmann::json> head_records() const;
+  // The numeric field `key` of every record that has one (an encoder-decoder's "exact_match").
+  std::vector<LogPoint> series(const char* key) const;
 
  private:
-  std::vector<LogPoint> series(const char* key) const;
 
   std::vector<nlohmann::json> records_;
   std::vector<std::string> lines_;
