@@ -95,6 +95,19 @@ TimedSteps time_steps(train::Trainer& trainer, int64_t warmup, int64_t steps) {
   return out;
 }
 
+// The Trainer's options for a bench: --warmup + --steps steps of --batch in --precision, a
+// learning-rate warmup of at most 100 steps, and no evaluation.
+train::TrainOptions bench_options(const BenchFlags& f) {
+  train::TrainOptions options;
+  options.batch = f.batch;
+  options.steps = f.warmup + f.steps;
+  options.warmup = std::min<int64_t>(options.steps, 100);
+  options.eval_every = options.steps + 1;
+  options.seed = f.seed;
+  options.precision = f.precision;
+  return options;
+}
+
 // bench --arch encoder-decoder: the default encoder-decoder's training steps on random pairs
 // whose source and target both fill the positions (--block - 1 characters of --vocab, the target
 // with its start and end token): the shapes to compare with torch.nn.Transformer.
@@ -116,14 +129,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
   config.vocab_size = tokenizer.vocab_size();
   const data::PairDataset dataset(pairs, tokenizer, f.model.block, 0.1, "random pairs");
   nn::EncoderDecoder model(config, f.seed);
-  train::TrainOptions options;
-  options.batch = f.batch;
-  options.steps = f.warmup + f.steps;
-  options.warmup = std::min<int64_t>(options.steps, 100);
-  options.eval_every = options.steps + 1;
-  options.seed = f.seed;
-  options.precision = f.precision;
-  train::Trainer trainer(std::make_unique<train::PairObjective>(model, dataset), options);
+  train::Trainer trainer(std::make_unique<train::PairObjective>(model, dataset), bench_options(f));
   const TimedSteps timed = time_steps(trainer, f.warmup, f.steps);
   const double ms = 1000.0 * median(timed.seconds);
   const int64_t tokens = f.batch * (2 * length + 1);  // source and target positions per step
@@ -191,14 +197,7 @@ void run_bench(const BenchFlags& f) {
   const data::TextDataset dataset(std::move(tokens), f.model.block, 0.1);
   nn::GPT model(f.model.config(vocab), f.seed);
 
-  train::TrainOptions options;
-  options.batch = f.batch;
-  options.steps = f.warmup + f.steps;
-  options.warmup = std::min<int64_t>(options.steps, 100);
-  options.eval_every = options.steps + 1;
-  options.seed = f.seed;
-  options.precision = f.precision;  // the Trainer runs its steps in it
-  train::Trainer trainer(model, dataset, options);
+  train::Trainer trainer(model, dataset, bench_options(f));
 
   const nn::GPTConfig& cfg = model.config();
   const int64_t tokens_per_step = f.batch * cfg.block_size;
