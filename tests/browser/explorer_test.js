@@ -10,10 +10,10 @@
 // the others with that token's attention row, whose averages are the head's previous-token,
 // current-token and first-token scores of `heads --json`; the small multiples; the layer grids;
 // the loss curve; and, on pages given the formats of a run that recorded them, the formation
-// curves and the ablation table.
+// curves and the ablation table; an encoder-decoder's page (checkSeq2seqPage).
 //
-// With --screenshot FILE --page FILE [--layer L --head H --query I --height PX] it only
-// photographs a page, for the README.
+// With --screenshot FILE --page FILE [--layer L --head H --query I --height PX --section ID] it
+// only photographs a page, for the README.
 // Exit codes: 0 passed, 1 failed, 77 skipped (no browser that can run here).
 "use strict";
 
@@ -233,6 +233,84 @@ async function checkPage(browser, file, expect) {
   console.log("ok: " + name + " (" + (html.length / 1024).toFixed(0) + " KiB)");
 }
 
+// An encoder-decoder's page (builtin:reverse): the encoder's self-attention on the source in the
+// main view, not causal; the cross-attention view with each head's alignment and ablation as
+// `heads --json` reports them (when `report` is that report for the same pairs), the output
+// strip the source reversed, hovering an output token shading the source with its row and
+// underlining the position the task aligns it with; the alignment formation chart.
+async function checkSeq2seqPage(browser, file, report) {
+  const name = path.basename(file);
+  checkStaticPage(fs.readFileSync(file, "utf8"), name);
+  const { page, problems } = await open(browser, file);
+  const view = await page.evaluate(() => ({ tokens: window.tinygptExplorer.tokens,
+    layers: window.tinygptExplorer.layers, heads: window.tinygptExplorer.heads,
+    cross: window.tinygptExplorer.cross && { layers: window.tinygptExplorer.cross.layers,
+      heads: window.tinygptExplorer.cross.heads, outputs: window.tinygptExplorer.cross.outputTokens } }));
+  assert(view.cross, name + ": no cross-attention view");
+  const source = view.tokens, S = source.length;
+  assert.deepStrictEqual(view.cross.outputs, [...source].reverse().concat(["</s>"]), name + ": the output strip");
+  const hidden = await page.$$eval("section", (all) => all.filter((x) => x.hidden).map((x) => x.id));
+  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "formation-section"], name + ": GPT-only sections hidden");
+
+  // The encoder's view: every source token sees every other.
+  const picker = await page.$$eval("#head-picker tbody tr", (rows) => rows.map((r) => [Number(r.dataset.layer),
+    Number(r.dataset.head), r.dataset.role]));
+  assert.strictEqual(picker.length, view.layers * view.heads, name + ": encoder heads in the picker");
+  if (report) assert.deepStrictEqual(picker, report.encoder.map((h) => [h.layer, h.head, h.role]), name + ": encoder roles");
+  const tolerance = 1 / 510 + 1e-4;
+  await page.hover('#tokens .tok[data-index="0"]');
+  assert.strictEqual(await page.$$eval("#tokens .tok.future", (x) => x.length), 0, name + ": an encoder greys no token");
+  const first = await readStrip(page, "#tokens");
+  const firstSum = first.reduce((a, x) => a + x.weight, 0);
+  assert(Math.abs(firstSum - 1) <= S * tolerance && first.slice(1).some((x) => x.weight > 0),
+    name + ": source token 0's row sums to " + firstSum + " over the tokens after it too");
+
+  // Cross-attention heads, as heads --json reports them.
+  const rows = await page.$$eval("#cross-heads tbody tr", (r) => r.map((x) => ({ layer: Number(x.dataset.layer),
+    head: Number(x.dataset.head), alignment: Number(x.dataset.alignment), drop: Number(x.dataset.drop) })));
+  assert.strictEqual(rows.length, view.cross.layers * view.cross.heads, name + ": a row per cross-attention head");
+  if (report) {
+    rows.forEach((row, i) => {
+      const h = report.cross_attention[i];
+      assert(row.layer === h.layer && row.head === h.head && Math.abs(row.alignment - h.alignment) <= 5.01e-5 &&
+        Math.abs(row.drop - h.ablated_exact_match_drop) <= 5.01e-5, name + ": cross head row " + JSON.stringify(row) +
+        ", heads --json says " + JSON.stringify(h));
+    });
+  }
+  for (const row of rows) {
+    await page.click('#cross-heads tbody tr[data-layer="' + row.layer + '"][data-head="' + row.head + '"]');
+    const state = await page.evaluate(() => window.tinygptExplorer.cross.state());
+    assert(state.layer === row.layer && state.head === row.head, name + ": clicking a cross head selects it");
+    let differs = false, previous = null;
+    for (let i = 0; i < view.cross.outputs.length; ++i) {
+      await page.hover('#cross-output .tok[data-index="' + i + '"]');
+      const strip = await readStrip(page, "#cross-source");
+      const expected = await page.evaluate((l, h, q, n) => [...Array(n).keys()].map((j) =>
+        window.tinygptExplorer.cross.weight(l, h, q, j)), row.layer, row.head, i, S);
+      strip.forEach((x, j) => {
+        assert(Math.abs(x.weight - expected[j]) < 1e-5 && Math.abs(x.alpha - x.weight) < 2e-3,
+          name + ": output " + i + " shades source " + j + " with " + x.weight + " (alpha " + x.alpha + "), its weight is " + expected[j]);
+      });
+      const sum = strip.reduce((a, x) => a + x.weight, 0);
+      assert(Math.abs(sum - 1) <= S * tolerance, name + ": cross row " + i + " sums to " + sum);
+      const underlined = await page.$$eval("#cross-source .tok.aligned", (x) => x.map((y) => Number(y.dataset.index)));
+      assert.deepStrictEqual(underlined, i < S ? [S - 1 - i] : [], name + ": output " + i + " is aligned with");
+      if (previous && strip.some((x, j) => Math.abs(x.weight - previous[j].weight) > 0.01)) differs = true;
+      previous = strip;
+    }
+    assert(differs, name + ": hovering different output tokens changes the shading");
+  }
+  const series = await page.$$eval("#cross-formation path[data-series]", (p) => p.map((x) => x.dataset.series));
+  for (let l = 0; l < view.cross.layers; ++l) {
+    assert(series.includes("best alignment, layer " + l), name + ": alignment formation of layer " + l + " in " + series);
+  }
+  assert(series.includes("held-out exact match"), name + ": exact match over training");
+  assert.strictEqual(await page.$$eval("#cross-grids canvas", (c) => c.length), rows.length, name + ": a heatmap per cross head");
+  checkNoProblems(problems, name);
+  await page.close();
+  console.log("ok: " + name);
+}
+
 // A copy of the run whose log.jsonl carries head scores at every evaluation, as training writes
 // them once it records head formation: {heads: [{layer, head, role, previous_token, ...}],
 // in_context: {first_copy_loss, second_copy_loss, ratio}}.
@@ -252,9 +330,23 @@ function runWithFormation(run, dir, heads) {
 }
 
 // A photograph of `file` for the README: head --layer/--head (default: the page's choice) with
-// the attention of token --query (default: the last), the top --height pixels.
+// the attention of token --query (default: the last), the top --height pixels. With --section
+// cross-section (an encoder-decoder's page), the cross-attention view alone, its head
+// --layer/--head (default: the best aligned) with output token --query (default: 0) pinned.
 async function screenshot(browser, file, out, args) {
   const { page, problems } = await open(browser, file);
+  if (args.section === "cross-section") {
+    await page.setViewport({ width: 1240, height: 2000, deviceScaleFactor: 1 });
+    if (args.layer !== undefined) {
+      await page.evaluate((l, h) => window.tinygptExplorer.cross.select(l, h), Number(args.layer), Number(args.head));
+    }
+    await page.click('#cross-output .tok[data-index="' + Number(args.query || 0) + '"]');
+    await page.mouse.move(1200, 5);
+    await (await page.$("#cross-section")).screenshot({ path: out });
+    checkNoProblems(problems, path.basename(file));
+    console.log("screenshot: " + out);
+    return;
+  }
   const height = Number(args.height || 1400);
   await page.setViewport({ width: 1240, height: height, deviceScaleFactor: 1 });
   if (args.layer !== undefined) {
@@ -304,6 +396,16 @@ async function main() {
     const ablated = JSON.parse(run(args.tinygpt, ["heads", "--model", history, "--ablate", "--html", ablationPage,
       "--json", "--threads", "1"])).heads;
     await checkPage(browser, ablationPage, { heads: ablated, formation: true, ablation: true });
+
+    const seq2seqRun = path.join(work, "seq2seq");
+    run(args.tinygpt, ["train", "--arch", "encoder-decoder", "--out", seq2seqRun, "--layers", "1", "--heads", "2",
+      "--d-model", "32", "--block", "20", "--steps", "60", "--eval-every", "30", "--batch", "16", "--eval-iters", "1",
+      "--threads", "1"]);
+    await checkSeq2seqPage(browser, path.join(seq2seqRun, "report.html"), null);
+    const seq2seqPage = path.join(work, "seq2seq.html");
+    const seq2seqReport = JSON.parse(run(args.tinygpt, ["heads", "--model", seq2seqRun, "--json", "--ablate",
+      "--pairs", "50", "--html", seq2seqPage, "--threads", "1"]));
+    await checkSeq2seqPage(browser, seq2seqPage, seq2seqReport);
     console.log("passed");
   } finally {
     await browser.close();

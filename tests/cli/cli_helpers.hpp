@@ -148,4 +148,15 @@ inline void check_one_line_error(const CliResult& r, const std::vector<std::stri
   for (const auto& fragment : fragments) CHECK_THAT(lines[0], Catch::Matchers::Contains(fragment));
 }
 
+// The explorer page's data, as embedded by tinygpt::report (its browser behaviour is tested by
+// tests/browser/explorer_test.js).
+inline nlohmann::json explorer_data(const std::string& path) {
+  const std::string html = read_bytes(path);
+  const std::string open = "<script id=\"explorer-data\" type=\"application/json\">";
+  const size_t start = html.find(open);
+  REQUIRE(start != std::string::npos);
+  const size_t end = html.find("</script>", start);
+  return nlohmann::json::parse(html.substr(start + open.size(), end - start - open.size()));
+}
+
 }  // namespace tinygpt::testing

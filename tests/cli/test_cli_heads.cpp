@@ -49,17 +49,6 @@ TEST_CASE("the demo command grows a sharp previous-token head, an induction head
   CHECK(train.out.find("induction") != std::string::npos);
 }
 
-// The explorer page's data, as embedded by tinygpt::report (its browser behaviour is tested by
-// tests/browser/explorer_test.js).
-static nlohmann::json explorer_data(const std::string& path) {
-  const std::string html = read_bytes(path);
-  const std::string open = "<script id=\"explorer-data\" type=\"application/json\">";
-  const size_t start = html.find(open);
-  REQUIRE(start != std::string::npos);
-  const size_t end = html.find("</script>", start);
-  return nlohmann::json::parse(html.substr(start + open.size(), end - start - open.size()));
-}
-
 TEST_CASE("train ends with report.html and heads --html writes the explorer of the --text probe",
           "[cli][heads][report]") {
   ScratchDir dir;

@@ -109,6 +109,40 @@ TEST_CASE("train --arch encoder-decoder writes a BART-style checkpoint that eval
   }
   CHECK(heads.at("heatmaps").size() == 3);
 
+  // The end of training wrote the explorer page; heads --html writes it for the same pair: the
+  // encoder's self-attention on the source (not causal) and the cross-attention view.
+  CHECK(std::filesystem::exists(model + "/report.html"));
+  const std::string page = dir.file("page.html");
+  run_ok({"heads", "--model", model, "--html", page, "--pairs", "50", "--ablate", "--json"});
+  const json data = explorer_data(page);
+  CHECK(data.at("causal") == false);
+  const json& cross = data.at("cross");
+  const auto source = data.at("tokens").get<std::vector<std::string>>();
+  const auto outputs = cross.at("output_tokens").get<std::vector<std::string>>();
+  REQUIRE_FALSE(source.empty());
+  REQUIRE(outputs.size() == source.size() + 1);  // builtin:reverse: the source reversed, then </s>
+  CHECK(outputs.back() == "</s>");
+  for (size_t i = 0; i + 1 < outputs.size(); ++i) {
+    INFO(i);
+    CHECK(outputs[i] == source[source.size() - 1 - i]);
+    CHECK(cross.at("aligned").at(i) == json::array({source.size() - 1 - i}));
+  }
+  CHECK(cross.at("aligned").back().empty());
+  CHECK(cross.at("attention").at("t") == outputs.size());
+  CHECK(cross.at("attention").at("s") == source.size());
+  REQUIRE(cross.at("heads").size() == 2);
+  for (size_t i = 0; i < 2; ++i) {
+    const json& shown = cross.at("heads").at(i).at("scores");
+    const json& reported = heads.at("cross_attention").at(i);
+    CHECK(shown.at("alignment").get<double>() == Approx(reported.at("alignment").get<double>()).margin(1e-4));
+    CHECK(shown.at("ablated_exact_match_drop").get<double>() ==
+          Approx(reported.at("ablated_exact_match_drop").get<double>()).margin(1e-4));
+  }
+  CHECK(cross.at("exact_match").size() == 2);  // each evaluation's
+  CHECK(cross.at("formation").size() == 2);
+  CHECK(data.at("heads").size() == 2);          // the encoder's
+  CHECK(data.at("heads").at(0).at("scores").contains("next_token"));
+
   // Resumed, it continues; given the other architecture, it is refused.
   CHECK(run_ok(tiny_seq2seq_args(model, {"--resume", model, "--steps", "60"})).exit_code == 0);
   CHECK(saved_step(model) == 60);
@@ -171,6 +205,14 @@ TEST_CASE("a file of pairs trains an encoder-decoder, its held-out pairs the las
   const json heads = parse_json(run_ok({"heads", "--model", model, "--json"}).out);
   CHECK(heads.at("cross_attention").empty());
   CHECK(heads.at("encoder").size() == 2);
+  // Its page shows the cross-attention and each head's ablation, with no alignment score.
+  const std::string page = dir.file("page.html");
+  run_ok({"heads", "--model", model, "--html", page, "--ablate"});
+  const json cross = explorer_data(page).at("cross");
+  CHECK(cross.at("aligned").empty());
+  REQUIRE(cross.at("heads").size() == 2);
+  CHECK_FALSE(cross.at("heads").at(0).at("scores").contains("alignment"));
+  CHECK(cross.at("heads").at(0).at("scores").contains("ablated_exact_match_drop"));
 }
 
 TEST_CASE("the default encoder-decoder learns builtin:reverse: held-out exact match at least 0.99 with an aligned head",

@@ -134,3 +134,64 @@ TEST_CASE("explorer: shapes that disagree are refused with the shapes in the mes
   d.tokens.clear();
   CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("needs tokens"));
 }
+
+namespace {
+
+// small_data() as an encoder's over a 3-token source, with one decoder layer of one head writing
+// two tokens: "x" from source position 2, then the end token from position 0.
+ExplorerData cross_data() {
+  ExplorerData d = small_data();
+  d.causal = false;
+  CrossView c;
+  c.output_tokens = {"x", "</s>"};
+  c.aligned = {{2}, {}};
+  c.layers = 1;
+  c.heads = 1;
+  c.attention = {0, 0.25f, 0.75f, 1, 0, 0};
+  c.head_entries = {{0, 0, "", {{"alignment", 0.75}, {"ablated_exact_match_drop", 0.5}}}};
+  c.formation = {{100, {{0, 0, "", {{"alignment", 0.4}}}}, std::nullopt}};
+  c.exact_match = {{100, 0.25}};
+  d.cross = c;
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("explorer: an encoder-decoder's cross-attention view is embedded over the source", "[report]") {
+  const nlohmann::json data = embedded_data(explorer_html(cross_data()));
+  CHECK(data["causal"] == false);
+  CHECK(small_data().causal);
+  CHECK(embedded_data(explorer_html(small_data()))["cross"].is_null());
+  const nlohmann::json& cross = data["cross"];
+  CHECK(cross["output_tokens"] == nlohmann::json({"x", "</s>"}));
+  CHECK(cross["aligned"] == nlohmann::json::parse("[[2], []]"));
+  CHECK(cross["attention"]["t"] == 2);
+  CHECK(cross["attention"]["s"] == 3);
+  const std::string bytes = decode_base64(cross["attention"]["data"].get<std::string>());
+  REQUIRE(bytes.size() == 6);
+  CHECK(static_cast<uint8_t>(bytes[1]) == quantize_weight(0.25f));
+  CHECK(static_cast<uint8_t>(bytes[3]) == 255);
+  CHECK(cross["heads"][0]["scores"]["alignment"] == 0.75);
+  CHECK(cross["heads"][0]["scores"]["ablated_exact_match_drop"] == 0.5);
+  CHECK(cross["formation"][0]["heads"][0]["scores"]["alignment"] == 0.4);
+  CHECK(cross["exact_match"] == nlohmann::json::parse("[[100, 0.25]]"));
+}
+
+TEST_CASE("explorer: a cross-attention view whose shapes disagree is refused", "[report]") {
+  ExplorerData d = cross_data();
+  d.cross->attention.pop_back();
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError,
+                       MessageContains("cross-attention has 5 weights, (L,H,T,T) = (1,1,2,3) needs 6"));
+  d = cross_data();
+  d.cross->head_entries.push_back({0, 1, "", {}});
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("cross-attention head entry 0.1 is outside"));
+  d = cross_data();
+  d.cross->aligned = {{3}, {}};
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("aligns source position 3 of 3"));
+  d = cross_data();
+  d.cross->aligned = {{2}};
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("aligns 1 output tokens of 2"));
+  d = cross_data();
+  d.cross->output_tokens.clear();
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("cross-attention needs output tokens"));
+}

@@ -140,7 +140,8 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)")->type_name("DIR");
   cmd->add_flag("--json", flags->json, "print the report as one JSON object instead of the table: heads (scores and role of each), in_context (first/second copy loss), and what --ablate-heads or --attribute add");
   cmd->add_option("--html", flags->html,
-                  "also write the attention explorer, one self-contained HTML page, to this file")
+                  "also write the attention explorer, one self-contained HTML page, to this file (an "
+                  "encoder-decoder's shows the first held-out pair with its cross-attention)")
       ->type_name("FILE");
   cmd->add_option("--ablate", flags->ablate,
                   "remove each head in turn (zero: its output set to 0; mean: to its mean output "
@@ -166,17 +167,23 @@ void add_heads_command(CLI::App& app) {
     }
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--html", "--ablate-heads", "--attribute"}) {
+      for (const char* flag : {"--text", "--ablate-heads", "--attribute"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
-                                       "run's held-out pairs (--pairs, --ablate, --json, --out)", flag, flags->model));
+                                       "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
+                                       flag, flags->model));
         }
       }
       if (!flags->ablate.empty() && flags->ablate != "zero") {
         throw UsageError("--ablate: an encoder-decoder's cross-attention heads are removed by zeroing (zero)");
       }
-      return report_pair_heads(flags->model, loaded, flags->pairs, cmd->count("--ablate") > 0, flags->json,
-                               flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out);
+      PairHeadsOutput out;
+      out.pairs = flags->pairs;
+      out.ablate = cmd->count("--ablate") > 0;
+      out.json = flags->json;
+      out.heatmap_dir = flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out;
+      out.html = flags->html;
+      return report_pair_heads(flags->model, loaded, out);
     }
     if (cmd->count("--pairs") > 0) throw UsageError(fmt::format("--pairs: {} is a GPT; it takes --text", flags->model));
     const std::string obstacle = heads::probe_obstacle(loaded.config);

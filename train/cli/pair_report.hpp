@@ -26,14 +26,21 @@ nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& d
 void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
                         const std::vector<seq2seq::CrossHeadScore>& alignment, std::FILE* out);
 
+// What tinygpt heads on an encoder-decoder measures and writes.
+struct PairHeadsOutput {
+  int64_t pairs = 500;     // held-out pairs the heads are scored on
+  bool ablate = false;     // exact match without each cross-attention head, and without the aligned ones
+  bool json = false;       // one JSON object instead of the tables
+  // For the first held-out pair, a grid per layer of the encoder's and the decoder's
+  // self-attention and of the cross-attention (target positions down, source positions across)
+  // in this folder ("" for none).
+  std::string heatmap_dir;
+  std::string html;        // the attention explorer page of the first held-out pair ("" for none)
+};
+
 // tinygpt heads on an encoder-decoder: the roles of the encoder's and the decoder's
-// self-attention heads and each cross-attention head's alignment on the first `pairs` held-out
-// pairs of the run's data; with `ablate`, exact match without each cross-attention head and
-// without the aligned ones together. A table, or with `json` one object.
-// `heatmap_dir` (or "" for none) receives, for the first held-out pair, a grid per layer of the
-// encoder's and the decoder's self-attention and of the cross-attention (target positions down,
-// source positions across).
-void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, int64_t pairs,
-                       bool ablate, bool json, const std::string& heatmap_dir);
+// self-attention heads and each cross-attention head's alignment on the first `out.pairs`
+// held-out pairs of the run's data.
+void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, const PairHeadsOutput& out);
 
 }  // namespace tinygpt::cli

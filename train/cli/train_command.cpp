@@ -18,6 +18,7 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/heads/formation.hpp"
 #include "tinygpt/train/machine_peak.hpp"
@@ -203,17 +204,30 @@ std::string describe_run(train::Run& run, bool resuming) {
       run.tokenizer().vocab_size(), run.dataset().size(data::Split::train));
 }
 
-// The end of an encoder-decoder run: the training curves, and held-out accuracy and alignment
-// on every held-out pair.
+// The end of an encoder-decoder run: the training curves, held-out accuracy and alignment on
+// every held-out pair, and for the first one the heatmaps and the explorer page, with the heads
+// scored and each cross-attention head removed in turn on the pairs an evaluation scores.
 void report_pairs(train::Run& run, std::FILE* out) {
   analysis::draw_run_curves(run, out);
   if (run.pairs().size(data::Split::val) == 0) return;
   nn::EncoderDecoder& model = run.encoder_decoder();
+  const data::Split val = data::Split::val;
   print_pair_summary(
-      seq2seq::pair_accuracy(model, run.pairs(), run.tokenizer(), data::Split::val),
-      seq2seq::cross_attention_alignment(model, run.pairs(), run.tokenizer(), run.data_source(),
-                                         data::Split::val),
+      seq2seq::pair_accuracy(model, run.pairs(), run.tokenizer(), val),
+      seq2seq::cross_attention_alignment(model, run.pairs(), run.tokenizer(), run.data_source(), val),
       out);
+  const seq2seq::PairHeads heads =
+      seq2seq::score_pair_heads(model, run.pairs(), run.tokenizer(), run.data_source(), val, kFormationPairs);
+  const seq2seq::CrossAblation ablation =
+      seq2seq::ablate_cross_heads(model, run.pairs(), run.tokenizer(), val, kFormationPairs, heads.cross);
+  const seq2seq::PairAttention first =
+      seq2seq::pair_attention(model, run.pairs(), run.tokenizer(), run.data_source(), val, 0);
+  const fs::path dir(run.dir());
+  analysis::draw_pair_heatmaps(first, (dir / analysis::kHeatmapDir).string());
+  fmt::print(out, "heatmaps: {}\n", (dir / analysis::kHeatmapDir).string());
+  analysis::save_pair_explorer_page((dir / "report.html").string(), run.dir(), model, run.tokenizer(), first,
+                                    heads, &ablation);
+  fmt::print(out, "attention explorer: {}\n", (dir / "report.html").string());
 }
 
 void check_mpi_build() {

@@ -1,12 +1,14 @@
 // The attention explorer page of a run (tinygpt::report draws it): this file gathers its data —
-// the probe text, the attention maps, the head report, and the run's log.jsonl (loss per step,
-// evaluations, and the head scores of each evaluation when training recorded them).
+// the probe text (or an encoder-decoder's pair), the attention maps, the head report, and the
+// run's log.jsonl (loss per step, evaluations, and the head scores or cross-attention alignment
+// of each evaluation when training recorded them).
 #include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "explorer_page.hpp"
+#include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/report/explorer.hpp"
 #include "tinygpt/train/log_records.hpp"
@@ -45,7 +47,8 @@ std::optional<report::InContext> in_context_of(const json& object) {
   return c;
 }
 
-// The loss series and each evaluation's head scores, from train::LogRecords.
+// The loss series and each evaluation's head scores (an encoder-decoder's exact match and
+// cross-attention alignment), from train::LogRecords.
 void add_log(const train::LogRecords& log, report::ExplorerData& d) {
   const auto points = [](const std::vector<train::LogPoint>& series) {
     std::vector<report::Point> out;
@@ -64,7 +67,34 @@ void add_log(const train::LogRecords& log, report::ExplorerData& d) {
     if (record.contains("in_context")) snapshot.in_context = in_context_of(record["in_context"]);
     d.formation.push_back(std::move(snapshot));
   }
+  if (!d.cross) return;
+  d.cross->exact_match = points(log.series("exact_match"));
+  for (const json& record : log.records()) {
+    if (!record.contains("cross_attention") || !record["cross_attention"].is_array()) continue;
+    report::Snapshot snapshot;
+    snapshot.step = record["step"].get<int64_t>();
+    for (const json& head : record["cross_attention"]) {
+      if (head.is_object()) snapshot.heads.push_back(head_entry(head));
+    }
+    d.cross->formation.push_back(std::move(snapshot));
+  }
 }
+
+// Each head's role and scores, the role's score first (as the page ranks heads by it).
+report::HeadEntry self_head_entry(const seq2seq::SelfHeadScores& h) {
+  return {h.layer, h.head, h.role,
+          {{"role_score", h.role_score}, {"previous_token", h.previous_token}, {"next_token", h.next_token},
+           {"current_token", h.current_token}, {"first_token", h.first_token}, {"local", h.local},
+           {"entropy", h.entropy}}};
+}
+
+// The (L,H,Tq,Tk) weights of per-layer (H,Tq,Tk) tensors.
+std::vector<float> flatten(const std::vector<Tensor>& layers) {
+  std::vector<float> out;
+  for (const Tensor& w : layers) out.insert(out.end(), w.data<float>(), w.data<float>() + w.numel());
+  return out;
+}
+
 
 }  // namespace
 
@@ -78,7 +108,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   for (int64_t id : picture) d.tokens.push_back(tokenizer.token(id));
   d.layers = config.n_layer;
   d.heads = config.n_head;
-  for (const Tensor& map : maps) d.attention.insert(d.attention.end(), map.data<float>(), map.data<float>() + map.numel());
+  d.attention = flatten(maps);
 
   const json heads = ablation != nullptr ? ablation->heads_json(report) : report.heads_json();
   for (size_t i = 0; i < heads.size(); ++i) {
@@ -97,6 +127,56 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
              {"parameters", std::to_string(model.num_parameters())},
              {"vocabulary", std::to_string(tokenizer.vocab_size())},
              {"probe text", fmt::format("{} tokens", picture.size())}};
+  if (!d.step_loss.empty()) {
+    d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
+  }
+  io::write_file_atomic(path, report::explorer_html(d));
+}
+
+void save_pair_explorer_page(const std::string& path, const std::string& run_dir,
+                             const nn::EncoderDecoder& model, const data::CharTokenizer& tokenizer,
+                             const seq2seq::PairAttention& pair, const seq2seq::PairHeads& heads,
+                             const seq2seq::CrossAblation* ablation) {
+  const nn::EncoderDecoderConfig& config = model.config();
+  report::ExplorerData d;
+  d.title = run_dir;
+  d.tokens = pair.source;
+  d.causal = false;
+  d.layers = config.encoder_layers;
+  d.heads = config.encoder_attention_heads;
+  d.attention = flatten(pair.encoder);
+  for (const auto& h : heads.encoder) d.head_entries.push_back(self_head_entry(h));
+
+  report::CrossView cross;
+  cross.output_tokens = pair.outputs;
+  cross.aligned = pair.aligned;
+  cross.layers = config.decoder_layers;
+  cross.heads = config.decoder_attention_heads;
+  cross.attention = flatten(pair.cross);
+  for (int64_t l = 0; l < cross.layers; ++l) {
+    for (int64_t h = 0; h < cross.heads; ++h) {
+      const auto i = static_cast<size_t>(l * cross.heads + h);
+      report::HeadEntry entry{l, h, "", {}};
+      if (!heads.cross.empty()) entry.scores.emplace_back("alignment", heads.cross[i].alignment);
+      if (ablation != nullptr) {
+        entry.scores.emplace_back("ablated_exact_match_drop", ablation->exact_match - ablation->without_head[i]);
+      }
+      if (!entry.scores.empty()) cross.head_entries.push_back(std::move(entry));
+    }
+  }
+  d.cross = std::move(cross);
+  add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
+
+  d.facts = {{"model", fmt::format("encoder {}, decoder {}, d_model {}, {} positions",
+                                   train::count_of(config.encoder_layers, "layer") + " x " +
+                                       train::count_of(config.encoder_attention_heads, "head"),
+                                   train::count_of(config.decoder_layers, "layer") + " x " +
+                                       train::count_of(config.decoder_attention_heads, "head"),
+                                   config.d_model, config.max_position_embeddings)},
+             {"parameters", std::to_string(model.num_parameters())},
+             {"vocabulary", std::to_string(tokenizer.vocab_size())},
+             {"pair", fmt::format("{} \u2192 {}", pair.source_text, pair.target_text)}};
+  if (ablation != nullptr) d.facts.emplace_back("held-out exact match", fmt::format("{:.3f}", ablation->exact_match));
   if (!d.step_loss.empty()) {
     d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
   }

@@ -81,7 +81,7 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
 }
 
 void remove_heatmaps(const std::string& dir) {
-  static const std::regex kDrawn(R"((layer\d+(_head\d+)?|attribution_pos\d+)\.png)");
+  static const std::regex kDrawn(R"(((encoder_|decoder_|cross_)?layer\d+(_head\d+)?|attribution_pos\d+)\.png)");
   std::error_code ec;
   if (std::filesystem::is_symlink(dir, ec) || !std::filesystem::is_directory(dir, ec)) return;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {

@@ -93,16 +93,19 @@
     return;
   }
 
+  // weight(layer, head, query, key) of an embedded (L,H,T,S) attention block.
+  function weightsOf(block) {
+    const bytes = decodeBase64(block.data); // weight = byte / levels
+    const heads = block.heads, rows = block.t, columns = block.s === undefined ? block.t : block.s;
+    return (layer, head, query, key) => bytes[((layer * heads + head) * rows + query) * columns + key] / block.levels;
+  }
+
   const L = data.attention.layers;
   const H = data.attention.heads;
   const T = data.attention.t;
-  const levels = data.attention.levels;
-  const weights = decodeBase64(data.attention.data); // (L,H,T,T) bytes, weight = byte / levels
+  const causal = data.causal !== false;
+  const weight = weightsOf(data.attention);
   const headAt = new Map(data.heads.map((h) => [h.layer + "." + h.head, h]));
-
-  function weight(layer, head, query, key) {
-    return weights[((layer * H + head) * T + query) * T + key] / levels;
-  }
 
   function headName(layer, head) {
     return layer + "." + head;
@@ -139,6 +142,19 @@
     pinned: T - 1,                         // where the query returns when the pointer leaves
   };
 
+  // ---- an encoder-decoder's page: the main view is its encoder's ----------------------------
+
+  if (data.cross) {
+    document.querySelector("#explore h2").textContent = "Where a source token looks (encoder self-attention)";
+    document.querySelector("#explore .hint").textContent = "Hover over a source token (click to pin " +
+      "it): the shading is the attention it pays every source token, before and after it, in the chosen " +
+      "encoder head. Pick \u201call heads\u201d to see every head of the layer at once.";
+    document.querySelector("#picker-section h2").textContent = "Encoder heads";
+    document.querySelector("#grids-section .hint").textContent = "Each encoder head's attention on the " +
+      "source: row = query token, column = key token (viridis, 0 dark to 1 bright). Click a head to explore it.";
+    for (const id of ["formation-section", "ablation-section"]) document.getElementById(id).hidden = true;
+  }
+
   // ---- header --------------------------------------------------------------------------------
 
   document.getElementById("title").textContent = data.title || "";
@@ -161,11 +177,11 @@
   const layerSelect = document.getElementById("layer-select");
   const headSelect = document.getElementById("head-select");
 
-  function makeStrip(container, layer, head) {
+  // A strip of `tokens`; hovering token i calls hover(i), clicking it pin(i), leaving the strip
+  // leave() (or nothing without handlers).
+  function makeStrip(container, tokens, hover, pin, leave) {
     container.replaceChildren();
-    container.dataset.layer = layer;
-    container.dataset.head = head;
-    data.tokens.forEach((token, i) => {
+    tokens.forEach((token, i) => {
       const label = tokenLabel(token);
       const span = el("span", {
         className: "tok" + (label.special ? " special" : ""),
@@ -173,32 +189,47 @@
         title: "token " + i + ": " + JSON.stringify(token),
         text: label.text,
       });
-      span.addEventListener("mouseenter", () => setQuery(i));
-      span.addEventListener("click", () => pin(i));
+      if (hover) span.addEventListener("mouseenter", () => hover(i));
+      if (pin) span.addEventListener("click", () => pin(i));
       container.append(span);
     });
-    container.addEventListener("mouseleave", () => setQuery(state.pinned));
+    if (leave) container.addEventListener("mouseleave", leave);
   }
 
-  // Shades a strip with the attention row of state.query in (layer, head); the values shown are
-  // kept in each token's data-weight.
-  function shadeStrip(container, layer, head) {
+  // Shades token j of a strip by w(j) (w null: no shading); the values shown are kept in each
+  // token's data-weight.
+  function shadeTokens(container, w) {
     const spans = container.children;
     for (let j = 0; j < spans.length; ++j) {
       const span = spans[j];
-      span.classList.toggle("query", j === state.query);
-      span.classList.toggle("pinned", j === state.pinned && state.pinned !== state.query);
-      span.classList.toggle("future", j > state.query);
-      if (head === null) {
+      if (w === null) {
         span.style.backgroundColor = "";
+        span.style.color = "";
         delete span.dataset.weight;
         continue;
       }
-      const w = weight(layer, head, state.query, j);
-      span.dataset.weight = w.toFixed(6);
-      span.style.backgroundColor = "rgba(234, 88, 12, " + Math.min(1, w).toFixed(3) + ")";
-      span.style.color = w > 0.55 ? "#fff" : "";
+      const value = w(j);
+      span.dataset.weight = value.toFixed(6);
+      span.style.backgroundColor = "rgba(234, 88, 12, " + Math.min(1, value).toFixed(3) + ")";
+      span.style.color = value > 0.55 ? "#fff" : "";
     }
+  }
+
+  // Frames the query token and the pinned one; with `future`, greys the tokens after the query
+  // (which a causal head cannot see).
+  function markQuery(container, query, pinned, future) {
+    const spans = container.children;
+    for (let j = 0; j < spans.length; ++j) {
+      spans[j].classList.toggle("query", j === query);
+      spans[j].classList.toggle("pinned", j === pinned && pinned !== query);
+      spans[j].classList.toggle("future", future && j > query);
+    }
+  }
+
+  // A self-attention strip shaded with the attention row of state.query in (layer, head).
+  function shadeStrip(container, layer, head) {
+    markQuery(container, state.query, state.pinned, causal);
+    shadeTokens(container, head === null ? null : (j) => weight(layer, head, state.query, j));
   }
 
   function buildMultiples() {
@@ -206,8 +237,8 @@
     if (state.head !== "all") return;
     for (let h = 0; h < H; ++h) {
       const info = headInfo(state.layer, h);
-      const strip = el("div", { className: "tokens" });
-      makeStrip(strip, state.layer, h);
+      const strip = el("div", { className: "tokens", "data-head": h });
+      makeStrip(strip, data.tokens, setQuery, pin, () => setQuery(state.pinned));
       const title = el("h3", {}, ["head " + h + " ", el("span", { text: info.role + " " + fmt(roleScore(info)) })]);
       title.addEventListener("click", () => select(state.layer, h));
       multiples.append(el("div", { className: "multiple", "data-head": h }, [title, strip]));
@@ -229,25 +260,32 @@
       row.classList.toggle("selected", Number(row.dataset.layer) === state.layer &&
         (all || Number(row.dataset.head) === state.head));
     }
-    for (const fig of document.querySelectorAll(".heatmap")) {
-      fig.classList.toggle("selected", Number(fig.dataset.layer) === state.layer &&
-        (all || Number(fig.dataset.head) === state.head));
-      drawHeatmap(fig.querySelector("canvas"), Number(fig.dataset.layer), Number(fig.dataset.head));
+    for (const fig of document.querySelectorAll("#grids .heatmap")) {
+      const l = Number(fig.dataset.layer), h = Number(fig.dataset.head);
+      fig.classList.toggle("selected", l === state.layer && (all || h === state.head));
+      paintHeatmap(fig.querySelector("canvas"), T, T, cell, (i, j) => weight(l, h, i, j), state.query);
     }
     drawFormation();
   }
 
-  function setQuery(i) {
-    if (i === state.query) return;
-    state.query = i;
-    render();
+  // Hovering token i of a view shows its row; clicking pins it, where the query returns when the
+  // pointer leaves. `view` holds query and pinned; `draw` redraws it.
+  function queryHandlers(view, draw) {
+    return {
+      setQuery: (i) => {
+        if (i === view.query) return;
+        view.query = i;
+        draw();
+      },
+      pin: (i) => {
+        view.pinned = i;
+        view.query = i;
+        draw();
+      },
+    };
   }
 
-  function pin(i) {
-    state.pinned = i;
-    state.query = i;
-    render();
-  }
+  const { setQuery, pin } = queryHandlers(state, () => render());
 
   function select(layer, head) {
     state.layer = layer;
@@ -271,7 +309,7 @@
   headSelect.addEventListener("change", () => {
     select(state.layer, headSelect.value === "all" ? "all" : Number(headSelect.value));
   });
-  makeStrip(tokenStrip, state.layer, state.head);
+  makeStrip(tokenStrip, data.tokens, setQuery, pin, () => setQuery(state.pinned));
 
   // ---- head picker and role table ------------------------------------------------------------
 
@@ -327,54 +365,64 @@
 
   // ---- layer grids ---------------------------------------------------------------------------
 
-  const cell = Math.max(2, Math.min(8, Math.floor(192 / T)));
+  // A heatmap cell's size in pixels: the grids stay about 192 pixels across, cells at most `most`.
+  function cellSize(rows, columns, most) {
+    return Math.max(2, Math.min(most, Math.floor(192 / Math.max(rows, columns))));
+  }
+  const cell = cellSize(T, T, 8);
 
-  function drawHeatmap(canvas, layer, head) {
+  // Paints w(i, j) (row i, column j) in viridis on `canvas`, row `marked` framed.
+  function paintHeatmap(canvas, rows, columns, size, w, marked) {
     const ctx = canvas.getContext("2d");
-    const image = ctx.createImageData(T * cell, T * cell);
-    for (let i = 0; i < T; ++i) {
-      for (let j = 0; j < T; ++j) {
-        const [r, g, b] = viridis(weight(layer, head, i, j));
-        for (let y = i * cell; y < (i + 1) * cell; ++y) {
-          for (let x = j * cell; x < (j + 1) * cell; ++x) {
-            const o = (y * T * cell + x) * 4;
+    const image = ctx.createImageData(columns * size, rows * size);
+    for (let i = 0; i < rows; ++i) {
+      for (let j = 0; j < columns; ++j) {
+        const [r, g, b] = viridis(w(i, j));
+        for (let y = i * size; y < (i + 1) * size; ++y) {
+          for (let x = j * size; x < (j + 1) * size; ++x) {
+            const o = (y * columns * size + x) * 4;
             image.data[o] = r; image.data[o + 1] = g; image.data[o + 2] = b; image.data[o + 3] = 255;
           }
         }
       }
     }
     ctx.putImageData(image, 0, 0);
-    // The query row, framed.
     ctx.strokeStyle = "#ff3b30";
     ctx.lineWidth = 1;
-    ctx.strokeRect(0.5, state.query * cell + 0.5, T * cell - 1, cell - 1);
+    ctx.strokeRect(0.5, marked * size + 0.5, columns * size - 1, size - 1);
   }
 
-  (function buildGrids() {
-    const grids = document.getElementById("grids");
-    for (let l = 0; l < L; ++l) {
+  // One row of heatmaps per layer in `container`, a figure per head (painted by the caller's
+  // render); hovering a cell describes it under the layer, clicking a head selects it.
+  function buildGrids(container, g) {
+    for (let l = 0; l < g.layers; ++l) {
       const grid = el("div", { className: "grid" });
       const readout = el("div", { className: "grid-readout", text: "\u00a0" });
-      for (let h = 0; h < H; ++h) {
-        const info = headInfo(l, h);
-        const canvas = el("canvas", { width: T * cell, height: T * cell });
+      for (let h = 0; h < g.heads; ++h) {
+        const canvas = el("canvas", { width: g.columns * g.size, height: g.rows * g.size });
         const fig = el("figure", { className: "heatmap", "data-layer": l, "data-head": h }, [
-          el("figcaption", { text: "head " + h + ": " + info.role + " " + fmt(roleScore(info)) }), canvas]);
-        fig.addEventListener("click", () => select(l, h));
+          el("figcaption", { text: g.caption(l, h) }), canvas]);
+        fig.addEventListener("click", () => g.select(l, h));
         canvas.addEventListener("mousemove", (event) => {
           const rect = canvas.getBoundingClientRect();
-          const j = Math.floor((event.clientX - rect.left) / rect.width * T);
-          const i = Math.floor((event.clientY - rect.top) / rect.height * T);
-          if (i < 0 || j < 0 || i >= T || j >= T) return;
-          readout.textContent = "layer " + l + " head " + h + ": token " + i + " " +
-            JSON.stringify(data.tokens[i]) + " \u2192 token " + j + " " + JSON.stringify(data.tokens[j]) +
-            ": " + fmt(weight(l, h, i, j), 3);
+          const j = Math.floor((event.clientX - rect.left) / rect.width * g.columns);
+          const i = Math.floor((event.clientY - rect.top) / rect.height * g.rows);
+          if (i < 0 || j < 0 || i >= g.rows || j >= g.columns) return;
+          readout.textContent = g.describe(l, h, i, j);
         });
         grid.append(fig);
       }
-      grids.append(el("div", { className: "layer" }, [el("h3", { text: "layer " + l }), grid, readout]));
+      container.append(el("div", { className: "layer" }, [el("h3", { text: "layer " + l }), grid, readout]));
     }
-  })();
+  }
+
+  buildGrids(document.getElementById("grids"), {
+    layers: L, heads: H, rows: T, columns: T, size: cell,
+    caption: (l, h) => "head " + h + ": " + headInfo(l, h).role + " " + fmt(roleScore(headInfo(l, h))),
+    select: select,
+    describe: (l, h, i, j) => "layer " + l + " head " + h + ": token " + i + " " + JSON.stringify(data.tokens[i]) +
+      " \u2192 token " + j + " " + JSON.stringify(data.tokens[j]) + ": " + fmt(weight(l, h, i, j), 3),
+  });
 
   // ---- charts --------------------------------------------------------------------------------
 
@@ -384,6 +432,7 @@
     const xs = [];
     for (const s of [data.loss.step, data.loss.train, data.loss.val]) for (const p of s) xs.push(p[0]);
     for (const s of data.formation) xs.push(s.step);
+    if (data.cross) for (const s of data.cross.formation) xs.push(s.step);
     return xs.length ? [0, Math.max(...xs)] : [0, 1];
   })();
 
@@ -433,8 +482,8 @@
     for (const s of series.filter((s) => s.legend !== false)) {
       // The swatch is a piece of the line itself: colour and dash.
       const swatch = svg("svg", { width: 22, height: 6, "data-legend": s.legendName || s.name });
-      swatch.append(svg("line", { x1: 0, x2: 22, y1: 3, y2: 3, stroke: s.color, "stroke-width": 2.5,
-        "stroke-dasharray": s.dash || "" }));
+      swatch.append(svg("line", { x1: 0, x2: 22, y1: 3, y2: 3, stroke: s.color, "stroke-width": Math.max(2.5, s.width || 0),
+        "stroke-dasharray": s.dash || "", opacity: s.opacity || 1 }));
       legend.append(el("span", {}, [swatch, s.legendName || s.name]));
     }
     container.append(el("div", { className: "chart" }, [el("div", { className: "chart-title", text: options.label }), root, legend]));
@@ -448,6 +497,7 @@
   function drawFormation() {
     const container = document.getElementById("formation");
     container.replaceChildren();
+    if (data.cross) return; // an encoder-decoder's heads form in the cross-attention view
     const snaps = data.formation;
     if (!snaps.length) {
       container.append(el("p", { className: "note", text:
@@ -499,6 +549,7 @@
   // ---- ablation ------------------------------------------------------------------------------
 
   (function buildAblation() {
+    if (data.cross) return; // an encoder-decoder's heads are removed in the cross-attention view
     const container = document.getElementById("ablation");
     const ablated = data.heads.filter((h) => typeof h.scores[ABLATION_RATIO] === "number" ||
       typeof h.scores[ABLATION_LOSS] === "number");
@@ -530,6 +581,152 @@
     container.append(table);
   })();
 
+  // ---- cross-attention (an encoder-decoder) --------------------------------------------------
+
+  const cross = (function buildCross() {
+    if (!data.cross) return null;
+    const c = data.cross;
+    document.getElementById("cross-section").hidden = false;
+    const CL = c.attention.layers, CH = c.attention.heads, CT = c.attention.t, S = c.attention.s;
+    const crossWeight = weightsOf(c.attention);
+    const crossAt = new Map(c.heads.map((h) => [headName(h.layer, h.head), h]));
+    const scoreOfHead = (l, h, name) => {
+      const entry = crossAt.get(headName(l, h));
+      return entry && typeof entry.scores[name] === "number" ? entry.scores[name] : NaN;
+    };
+    const ablated = c.heads.some((h) => typeof h.scores.ablated_exact_match_drop === "number");
+    const best = c.heads.reduce((b, h) => (b && !(h.scores.alignment > b.scores.alignment) ? b : h), null);
+    const cs = { layer: best ? best.layer : 0, head: best ? best.head : 0, query: 0, pinned: 0 };
+    const output = document.getElementById("cross-output");
+    const source = document.getElementById("cross-source");
+    const layerSel = document.getElementById("cross-layer-select");
+    const headSel = document.getElementById("cross-head-select");
+    const size = cellSize(CT, S, 12); // a pair is short: larger cells
+    const alignedWith = (i) => (c.aligned.length ? c.aligned[i] : []);
+
+    function show() {
+      markQuery(output, cs.query, cs.pinned, false);
+      shadeTokens(source, (j) => crossWeight(cs.layer, cs.head, cs.query, j));
+      const aligned = alignedWith(cs.query);
+      [...source.children].forEach((span, j) => span.classList.toggle("aligned", aligned.includes(j)));
+      const alignment = scoreOfHead(cs.layer, cs.head, "alignment");
+      document.getElementById("cross-selection-label").textContent = "layer " + cs.layer + " head " + cs.head +
+        (isFinite(alignment) ? " (alignment " + fmt(alignment) + ")" : "") + "; writing token " + cs.query + " " +
+        JSON.stringify(c.output_tokens[cs.query]) +
+        (aligned.length ? ", aligned with source token" + (aligned.length > 1 ? "s " : " ") + aligned.join(", ") : "");
+      for (const row of document.querySelectorAll("#cross-heads tbody tr")) {
+        row.classList.toggle("selected", Number(row.dataset.layer) === cs.layer && Number(row.dataset.head) === cs.head);
+      }
+      for (const fig of document.querySelectorAll("#cross-grids .heatmap")) {
+        const l = Number(fig.dataset.layer), h = Number(fig.dataset.head);
+        fig.classList.toggle("selected", l === cs.layer && h === cs.head);
+        paintHeatmap(fig.querySelector("canvas"), CT, S, size, (i, j) => crossWeight(l, h, i, j), cs.query);
+      }
+    }
+
+    const { setQuery: setCrossQuery, pin: pinCross } = queryHandlers(cs, show);
+
+    function selectCross(layer, head) {
+      cs.layer = layer;
+      cs.head = head;
+      layerSel.value = String(layer);
+      fillHeadSelect();
+      headSel.value = String(head);
+      show();
+      drawAlignmentFormation();
+    }
+
+    for (let l = 0; l < CL; ++l) layerSel.append(el("option", { value: l, text: "layer " + l }));
+    function fillHeadSelect() {
+      headSel.replaceChildren();
+      for (let h = 0; h < CH; ++h) {
+        const a = scoreOfHead(Number(layerSel.value), h, "alignment");
+        headSel.append(el("option", { value: h, text: "head " + h + (isFinite(a) ? ": alignment " + fmt(a) : "") }));
+      }
+    }
+    layerSel.addEventListener("change", () => selectCross(Number(layerSel.value), Math.min(cs.head, CH - 1)));
+    headSel.addEventListener("change", () => selectCross(cs.layer, Number(headSel.value)));
+    makeStrip(output, c.output_tokens, setCrossQuery, pinCross, () => setCrossQuery(cs.pinned));
+    makeStrip(source, data.tokens);
+
+    (function buildHeadTable() {
+      const table = document.getElementById("cross-heads");
+      const aligned = c.heads.some((h) => typeof h.scores.alignment === "number");
+      if (!aligned) {
+        table.before(el("p", { className: "note", text: "This run's data has no known alignment, " +
+          "so its cross-attention heads have no alignment score (the built-in tasks have one)." }));
+      }
+      if (!c.heads.length) return;
+      const header = el("tr", {}, [el("th", { className: "text", text: "head" })]);
+      if (aligned) header.append(el("th", { text: "alignment" }));
+      if (ablated) header.append(el("th", { text: "exact-match drop without it" }));
+      table.append(el("thead", {}, [header]));
+      const body = el("tbody");
+      for (const h of c.heads) {
+        const row = el("tr", { "data-layer": h.layer, "data-head": h.head }, [
+          el("td", { className: "text", text: "L" + h.layer + " H" + h.head })]);
+        if (aligned) {
+          row.dataset.alignment = h.scores.alignment;
+          row.append(scoreCell(h.scores.alignment, true));
+        }
+        if (ablated) {
+          row.dataset.drop = h.scores.ablated_exact_match_drop;
+          row.append(scoreCell(h.scores.ablated_exact_match_drop, false));
+        }
+        row.addEventListener("click", () => selectCross(h.layer, h.head));
+        body.append(row);
+      }
+      table.append(body);
+    })();
+
+    buildGrids(document.getElementById("cross-grids"), {
+      layers: CL, heads: CH, rows: CT, columns: S, size: size,
+      caption: (l, h) => "head " + h + (isFinite(scoreOfHead(l, h, "alignment")) ? ": alignment " + fmt(scoreOfHead(l, h, "alignment")) : ""),
+      select: selectCross,
+      describe: (l, h, i, j) => "layer " + l + " head " + h + ": writing " + JSON.stringify(c.output_tokens[i]) +
+        " (token " + i + ") \u2192 source token " + j + " " + JSON.stringify(data.tokens[j]) + ": " + fmt(crossWeight(l, h, i, j), 3),
+    });
+
+    function drawAlignmentFormation() {
+      const container = document.getElementById("cross-formation");
+      container.replaceChildren();
+      const snaps = c.formation;
+      if (!snaps.length) {
+        container.append(el("p", { className: "note", text:
+          "This run's log.jsonl has no alignment per evaluation, so there are no formation curves." }));
+        return;
+      }
+      const alignmentAt = (s, l, h) => {
+        const x = s.heads.find((y) => y.layer === l && y.head === h);
+        return x && typeof x.scores.alignment === "number" ? x.scores.alignment : NaN;
+      };
+      // The selected head's line is broad and pale, under the layers' best which it may equal.
+      const lines = [{ name: "L" + cs.layer + " H" + cs.head + " alignment (selected)", color: PALETTE[1], width: 6,
+        opacity: 0.3, points: snaps.map((s) => [s.step, alignmentAt(s, cs.layer, cs.head)]).filter((p) => isFinite(p[1])) }];
+      for (let l = 0; l < CL; ++l) {
+        lines.push({ name: "best alignment, layer " + l, color: PALETTE[(2 * l) % PALETTE.length],
+          points: snaps.map((s) => [s.step, Math.max(...[...Array(CH).keys()].map((h) => alignmentAt(s, l, h)).filter(isFinite))])
+            .filter((p) => isFinite(p[1])) });
+      }
+      if (c.exact_match.length) lines.push({ name: "held-out exact match", points: c.exact_match, color: "#1d1f24", dash: "5 3", markers: true });
+      lineChart(container, lines, { label: "Alignment and held-out exact match over training", yMin: 0, yMax: 1 });
+    }
+
+    selectCross(cs.layer, cs.head);
+    return {
+      layers: CL,
+      heads: CH,
+      outputTokens: c.output_tokens.slice(),
+      state: () => Object.assign({}, cs),
+      weight: crossWeight,
+      aligned: alignedWith,
+      select: selectCross,
+      setQuery: setCrossQuery,
+      pin: pinCross,
+      shading: () => [...source.children].map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))),
+    };
+  })();
+
   select(state.layer, state.head);
 
   // For tests and the console: the state and the values behind the shading.
@@ -543,5 +740,6 @@
     setQuery: setQuery,
     pin: pin,
     shading: () => [...tokenStrip.children].map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))),
+    cross: cross, // an encoder-decoder's cross-attention view, or null
   };
 })();

@@ -47,10 +47,55 @@ json in_context_json(const std::optional<InContext>& c) {
           {"ratio", rounded(c->ratio)}};
 }
 
+json heads_json(const std::vector<HeadEntry>& entries) {
+  json out = json::array();
+  for (const HeadEntry& h : entries) out.push_back(head_json(h));
+  return out;
+}
+
+json formation_json(const std::vector<Snapshot>& snapshots) {
+  json out = json::array();
+  for (const Snapshot& s : snapshots) {
+    out.push_back({{"step", s.step}, {"heads", heads_json(s.heads)}, {"in_context", in_context_json(s.in_context)}});
+  }
+  return out;
+}
+
+// (layers, heads, rows, columns) weights, one byte each (quantize_weight), base64.
+json attention_json(const std::vector<float>& attention, int64_t layers, int64_t heads, size_t rows,
+                    size_t columns) {
+  std::vector<uint8_t> quantized(attention.size());
+  std::transform(attention.begin(), attention.end(), quantized.begin(), quantize_weight);
+  return {{"layers", layers},
+          {"heads", heads},
+          {"t", rows},
+          {"s", columns},
+          {"encoding", "uint8 base64, weight = byte / 255, (L,H,T,S) row-major"},
+          {"levels", kAttentionLevels},
+          {"data", base64(quantized)}};
+}
+
 json series_json(const std::vector<Point>& points) {
   json out = json::array();
   for (const Point& p : points) out.push_back({rounded(p.x), rounded(p.y)});
   return out;
+}
+
+// `attention` holds (layers, heads, rows, columns) weights and `entries` name heads inside it.
+void check_attention(const char* what, const std::vector<float>& attention, int64_t layers,
+                     int64_t heads, int64_t rows, int64_t columns,
+                     const std::vector<HeadEntry>& entries) {
+  const auto expected = static_cast<size_t>(layers * heads * rows * columns);
+  if (attention.size() != expected) {
+    throw ValueError(fmt::format("explorer_html: {} has {} weights, (L,H,T,T) = ({},{},{},{}) needs {}",
+                                 what, attention.size(), layers, heads, rows, columns, expected));
+  }
+  for (const HeadEntry& h : entries) {
+    if (h.layer < 0 || h.layer >= layers || h.head < 0 || h.head >= heads) {
+      throw ValueError(fmt::format("explorer_html: {} head entry {}.{} is outside {} layers x {} heads",
+                                   what, h.layer, h.head, layers, heads));
+    }
+  }
 }
 
 void check_shapes(const ExplorerData& d) {
@@ -59,15 +104,24 @@ void check_shapes(const ExplorerData& d) {
     throw ValueError(fmt::format("explorer_html: needs tokens and at least one head, got {} tokens, "
                                  "{} layers, {} heads", t, d.layers, d.heads));
   }
-  const auto expected = static_cast<size_t>(d.layers * d.heads * t * t);
-  if (d.attention.size() != expected) {
-    throw ValueError(fmt::format("explorer_html: attention has {} weights, (L,H,T,T) = ({},{},{},{}) "
-                                 "needs {}", d.attention.size(), d.layers, d.heads, t, t, expected));
+  check_attention("attention", d.attention, d.layers, d.heads, t, t, d.head_entries);
+  if (!d.cross) return;
+  const CrossView& c = *d.cross;
+  const auto outputs = static_cast<int64_t>(c.output_tokens.size());
+  if (outputs == 0 || c.layers <= 0 || c.heads <= 0) {
+    throw ValueError(fmt::format("explorer_html: cross-attention needs output tokens and at least one "
+                                 "head, got {} tokens, {} layers, {} heads", outputs, c.layers, c.heads));
   }
-  for (const HeadEntry& h : d.head_entries) {
-    if (h.layer < 0 || h.layer >= d.layers || h.head < 0 || h.head >= d.heads) {
-      throw ValueError(fmt::format("explorer_html: head entry {}.{} is outside {} layers x {} heads",
-                                   h.layer, h.head, d.layers, d.heads));
+  check_attention("cross-attention", c.attention, c.layers, c.heads, outputs, t, c.head_entries);
+  if (!c.aligned.empty() && static_cast<int64_t>(c.aligned.size()) != outputs) {
+    throw ValueError(fmt::format("explorer_html: cross-attention aligns {} output tokens of {}",
+                                 c.aligned.size(), outputs));
+  }
+  for (const auto& positions : c.aligned) {
+    for (const int64_t j : positions) {
+      if (j < 0 || j >= t) {
+        throw ValueError(fmt::format("explorer_html: cross-attention aligns source position {} of {}", j, t));
+      }
     }
   }
 }
@@ -107,35 +161,30 @@ uint8_t quantize_weight(float w) {
 
 std::string explorer_html(const ExplorerData& d) {
   check_shapes(d);
-  std::vector<uint8_t> quantized(d.attention.size());
-  std::transform(d.attention.begin(), d.attention.end(), quantized.begin(), quantize_weight);
-
   json facts = json::array();
   for (const auto& [name, value] : d.facts) facts.push_back({name, value});
-  json heads = json::array();
-  for (const HeadEntry& h : d.head_entries) heads.push_back(head_json(h));
-  json formation = json::array();
-  for (const Snapshot& s : d.formation) {
-    json snapshot_heads = json::array();
-    for (const HeadEntry& h : s.heads) snapshot_heads.push_back(head_json(h));
-    formation.push_back({{"step", s.step}, {"heads", snapshot_heads}, {"in_context", in_context_json(s.in_context)}});
-  }
-  const json data = {
+  json data = {
       {"title", d.title},
       {"facts", facts},
       {"tokens", d.tokens},
-      {"attention",
-       {{"layers", d.layers},
-        {"heads", d.heads},
-        {"t", d.tokens.size()},
-        {"encoding", "uint8 base64, weight = byte / 255, (L,H,T,T) row-major"},
-        {"levels", kAttentionLevels},
-        {"data", base64(quantized)}}},
-      {"heads", heads},
+      {"causal", d.causal},
+      {"attention", attention_json(d.attention, d.layers, d.heads, d.tokens.size(), d.tokens.size())},
+      {"heads", heads_json(d.head_entries)},
       {"in_context", in_context_json(d.in_context)},
       {"loss", {{"step", series_json(d.step_loss)}, {"train", series_json(d.eval_train_loss)},
                 {"val", series_json(d.eval_val_loss)}}},
-      {"formation", formation}};
+      {"formation", formation_json(d.formation)},
+      {"cross", nullptr}};
+  if (d.cross) {
+    const CrossView& c = *d.cross;
+    data["cross"] = {
+        {"output_tokens", c.output_tokens},
+        {"aligned", c.aligned},
+        {"attention", attention_json(c.attention, c.layers, c.heads, c.output_tokens.size(), d.tokens.size())},
+        {"heads", heads_json(c.head_entries)},
+        {"formation", formation_json(c.formation)},
+        {"exact_match", series_json(c.exact_match)}};
+  }
 
   // The template links its stylesheet and script as files (so the assets open as they are in a
   // browser while editing them); the page carries them inline instead.

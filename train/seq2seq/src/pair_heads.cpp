@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
+#include "tinygpt/data/utf8.hpp"
 #include "tinygpt/heads/head_scores.hpp"
 
 namespace tinygpt::seq2seq {
@@ -164,6 +166,43 @@ CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairData
   out.without_aligned = out.aligned.empty()
                             ? out.exact_match
                             : exact_match_without(model, data, tokenizer, split, max_pairs, out.aligned);
+  return out;
+}
+
+PairAttention pair_attention(nn::EncoderDecoder& model, const data::PairDataset& data,
+                             const data::CharTokenizer& tokenizer, const std::string& task,
+                             data::Split split, int64_t index) {
+  const data::PairBatch b = data.batch(split, index, 1);
+  {
+    NoGradGuard no_grad;
+    model.eval();
+    model.set_keep_attention_weights(true);
+    model.forward(b.source, b.source_lengths, b.inputs);
+    model.set_keep_attention_weights(false);
+  }
+  PairAttention out;
+  out.source_text = tokenizer.decode(data.source(split, index));
+  out.target_text = tokenizer.decode(data.target(split, index));
+  const nn::EncoderDecoderConfig& config = model.config();
+  out.inputs.push_back(tokenizer.token(config.decoder_start_token_id));
+  for (const int64_t id : data.source(split, index)) out.source.push_back(tokenizer.token(id));
+  for (const int64_t id : data.target(split, index)) {
+    out.inputs.push_back(tokenizer.token(id));
+    out.outputs.push_back(tokenizer.token(id));
+  }
+  out.outputs.push_back(tokenizer.token(config.eos_token_id));
+  if (data::is_pair_task(task)) {
+    out.aligned = data::task_alignment(task, data::decode_utf8(out.source_text), data::decode_utf8(out.target_text));
+    out.aligned.resize(out.outputs.size());
+  }
+  // Each (1,H,Tq,Tk) as (H,Tq,Tk) f32.
+  const auto heads_of = [](std::vector<Tensor> layers) {
+    for (Tensor& w : layers) w = reshape(w.dtype() == DType::f32 ? w : w.to(DType::f32), {w.size(1), w.size(2), w.size(3)});
+    return layers;
+  };
+  out.encoder = heads_of(model.encoder_attention_weights());
+  out.decoder = heads_of(model.decoder_attention_weights());
+  out.cross = heads_of(model.cross_attention_weights());
   return out;
 }
 

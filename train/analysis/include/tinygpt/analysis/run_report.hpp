@@ -38,7 +38,8 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
 inline constexpr const char* kHeatmapDir = "heads";
 
 // The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
-// attribution_pos<P>.png), removed; other files stay, and the folder goes if it is left empty.
+// attribution_pos<P>.png) and draw_pair_heatmaps draws ({encoder,decoder,cross}_layer<L>.png),
+// removed; other files stay, and the folder goes if it is left empty.
 void remove_heatmaps(const std::string& dir);
 
 // The end-of-run report of `run_dir` (report.html and the heatmaps) removed: once a run has

@@ -2,7 +2,10 @@
 // The attention explorer: one self-contained HTML page (inline CSS, JS and data, no external URL)
 // that shows a run's attention heads interactively — the probe text as tokens with the attention
 // of the hovered token shaded on the others, a head picker with each head's role and scores, the
-// layer grids, the role table, the head-formation and loss curves and the ablation table.
+// layer grids, the role table, the head-formation and loss curves and the ablation table. For an
+// encoder-decoder the tokens are a source, the self-attention is the encoder's, and a
+// cross-attention view shades the source by where the decoder looks while writing each output
+// token.
 //
 // Takes plain data only; the caller (the CLI) gathers it from a model and a run directory.
 #include <cstdint>
@@ -42,10 +45,27 @@ struct Point {
   double y = 0.0;
 };
 
+// An encoder-decoder's cross-attention on one pair, over the source (ExplorerData::tokens).
+struct CrossView {
+  // Query i's output: the token the decoder writes there (the target, then its end token); its
+  // input is the token before (the start token at 0).
+  std::vector<std::string> output_tokens;  // (Tt)
+  // For each output token, the source positions the task aligns it with (none for a token the
+  // task does not align, e.g. a date's "-"); empty when the alignment is not known.
+  std::vector<std::vector<int64_t>> aligned;
+  int64_t layers = 0;
+  int64_t heads = 0;
+  std::vector<float> attention;          // (L,H,Tt,Ts) row-major, each row sums to 1
+  std::vector<HeadEntry> head_entries;   // each head's "alignment" (and ablation) scores
+  std::vector<Snapshot> formation;       // each evaluation's alignment per head
+  std::vector<Point> exact_match;        // held-out exact match at each evaluation
+};
+
 struct ExplorerData {
   std::string title;                      // e.g. the run directory
   std::vector<std::pair<std::string, std::string>> facts;  // shown under the title, e.g. {"layers", "2"}
   std::vector<std::string> tokens;        // the probe text, one string per token (T)
+  bool causal = true;                     // false: every token sees every other (an encoder)
   int64_t layers = 0;
   int64_t heads = 0;
   std::vector<float> attention;           // (L,H,T,T) row-major, rows are queries, each sums to 1
@@ -55,6 +75,7 @@ struct ExplorerData {
   std::vector<Point> eval_train_loss;     // the evaluations' losses
   std::vector<Point> eval_val_loss;
   std::vector<Snapshot> formation;        // head scores over training (may be empty)
+  std::optional<CrossView> cross;         // an encoder-decoder's
 };
 
 // Attention weights are stored in the page quantised to one byte, q = round(255 * w) (w clamped
@@ -63,7 +84,8 @@ constexpr int kAttentionLevels = 255;
 uint8_t quantize_weight(float w);
 
 // The page. Throws ValueError when the shapes do not agree (attention.size() != L*H*T*T, a head
-// entry outside L x H, no tokens).
+// entry outside L x H, no tokens; a cross view's attention.size() != L*H*Tt*T, an aligned
+// position outside the source).
 std::string explorer_html(const ExplorerData& data);
 
 }  // namespace tinygpt::report

@@ -53,4 +53,23 @@ CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairData
                                  const data::CharTokenizer& tokenizer, data::Split split,
                                  int64_t max_pairs, const std::vector<CrossHeadScore>& alignment);
 
+// One pair read by the model with its reference target fed to the decoder, for pictures.
+struct PairAttention {
+  std::string source_text, target_text;  // UTF-8
+  std::vector<std::string> source;   // (S) tokens
+  std::vector<std::string> inputs;   // (T) the decoder's: its start token, then the target
+  std::vector<std::string> outputs;  // (T) what each decoder position writes: the target, then its end token
+  // For each output, the source positions the task aligns it with (data::task_alignment; none
+  // for the end token); empty when the task's alignment is not known.
+  std::vector<std::vector<int64_t>> aligned;
+  // Every layer's weights, f32: (H,S,S) encoder self-attention, (H,T,T) decoder self-attention,
+  // (H,T,S) cross-attention (rows are the decoder's positions).
+  std::vector<Tensor> encoder, decoder, cross;
+};
+
+// Pair `index` of `split`; `task` names the data (its alignment when it is a built-in task).
+PairAttention pair_attention(nn::EncoderDecoder& model, const data::PairDataset& data,
+                             const data::CharTokenizer& tokenizer, const std::string& task,
+                             data::Split split, int64_t index);
+
 }  // namespace tinygpt::seq2seq
