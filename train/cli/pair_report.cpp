@@ -6,7 +6,6 @@
 
 #include "commands.hpp"
 #include "tinygpt/analysis/pair_pictures.hpp"
-#include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/seq2seq/pair_heads.hpp"
 
 namespace tinygpt::cli {
