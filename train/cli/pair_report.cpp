@@ -44,10 +44,9 @@ namespace {
 nlohmann::json self_heads_json(const std::vector<seq2seq::SelfHeadScores>& heads) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& h : heads) {
-    out.push_back({{"layer", h.layer}, {"head", h.head}, {"role", h.role}, {"role_score", h.role_score},
-                   {"previous_token", h.previous_token}, {"next_token", h.next_token},
-                   {"current_token", h.current_token}, {"first_token", h.first_token},
-                   {"local", h.local}, {"entropy", h.entropy}});
+    nlohmann::json head = {{"layer", h.layer}, {"head", h.head}, {"role", h.role}};
+    for (const auto& [name, value] : seq2seq::named_scores(h)) head[name] = value;
+    out.push_back(std::move(head));
   }
   return out;
 }

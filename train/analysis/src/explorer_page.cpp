@@ -82,10 +82,7 @@ void add_log(const train::LogRecords& log, report::ExplorerData& d) {
 
 // Each head's role and scores, the role's score first (as the page ranks heads by it).
 report::HeadEntry self_head_entry(const seq2seq::SelfHeadScores& h) {
-  return {h.layer, h.head, h.role,
-          {{"role_score", h.role_score}, {"previous_token", h.previous_token}, {"next_token", h.next_token},
-           {"current_token", h.current_token}, {"first_token", h.first_token}, {"local", h.local},
-           {"entropy", h.entropy}}};
+  return {h.layer, h.head, h.role, seq2seq::named_scores(h)};
 }
 
 // The (L,H,Tq,Tk) weights of per-layer (H,Tq,Tk) tensors.

@@ -14,6 +14,7 @@
 // Ablation removes cross-attention heads (their output set to zero before out_proj) and measures
 // held-out exact match without them.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tinygpt/seq2seq/pair_eval.hpp"
@@ -28,6 +29,13 @@ struct SelfHeadScores {
   std::string role;
   double role_score = 0.0;
 };
+
+// A head's scores by name (the keys of `heads --json` and the explorer page), role_score first.
+inline std::vector<std::pair<std::string, double>> named_scores(const SelfHeadScores& h) {
+  return {{"role_score", h.role_score}, {"previous_token", h.previous_token}, {"next_token", h.next_token},
+          {"current_token", h.current_token}, {"first_token", h.first_token}, {"local", h.local},
+          {"entropy", h.entropy}};
+}
 
 struct PairHeads {
   int64_t pairs = 0;
