@@ -78,7 +78,7 @@ Tensor EncoderLayer::forward(const Tensor& x, const std::vector<int64_t>& length
   const Tensor a = self_attn_layer_norm->forward(x);
   Tensor h = x + dropout->forward(self_attn->forward(a, a, {false, lengths}));
   const Tensor m = final_layer_norm->forward(h);
-  return h + dropout->forward(fc2->forward(gelu(fc1->forward(m))));
+  return h + dropout->forward(fc2->forward_gelu(fc1->forward(m)));
 }
 
 DecoderLayer::DecoderLayer(const EncoderDecoderConfig& config, Generator& init,
@@ -102,7 +102,7 @@ Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory,
   const Tensor q = encoder_attn_layer_norm->forward(h);
   h = h + dropout->forward(encoder_attn->forward(q, memory, {false, memory_lengths, cross_cache}));
   const Tensor m = final_layer_norm->forward(h);
-  return h + dropout->forward(fc2->forward(gelu(fc1->forward(m))));
+  return h + dropout->forward(fc2->forward_gelu(fc1->forward(m)));
 }
 
 template <class Layer>

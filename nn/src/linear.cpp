@@ -34,4 +34,11 @@ Tensor Linear::forward(const Tensor& x) const {
   return bias.defined() ? y + bias : y;
 }
 
+Tensor Linear::forward_gelu(const Tensor& h) const {
+  if (layout_ == WeightLayout::in_out && h.ndim() >= 2 && h.size(-1) == in_features()) {
+    return gelu_linear(h, weight, bias);
+  }
+  return forward(gelu(h));  // which also names a bad shape
+}
+
 }  // namespace tinygpt::nn

@@ -12,7 +12,7 @@ MLP::MLP(int64_t dim, double dropout, bool bias, Generator& init,
 }
 
 Tensor MLP::forward(const Tensor& x) const {
-  return drop->forward(c_proj->forward(gelu(c_fc->forward(x))));
+  return drop->forward(c_proj->forward_gelu(c_fc->forward(x)));
 }
 
 }  // namespace tinygpt::nn

@@ -119,6 +119,62 @@ TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
   REQUIRE_THROWS_AS(linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
 }
 
+TEST_CASE("gelu_linear equals linear after gelu bit for bit, forward and backward, in f32 and f64 "
+          "on 1 and 2 threads", "[ops][fast][linear]") {
+  for (DType dtype : {DType::f32, DType::f64}) {
+    Generator gen(7);
+    const Tensor h0 = Tensor::randn({3, 70, 48}, gen, dtype, 0.0, 2.0);  // split across threads
+    const Tensor w0 = Tensor::randn({48, 200}, gen, dtype);
+    const Tensor b0 = Tensor::randn({200}, gen, dtype);
+    const Tensor g = Tensor::randn({3, 70, 200}, gen, dtype);
+    auto run = [&](bool fused, int threads, bool with_bias) {
+      ThreadsScope scope(threads);
+      Tensor h = h0.clone().set_requires_grad(), w = w0.clone().set_requires_grad();
+      Tensor b = with_bias ? b0.clone().set_requires_grad() : Tensor{};
+      const Tensor y = fused ? gelu_linear(h, w, b) : linear(gelu(h), w, b);
+      y.backward(g);
+      std::vector<std::vector<double>> out{y.to_vector(), h.grad().to_vector(), w.grad().to_vector()};
+      if (with_bias) out.push_back(b.grad().to_vector());
+      return out;
+    };
+    for (bool with_bias : {true, false}) {
+      const auto ref = run(false, 1, with_bias);
+      REQUIRE(run(true, 1, with_bias) == ref);
+      REQUIRE(run(true, 2, with_bias) == ref);
+    }
+  }
+}
+
+TEST_CASE("gradcheck gelu_linear with and without bias", "[gradcheck][ops][linear]") {
+  REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_linear(in[0], in[1], in[2]); },
+                    {leaf({2, 3, 4}, 11), leaf({4, 5}, 12), leaf({5}, 13)});
+  REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_linear(in[0], in[1], Tensor{}); },
+                    {leaf({3, 4}, 14), leaf({4, 2}, 15)});
+}
+
+TEST_CASE("gelu_linear rejects mismatched shapes, naming itself and the shapes", "[ops][errors][linear]") {
+  const Tensor h = Tensor::zeros({2, 3}), w = Tensor::zeros({3, 4});
+  REQUIRE_THROWS_WITH(gelu_linear(h, w, Tensor::zeros({3})),
+                      Catch::Contains("gelu_linear") && Catch::Contains("(2, 3)") && Catch::Contains("(3,)"));
+  REQUIRE_THROWS_AS(gelu_linear(h, Tensor::zeros({2, 4}), Tensor{}), ShapeError);
+  REQUIRE_THROWS_AS(gelu_linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
+  REQUIRE_THROWS_AS(gelu_linear(h, w.to(DType::f64), Tensor{}), Error);
+}
+
+TEST_CASE("gelu_linear keeps h, not gelu(h), for its backward pass", "[ops][fast][linear][memory]") {
+  Generator gen(9);
+  const Tensor w = Tensor::randn({256, 64}, gen).set_requires_grad();
+  const auto kept = [&](bool fused) {
+    Tensor h = Tensor::randn({512, 256}, gen).set_requires_grad();
+    const int64_t before = memory_stats().bytes_in_use;
+    const Tensor y = fused ? gelu_linear(h, w, Tensor{}) : linear(gelu(h), w, Tensor{});
+    return memory_stats().bytes_in_use - before;  // y and what the tape keeps beyond h
+  };
+  const int64_t activation = 512 * 256 * 4, output = 512 * 64 * 4;
+  CHECK(kept(false) >= output + activation);  // gelu(h) is kept by linear
+  CHECK(kept(true) < output + activation / 2);
+}
+
 TEST_CASE("layer_norm equals its composition from plain ops, forward and backward, on 1 and 2 "
           "threads", "[ops][fast][layer_norm]") {
   auto composed = [](const Tensor& x, const Tensor& w, const Tensor& b) {

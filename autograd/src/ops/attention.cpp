@@ -8,6 +8,8 @@
 
 #include "blas.hpp"
 #include "packed_heads.hpp"
+#include "rounded.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -15,7 +17,11 @@
 namespace tinygpt {
 namespace {
 
+using detail::bf16;
+using detail::from_bf16;
 using detail::gemm;
+using detail::Rounded;
+using detail::rounded;
 using namespace detail::packed;
 
 // Queries are taken kBlock at a time: each block's scores against every key it may see form a
@@ -230,6 +236,29 @@ void backward_strided_head(const Head<const T>& hd, const Head<T>& dh, const T* 
   }
 }
 
+// One (batch, head)'s q, k and v from qkv rounded to bf16, widened to f32 side by side in `out`
+// (T, 3d): the head the backward pass reads under Precision::bf16.
+template <class T>
+Head<const T> widened_head(const bf16* qkv16, int64_t b, int64_t h, const Layout& l, T* out) {
+  if constexpr (std::is_same_v<T, float>) {
+    const Head<const bf16> src = head_of(qkv16, b, h, l);
+    const int64_t d = l.d;
+    for (int64_t i = 0; i < l.t; ++i) {
+      const int64_t from = i * src.ld;
+      T* row = out + i * 3 * d;
+#pragma omp simd
+      for (int64_t e = 0; e < d; ++e) {
+        row[e] = from_bf16(src.q[from + e]);
+        row[d + e] = from_bf16(src.k[from + e]);
+        row[2 * d + e] = from_bf16(src.v[from + e]);
+      }
+    }
+    return {out, out + d, out + 2 * d, 3 * d};
+  } else {
+    throw Error("causal_self_attention: bf16 is kept for f32 products only");
+  }
+}
+
 // ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
 template <class T>
 std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
@@ -299,25 +328,34 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       });
     });
   }
+  // Under Precision::bf16 the products read q, k and v rounded to bf16: the backward pass keeps
+  // that rounding instead of qkv (half the memory) and widens each head's back to f32, which the
+  // products round to the same bf16 values again.
+  const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
+  const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
+  const Tensor kept = keep_bf16 ? Tensor{} : qkv.detach();
   return record("causal_self_attention", y, {qkv},
-                [qkv = qkv.detach(), y = y.detach(), lse, layout, n_heads, alibi,
-                 pattern, panel, extra](const Tensor& g) {
-    const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
-    Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
+                [kept, qkv16, shape = qkv.shape(), dtype = qkv.dtype(), y = y.detach(), lse, layout,
+                 n_heads, alibi, pattern, panel, extra](const Tensor& g) {
+    const int64_t b = shape[0], t = layout.t, c = layout.c, d = layout.d;
+    Tensor dqkv = Tensor::empty(shape, dtype);
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
-    Tensor scratch = Tensor::empty({omp_get_max_threads(), 2 * panel + extra}, qkv.dtype());
-    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
+    const int64_t widened = qkv16.data != nullptr ? 3 * t * d : 0;  // one head's q, k, v
+    const int64_t per_thread = 2 * panel + extra + widened;
+    Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype);
+    dispatch_float(dtype, "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
-      const T* pqkv = qkv.data<T>();
+      const T* pqkv = kept.defined() ? kept.data<T>() : nullptr;
       const T* py = y.data<T>();
       const T* pg = g.data<T>();
       T* pd = dqkv.data<T>();
       const T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_kv_group(b, layout, pd, scratch, 2 * panel + extra, [&](int64_t bi, int64_t hi, T* s) {
+      for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
         const int64_t yo = y_offset(bi, hi, layout);
-        const Head<const T> hd = head_of(pqkv, bi, hi, layout);
+        const Head<const T> hd = pqkv != nullptr ? head_of(pqkv, bi, hi, layout)
+                                                 : widened_head(qkv16.data, bi, hi, layout, s + per_thread - widened);
         const Head<T> dh = head_of(pd, bi, hi, layout);
         const T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];

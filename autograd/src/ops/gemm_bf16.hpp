@@ -3,6 +3,7 @@
 // accumulated in f32 on oneDNN's matmul, one primitive per shape kept by each thread. Only used
 // where the CPU has avx512_bf16 (set_matmul_precision checks).
 #include <cstdint>
+#include <cstring>
 
 namespace tinygpt::detail {
 
@@ -10,6 +11,14 @@ using bf16 = uint16_t;  // the upper half of an f32
 
 // rows x cols of f32 (leading dimension ld) -> packed (rows, cols) bf16.
 void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, bf16* dst);
+
+// Exact: a bf16 is the upper half of an f32.
+inline float from_bf16(bf16 v) {
+  const uint32_t bits = static_cast<uint32_t>(v) << 16;
+  float f;
+  std::memcpy(&f, &bits, sizeof f);
+  return f;
+}
 
 // C (f32) = alpha op(A) op(B) + beta C on bf16 A and B, on the calling thread.
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,

@@ -1,11 +1,15 @@
-// Matrix product through BLAS (blas.hpp). Transposes are BLAS flags.
+// Matrix products through BLAS (blas.hpp): matmul, linear, and linear after GELU. Transposes are
+// BLAS flags.
 #include <algorithm>
 #include <type_traits>
+#include <vector>
 
 #include "blas.hpp"
 #include "kernels.hpp"
+#include "rounded.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
@@ -81,23 +85,6 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 constexpr int64_t kPanels = 4;
 constexpr int64_t kPanelRows = 512;
 
-// Under Precision::bf16 each operand is rounded to bf16 once, into `storage`, by the whole team
-// (the panels would otherwise each round the operand they share); returns the bf16 copy, packed
-// with the leading dimension it had.
-template <class T>
-const bf16* rounded_once(const T* x, int64_t count, int64_t ld, Tensor& storage) {
-  if constexpr (std::is_same_v<T, float>) {
-    storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
-    bf16* out = reinterpret_cast<bf16*>(storage.data<float>());
-    const int64_t rows = count / ld;
-#pragma omp parallel for schedule(static) if (count > kParallelGrain)
-    for (int64_t r = 0; r < rows; ++r) to_bf16(x + r * ld, 1, ld, ld, out + r * ld);
-    return out;
-  } else {
-    return nullptr;
-  }
-}
-
 // An operand of a product: its values, and their bf16 rounding when the caller already holds it
 // (linear keeps its input's and weight's for the backward pass).
 template <class T>
@@ -118,14 +105,20 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
                              ? 1
                              : std::max(kPanels, (extent + kPanelRows - 1) / kPanelRows);
   const bool bf16_operands = std::is_same_v<T, float> && matmul_precision() == Precision::bf16;
-  Tensor a_storage, b_storage;
+  // Each operand is rounded once, by the whole team, unless the caller holds its rounding (the
+  // panels would otherwise each round the operand they share).
+  Rounded a_rounded, b_rounded;
   const bf16* a16 = a.rounded;
   const bf16* b16 = b.rounded;
-  if (bf16_operands && a16 == nullptr) {
-    a16 = rounded_once(a.values, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda, a_storage);
-  }
-  if (bf16_operands && b16 == nullptr) {
-    b16 = rounded_once(b.values, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb, b_storage);
+  if constexpr (std::is_same_v<T, float>) {
+    if (bf16_operands && a16 == nullptr) {
+      a_rounded = round_rows(a.values, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda);
+      a16 = a_rounded.data;
+    }
+    if (bf16_operands && b16 == nullptr) {
+      b_rounded = round_rows(b.values, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb);
+      b16 = b_rounded.data;
+    }
   }
 #pragma omp parallel for collapse(2) schedule(static) if (!small && p.batch * panels > 1)
   for (int64_t i = 0; i < p.batch; ++i) {
@@ -154,6 +147,20 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
            ci, ldc);
     }
   }
+}
+
+// The product of linear and gelu_linear: x (..., K) @ weight (K, N) + bias (N).
+MatmulPlan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
+  check_same_dtype(x, weight, op);
+  if (x.ndim() < 2 || weight.ndim() != 2 ||
+      (bias.defined() && bias.shape() != Shape{weight.shape()[1]})) {
+    throw ShapeError(fmt::format(
+        "{}: expects x (..., K) with at least 2 dims, weight (K, N) and bias (N); got x {}, "
+        "weight {}, bias {}",
+        op, x.shape().str(), weight.shape().str(), bias.defined() ? bias.shape().str() : "none"));
+  }
+  if (bias.defined()) check_same_dtype(x, bias, op);
+  return plan_matmul(x, weight, false, false);
 }
 
 // (..., R, C) -> (prod(...) * R, C)
@@ -185,27 +192,92 @@ Tensor column_sums(const Tensor& g) {
   return out;
 }
 
-// Under Precision::bf16 linear rounds its input and weight once and keeps the roundings for the
-// backward pass instead of the f32 input, which dW = x^T g then no longer needs (as autocast
-// saves its bf16 casts): half the memory for the activations a linear keeps, and every operand
-// of the three products rounded once.
-struct Rounded {
-  Tensor storage;  // f32 slots holding two bf16 each
-  const bf16* data = nullptr;
-};
-
-Rounded rounded(const Tensor& x) {
-  Rounded r;
-  const int64_t cols = x.shape()[x.ndim() - 1];
-  r.data = rounded_once(x.data<float>(), x.numel(), cols, r.storage);
-  return r;
-}
-
 MatmulPlan plain_plan(int64_t m, int64_t n, int64_t k) {
   MatmulPlan p;
   p.out = {m, n};
   p.m = m, p.n = n, p.k = k;
   return p;
+}
+
+// y = x W + b  =>  dx = g W^T, dW = x^T g over all rows at once, db = column sums of g.
+Grads linear_backward(const Tensor& g, const Tensor& x, const Tensor& w, bool need_x, bool need_w,
+                      bool need_b) {
+  Tensor gx, gw, gb;
+  if (need_x) gx = matmul(g, w, false, true);
+  if (need_w) gw = matmul(fold_rows(x), fold_rows(g), true, false);
+  if (need_b) gb = column_sums(g);
+  return Grads{gx, gw, gb};
+}
+
+// Whether a linear on x runs its products in bf16 (Precision::bf16, an f32 product with work).
+bool bf16_product(const Tensor& x, const MatmulPlan& p) {
+  return x.dtype() == DType::f32 && matmul_precision() == Precision::bf16 && p.m > 0 && p.n > 0 &&
+         p.k > 0;
+}
+
+// x W + b in x's dtype; every row is the bias when K is 0.
+Tensor product(const MatmulPlan& p, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  Tensor out = Tensor::empty(p.out, x.dtype());
+  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+    using T = decltype(tag);
+    if (p.m == 0 || p.n == 0) return;
+    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
+    if (p.k == 0) {
+      T* po = out.data<T>();
+      for (int64_t r = 0; r < p.m; ++r) {
+        for (int64_t j = 0; j < p.n; ++j) po[r * p.n + j] = pb != nullptr ? pb[j] : T(0);
+      }
+      return;
+    }
+    gemm_batched<T>(p, false, false, {x.data<T>()}, {weight.data<T>()}, out.data<T>(), pb);
+  });
+  return out;
+}
+
+// x16 W16 + b (f32) from operands already rounded.
+Tensor product_bf16(const MatmulPlan& p, const Rounded& x16, const Rounded& w16, const Tensor& bias) {
+  Tensor out = Tensor::empty(p.out, DType::f32);
+  gemm_batched<float>(p, false, false, {nullptr, x16.data}, {nullptr, w16.data}, out.data<float>(),
+                      bias.defined() ? bias.data<float>() : nullptr);
+  return out;
+}
+
+// gelu(h) in h's dtype, off the tape: gelu_linear keeps h and recomputes this for its backward.
+Tensor gelu_values(const Tensor& h) {
+  return dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
+    return map1<decltype(tag)>(h, [](auto v) { return simd::gelu(v); });
+  });
+}
+
+// gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row.
+Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
+  Rounded r;
+  r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
+  bf16* out = reinterpret_cast<bf16*>(r.storage.data<float>());
+  const int64_t rows = count / cols;
+#pragma omp parallel if (count > kParallelGrain)
+  {
+    thread_local std::vector<float> row;
+    row.resize(static_cast<size_t>(cols));
+#pragma omp for schedule(static)
+    for (int64_t i = 0; i < rows; ++i) {
+      const bf16* in = h16.data + i * cols;
+#pragma omp simd
+      for (int64_t j = 0; j < cols; ++j) row[j] = simd::gelu(from_bf16(in[j]));
+      to_bf16(row.data(), 1, cols, cols, out + i * cols);
+    }
+  }
+  r.data = out;
+  return r;
+}
+
+// g *= gelu'(h) in place, h given by its bf16 rounding.
+void times_gelu_grad(Tensor& g, const Rounded& h16) {
+  float* pg = g.data<float>();
+  const bf16* ph = h16.data;
+  const int64_t n = g.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+  for (int64_t i = 0; i < n; ++i) pg[i] *= simd::gelu_grad(from_bf16(ph[i]));
 }
 
 // linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g.
@@ -263,51 +335,55 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 }
 
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
-  check_same_dtype(x, weight, "linear");
-  if (x.ndim() < 2 || weight.ndim() != 2 ||
-      (bias.defined() && bias.shape() != Shape{weight.shape()[1]})) {
-    throw ShapeError(fmt::format(
-        "linear: expects x (..., K) with at least 2 dims, weight (K, N) and bias (N); got x {}, "
-        "weight {}, bias {}",
-        x.shape().str(), weight.shape().str(), bias.defined() ? bias.shape().str() : "none"));
-  }
-  if (bias.defined()) check_same_dtype(x, bias, "linear");
-  const MatmulPlan p = plan_matmul(x, weight, false, false);
-  Tensor out = Tensor::empty(p.out, x.dtype());
+  const MatmulPlan p = plan_linear(x, weight, bias, "linear");
   const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
-  if (x.dtype() == DType::f32 && matmul_precision() == Precision::bf16 && p.m > 0 && p.n > 0 &&
-      p.k > 0) {
+  if (bf16_product(x, p)) {
+    // Keeps the roundings of x and W instead of the f32 input, which dW = x^T g then no longer
+    // needs: half the memory, and every operand of the three products rounded once.
     const Rounded x16 = rounded(x), w16 = rounded(weight);
-    gemm_batched<float>(p, false, false, {x.data<float>(), x16.data},
-                        {weight.data<float>(), w16.data}, out.data<float>(),
-                        bias.defined() ? bias.data<float>() : nullptr);
+    Tensor out = product_bf16(p, x16, w16, bias);
     return record("linear", out, {x, weight, bias},
                   [w = weight.detach(), x16, w16, need_x, need_w, need_b](const Tensor& g) {
       return linear_backward_bf16(g, w, x16, w16, need_x, need_w, need_b);
     });
   }
-  dispatch_float(x.dtype(), "linear", [&](auto tag) {
-    using T = decltype(tag);
-    if (p.m == 0 || p.n == 0) return;
-    const T* pb = bias.defined() ? bias.data<T>() : nullptr;
-    if (p.k == 0) {
-      T* po = out.data<T>();
-      for (int64_t r = 0; r < p.m; ++r) {
-        for (int64_t j = 0; j < p.n; ++j) po[r * p.n + j] = pb != nullptr ? pb[j] : T(0);
-      }
-      return;
-    }
-    gemm_batched<T>(p, false, false, {x.data<T>()}, {weight.data<T>()}, out.data<T>(), pb);
-  });
+  Tensor out = product(p, x, weight, bias);
   return record("linear", out, {x, weight, bias},
                 [x = x.detach(), w = weight.detach(), need_x, need_w, need_b](const Tensor& g) {
-    // y = x W + b  =>  dx = g W^T, dW = x^T g over all rows at once, db = column sums of g.
-    Tensor gx, gw, gb;
-    if (need_x) gx = matmul(g, w, false, true);
-    if (need_w) gw = matmul(fold_rows(x), fold_rows(g), true, false);
-    if (need_b) gb = column_sums(g);
-    return Grads{gx, gw, gb};
+    return linear_backward(g, x, w, need_x, need_w, need_b);
+  });
+}
+
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
+  const MatmulPlan p = plan_linear(h, weight, bias, "gelu_linear");
+  const bool need_h = h.requires_grad(), need_w = weight.requires_grad();
+  const bool need_b = bias.defined() && bias.requires_grad();
+  const int64_t k = p.k;
+  if (bf16_product(h, p)) {
+    // As autocast, where fc's output is bf16: GELU reads h rounded, and writes the operand of
+    // the product rounded too; only h's rounding is kept.
+    const Rounded h16 = rounded(h), w16 = rounded(weight);
+    Tensor out = product_bf16(p, gelu_rounded(h16, h.numel(), k), w16, bias);
+    return record("gelu_linear", out, {h, weight, bias},
+                  [w = weight.detach(), h16, w16, count = h.numel(), k, need_h, need_w,
+                   need_b](const Tensor& g) {
+      Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), w16, need_h, need_w,
+                                         need_b);
+      if (need_h) times_gelu_grad(grads[0], h16);
+      return grads;
+    });
+  }
+  Tensor out = product(p, gelu_values(h), weight, bias);
+  return record("gelu_linear", out, {h, weight, bias},
+                [h = h.detach(), w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
+    Grads grads = linear_backward(g, gelu_values(h), w, need_h, need_w, need_b);
+    if (need_h) {  // d/dh = (g W^T) gelu'(h)
+      grads[0] = dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
+        return map2<decltype(tag)>(grads[0], h, [](auto gv, auto v) { return gv * simd::gelu_grad(v); });
+      });
+    }
+    return grads;
   });
 }
 

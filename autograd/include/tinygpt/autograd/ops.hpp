@@ -69,6 +69,10 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 // broadcast add, no extra buffer), and the backward gives the bias gradient as column sums of
 // the upstream gradient. bias may be undefined. Equals matmul(x, weight) + bias.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+// linear(gelu(h), weight, bias) as one op that keeps h, not gelu(h), for the backward pass (it
+// recomputes gelu(h)): an MLP keeps half the activations. Under Precision::bf16 it keeps h
+// rounded to bf16 and GELU reads that rounding, as autocast's bf16 activations do.
+Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias);
 
 // ---- Layout: views, slices, concat and split (ops/layout.cpp) ----
 // Same elements in a new shape (one entry may be -1); shares the data of x.

@@ -1,0 +1,22 @@
+#include "rounded.hpp"
+
+#include "kernels.hpp"
+
+namespace tinygpt::detail {
+
+Rounded round_rows(const float* x, int64_t count, int64_t ld) {
+  Rounded r;
+  r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);
+  bf16* out = reinterpret_cast<bf16*>(r.storage.data<float>());
+  const int64_t rows = count / ld;
+#pragma omp parallel for schedule(static) if (count > kParallelGrain)
+  for (int64_t row = 0; row < rows; ++row) to_bf16(x + row * ld, 1, ld, ld, out + row * ld);
+  r.data = out;
+  return r;
+}
+
+Rounded rounded(const Tensor& x) {
+  return round_rows(x.data<float>(), x.numel(), x.shape()[x.ndim() - 1]);
+}
+
+}  // namespace tinygpt::detail

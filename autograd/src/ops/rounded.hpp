@@ -1,0 +1,22 @@
+#pragma once
+// f32 values kept rounded to bf16 for a backward pass under Precision::bf16 (as autocast saves
+// its bf16 casts): half the memory, and the products that read them round nothing again.
+#include <cstdint>
+
+#include "gemm_bf16.hpp"
+#include "tinygpt/autograd/tensor.hpp"
+
+namespace tinygpt::detail {
+
+struct Rounded {
+  Tensor storage;  // f32 slots from the allocator, holding two bf16 each
+  const bf16* data = nullptr;
+};
+
+// `count` f32 values, rows of `ld`, rounded row by row on the OpenMP team.
+Rounded round_rows(const float* x, int64_t count, int64_t ld);
+
+// An f32 tensor's values, packed with its last axis as rows.
+Rounded rounded(const Tensor& x);
+
+}  // namespace tinygpt::detail
