@@ -86,7 +86,7 @@ constexpr int64_t kPanels = 4;
 constexpr int64_t kPanelRows = 512;
 
 // An operand of a product: its values, and their bf16 rounding when the caller already holds it
-// (linear keeps its input's and weight's for the backward pass).
+// (linear keeps its input's for the backward pass).
 template <class T>
 struct Operand {
   const T* values = nullptr;
@@ -234,10 +234,10 @@ Tensor product(const MatmulPlan& p, const Tensor& x, const Tensor& weight, const
   return out;
 }
 
-// x16 W16 + b (f32) from operands already rounded.
-Tensor product_bf16(const MatmulPlan& p, const Rounded& x16, const Rounded& w16, const Tensor& bias) {
+// x16 W + b (f32) from x already rounded; W is rounded by the product.
+Tensor product_bf16(const MatmulPlan& p, const Rounded& x16, const Tensor& weight, const Tensor& bias) {
   Tensor out = Tensor::empty(p.out, DType::f32);
-  gemm_batched<float>(p, false, false, {nullptr, x16.data}, {nullptr, w16.data}, out.data<float>(),
+  gemm_batched<float>(p, false, false, {nullptr, x16.data}, {weight.data<float>()}, out.data<float>(),
                       bias.defined() ? bias.data<float>() : nullptr);
   return out;
 }
@@ -280,9 +280,9 @@ void times_gelu_grad(Tensor& g, const Rounded& h16) {
   for (int64_t i = 0; i < n; ++i) pg[i] *= simd::gelu_grad(from_bf16(ph[i]));
 }
 
-// linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g.
+// linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g, W again for dx.
 Grads linear_backward_bf16(const Tensor& g, const Tensor& w, const Rounded& x16,
-                           const Rounded& w16, bool need_x, bool need_w, bool need_b) {
+                           bool need_x, bool need_w, bool need_b) {
   const int64_t k = w.shape()[0], n = w.shape()[1], rows = g.numel() / n;
   const Rounded g16 = rounded(g);
   Tensor gx, gw, gb;
@@ -291,7 +291,7 @@ Grads linear_backward_bf16(const Tensor& g, const Tensor& w, const Rounded& x16,
     shape[shape.ndim() - 1] = k;
     gx = Tensor::empty(shape, DType::f32);
     gemm_batched<float>(plain_plan(rows, k, n), false, true, {g.data<float>(), g16.data},
-                        {w.data<float>(), w16.data}, gx.data<float>());
+                        {w.data<float>()}, gx.data<float>());
   }
   if (need_w) {
     gw = Tensor::empty({k, n}, DType::f32);
@@ -339,13 +339,14 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
   if (bf16_product(x, p)) {
-    // Keeps the roundings of x and W instead of the f32 input, which dW = x^T g then no longer
-    // needs: half the memory, and every operand of the three products rounded once.
-    const Rounded x16 = rounded(x), w16 = rounded(weight);
-    Tensor out = product_bf16(p, x16, w16, bias);
+    // Keeps x's rounding instead of the f32 input, which dW = x^T g then no longer needs: half
+    // the memory. W is rounded again in the backward pass rather than kept (3.5 MiB of roundings
+    // a medium layer against a pass over the weights).
+    const Rounded x16 = rounded(x);
+    Tensor out = product_bf16(p, x16, weight, bias);
     return record("linear", out, {x, weight, bias},
-                  [w = weight.detach(), x16, w16, need_x, need_w, need_b](const Tensor& g) {
-      return linear_backward_bf16(g, w, x16, w16, need_x, need_w, need_b);
+                  [w = weight.detach(), x16, need_x, need_w, need_b](const Tensor& g) {
+      return linear_backward_bf16(g, w, x16, need_x, need_w, need_b);
     });
   }
   Tensor out = product(p, x, weight, bias);
@@ -363,13 +364,12 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
   if (bf16_product(h, p)) {
     // As autocast, where fc's output is bf16: GELU reads h rounded, and writes the operand of
     // the product rounded too; only h's rounding is kept.
-    const Rounded h16 = rounded(h), w16 = rounded(weight);
-    Tensor out = product_bf16(p, gelu_rounded(h16, h.numel(), k), w16, bias);
+    const Rounded h16 = rounded(h);
+    Tensor out = product_bf16(p, gelu_rounded(h16, h.numel(), k), weight, bias);
     return record("gelu_linear", out, {h, weight, bias},
-                  [w = weight.detach(), h16, w16, count = h.numel(), k, need_h, need_w,
+                  [w = weight.detach(), h16, count = h.numel(), k, need_h, need_w,
                    need_b](const Tensor& g) {
-      Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), w16, need_h, need_w,
-                                         need_b);
+      Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), need_h, need_w, need_b);
       if (need_h) times_gelu_grad(grads[0], h16);
       return grads;
     });
