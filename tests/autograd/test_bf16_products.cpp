@@ -203,3 +203,23 @@ TEST_CASE("bf16 fused attention keeps qkv rounded to bf16: half the memory, and 
     CHECK(grad == grad_rounded);
   }
 }
+
+TEST_CASE("bf16 gelu_linear keeps only h's bf16 rounding for its backward pass", "[ops][bf16][memory]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  Generator gen(9);
+  const Tensor x = Tensor::randn({512, 256}, gen).set_requires_grad();
+  const Tensor w = Tensor::randn({256, 64}, gen).set_requires_grad();
+  const PrecisionGuard precision(Precision::bf16);
+  const auto kept = [&](bool fused) {
+    const int64_t before = memory_stats().bytes_in_use;
+    Tensor y;
+    {
+      const Tensor h = x * 1.0;  // an activation, as fc's output: the ops' to keep
+      y = fused ? gelu_linear(h, w, Tensor{}) : linear(gelu(h), w, Tensor{});
+    }
+    return memory_stats().bytes_in_use - before - y.numel() * 4;
+  };
+  const int64_t h_bytes = 512 * 256 * 4;
+  CHECK(kept(false) >= h_bytes + h_bytes / 2);  // h in f32 (for GELU), gelu(h) in bf16
+  CHECK(kept(true) <= h_bytes / 2);
+}

@@ -242,7 +242,7 @@ Tensor product_bf16(const MatmulPlan& p, const Rounded& x16, const Tensor& weigh
   return out;
 }
 
-// gelu(h) in h's dtype, off the tape: gelu_linear keeps h and recomputes this for its backward.
+// gelu(h) in h's dtype, off the tape.
 Tensor gelu_values(const Tensor& h) {
   return dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
     return map1<decltype(tag)>(h, [](auto v) { return simd::gelu(v); });
@@ -374,10 +374,12 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
       return grads;
     });
   }
-  Tensor out = product(p, gelu_values(h), weight, bias);
+  // f32 and f64 keep gelu(h) too: their memory is to spare, recomputing would cost ~2% of a step.
+  const Tensor a = gelu_values(h);
+  Tensor out = product(p, a, weight, bias);
   return record("gelu_linear", out, {h, weight, bias},
-                [h = h.detach(), w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
-    Grads grads = linear_backward(g, gelu_values(h), w, need_h, need_w, need_b);
+                [h = h.detach(), a, w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
+    Grads grads = linear_backward(g, a, w, need_h, need_w, need_b);
     if (need_h) {  // d/dh = (g W^T) gelu'(h)
       grads[0] = dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
         return map2<decltype(tag)>(grads[0], h, [](auto gv, auto v) { return gv * simd::gelu_grad(v); });

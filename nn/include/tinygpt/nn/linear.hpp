@@ -16,8 +16,8 @@ class Linear : public Module {
   Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen,
          WeightLayout layout = WeightLayout::in_out);
   Tensor forward(const Tensor& x) const;
-  // forward(gelu(h)), keeping h rather than gelu(h) for the backward pass (ops gelu_linear) with
-  // the in_out layout; the out_in layout takes the two ops.
+  // forward(gelu(h)) as one op (gelu_linear: less memory under bf16) with the in_out layout; the
+  // out_in layout takes the two ops.
   Tensor forward_gelu(const Tensor& h) const;
   int64_t in_features() const { return weight.size(layout_ == WeightLayout::in_out ? 0 : 1); }
   WeightLayout layout() const { return layout_; }
