@@ -271,13 +271,11 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
   return r;
 }
 
-// g *= gelu'(h) in place, h given by its bf16 rounding.
-void times_gelu_grad(Tensor& g, const Rounded& h16) {
-  float* pg = g.data<float>();
-  const bf16* ph = h16.data;
-  const int64_t n = g.numel();
+// g *= gelu'(h) in place (the gradient linear's backward just made), h[i] read by value(i).
+template <class T, class Value>
+void times_gelu_grad(T* g, int64_t n, Value value) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) pg[i] *= simd::gelu_grad(from_bf16(ph[i]));
+  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(value(i));
 }
 
 // linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g, W again for dx.
@@ -370,7 +368,10 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
                   [w = weight.detach(), h16, count = h.numel(), k, need_h, need_w,
                    need_b](const Tensor& g) {
       Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), need_h, need_w, need_b);
-      if (need_h) times_gelu_grad(grads[0], h16);
+      if (need_h) {
+        const bf16* ph = h16.data;
+        times_gelu_grad(grads[0].data<float>(), count, [ph](int64_t i) { return from_bf16(ph[i]); });
+      }
       return grads;
     });
   }
@@ -381,8 +382,10 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
                 [h = h.detach(), a, w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
     Grads grads = linear_backward(g, a, w, need_h, need_w, need_b);
     if (need_h) {  // d/dh = (g W^T) gelu'(h)
-      grads[0] = dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
-        return map2<decltype(tag)>(grads[0], h, [](auto gv, auto v) { return gv * simd::gelu_grad(v); });
+      dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
+        using T = decltype(tag);
+        const T* ph = h.data<T>();
+        times_gelu_grad(grads[0].data<T>(), h.numel(), [ph](int64_t i) { return ph[i]; });
       });
     }
     return grads;
