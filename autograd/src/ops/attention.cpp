@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
 #include "blas.hpp"
 #include "packed_heads.hpp"
@@ -238,25 +239,20 @@ void backward_strided_head(const Head<const T>& hd, const Head<T>& dh, const T* 
 
 // One (batch, head)'s q, k and v from qkv rounded to bf16, widened to f32 side by side in `out`
 // (T, 3d): the head the backward pass reads under Precision::bf16.
-template <class T>
-Head<const T> widened_head(const bf16* qkv16, int64_t b, int64_t h, const Layout& l, T* out) {
-  if constexpr (std::is_same_v<T, float>) {
-    const Head<const bf16> src = head_of(qkv16, b, h, l);
-    const int64_t d = l.d;
-    for (int64_t i = 0; i < l.t; ++i) {
-      const int64_t from = i * src.ld;
-      T* row = out + i * 3 * d;
+Head<const float> widened_head(const bf16* qkv16, int64_t b, int64_t h, const Layout& l, float* out) {
+  const Head<const bf16> src = head_of(qkv16, b, h, l);
+  const int64_t d = l.d;
+  for (int64_t i = 0; i < l.t; ++i) {
+    const int64_t from = i * src.ld;
+    float* row = out + i * 3 * d;
 #pragma omp simd
-      for (int64_t e = 0; e < d; ++e) {
-        row[e] = from_bf16(src.q[from + e]);
-        row[d + e] = from_bf16(src.k[from + e]);
-        row[2 * d + e] = from_bf16(src.v[from + e]);
-      }
+    for (int64_t e = 0; e < d; ++e) {
+      row[e] = from_bf16(src.q[from + e]);
+      row[d + e] = from_bf16(src.k[from + e]);
+      row[2 * d + e] = from_bf16(src.v[from + e]);
     }
-    return {out, out + d, out + 2 * d, 3 * d};
-  } else {
-    throw Error("causal_self_attention: bf16 is kept for f32 products only");
   }
+  return {out, out + d, out + 2 * d, 3 * d};
 }
 
 // ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
@@ -354,8 +350,12 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
       for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
         const int64_t yo = y_offset(bi, hi, layout);
-        const Head<const T> hd = pqkv != nullptr ? head_of(pqkv, bi, hi, layout)
-                                                 : widened_head(qkv16.data, bi, hi, layout, s + per_thread - widened);
+        const Head<const T> hd = [&] {
+          if constexpr (std::is_same_v<T, float>) {
+            if (pqkv == nullptr) return widened_head(qkv16.data, bi, hi, layout, s + per_thread - widened);
+          }
+          return head_of(pqkv, bi, hi, layout);
+        }();
         const Head<T> dh = head_of(pd, bi, hi, layout);
         const T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
