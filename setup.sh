@@ -13,9 +13,11 @@ cd "$(dirname "$0")"
 job="${1:-demo}"
 shift || true
 
+# oneDNN's CMake config (built with the OpenCL GPU runtime) asks for OpenCL's headers and library,
+# which libdnnl-dev only recommends: ocl-icd-opencl-dev, or find_package(dnnl) fails.
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
-          nlohmann-json3-dev libstb-dev libdnnl-dev)
+          nlohmann-json3-dev libstb-dev libdnnl-dev ocl-icd-opencl-dev)
 # test: clang for the fuzzer; Open MPI for the data-parallel test (mpirun -np 2); Debian's chromium,
 # driven by puppeteer-core (npm), for the browser test of the attention explorer.
 [ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev openmpi-bin libopenmpi-dev
