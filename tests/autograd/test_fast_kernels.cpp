@@ -105,11 +105,14 @@ TEST_CASE("linear's gradients match matmul plus bias and do not depend on the th
   }
 }
 
-TEST_CASE("gradcheck linear with and without bias", "[gradcheck][ops][linear]") {
-  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], in[2]); },
-                    {leaf({2, 3, 4}, 1), leaf({4, 5}, 2), leaf({5}, 3)});
-  REQUIRE_GRADCHECK([](const Inputs& in) { return linear(in[0], in[1], Tensor{}); },
-                    {leaf({3, 4}, 4), leaf({4, 2}, 5)});
+TEST_CASE("gradcheck linear and gelu_linear with and without bias", "[gradcheck][ops][linear]") {
+  using Op = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
+  for (Op op : {Op{&linear}, Op{&gelu_linear}}) {
+    REQUIRE_GRADCHECK([op](const Inputs& in) { return op(in[0], in[1], in[2]); },
+                      {leaf({2, 3, 4}, 1), leaf({4, 5}, 2), leaf({5}, 3)});
+    REQUIRE_GRADCHECK([op](const Inputs& in) { return op(in[0], in[1], Tensor{}); },
+                      {leaf({3, 4}, 4), leaf({4, 2}, 5)});
+  }
 }
 
 TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
@@ -145,13 +148,6 @@ TEST_CASE("gelu_linear equals linear after gelu bit for bit, forward and backwar
   }
 }
 
-TEST_CASE("gradcheck gelu_linear with and without bias", "[gradcheck][ops][linear]") {
-  REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_linear(in[0], in[1], in[2]); },
-                    {leaf({2, 3, 4}, 11), leaf({4, 5}, 12), leaf({5}, 13)});
-  REQUIRE_GRADCHECK([](const Inputs& in) { return gelu_linear(in[0], in[1], Tensor{}); },
-                    {leaf({3, 4}, 14), leaf({4, 2}, 15)});
-}
-
 TEST_CASE("gelu_linear rejects mismatched shapes, naming itself and the shapes", "[ops][errors][linear]") {
   const Tensor h = Tensor::zeros({2, 3}), w = Tensor::zeros({3, 4});
   REQUIRE_THROWS_WITH(gelu_linear(h, w, Tensor::zeros({3})),
@@ -159,6 +155,11 @@ TEST_CASE("gelu_linear rejects mismatched shapes, naming itself and the shapes",
   REQUIRE_THROWS_AS(gelu_linear(h, Tensor::zeros({2, 4}), Tensor{}), ShapeError);
   REQUIRE_THROWS_AS(gelu_linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
   REQUIRE_THROWS_AS(gelu_linear(h, w.to(DType::f64), Tensor{}), Error);
+  const Tensor ids = Tensor::zeros({2, 3}, DType::i64);
+  REQUIRE_THROWS_WITH(gelu_linear(ids, Tensor::zeros({3, 4}, DType::i64), Tensor{}),
+                      Catch::Contains("gelu_linear"));
+  REQUIRE_THROWS_WITH(linear(ids, Tensor::zeros({3, 4}, DType::i64), Tensor{}),
+                      Catch::Contains("linear"));
 }
 
 TEST_CASE("layer_norm equals its composition from plain ops, forward and backward, on 1 and 2 "

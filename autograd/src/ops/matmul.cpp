@@ -215,10 +215,11 @@ bool bf16_product(const Tensor& x, const MatmulPlan& p) {
          p.k > 0;
 }
 
-// x W + b in x's dtype; every row is the bias when K is 0.
-Tensor product(const MatmulPlan& p, const Tensor& x, const Tensor& weight, const Tensor& bias) {
+// x W + b in x's dtype for `op`; every row is the bias when K is 0.
+Tensor product(const MatmulPlan& p, const Tensor& x, const Tensor& weight, const Tensor& bias,
+               const char* op) {
   Tensor out = Tensor::empty(p.out, x.dtype());
-  dispatch_float(x.dtype(), "linear", [&](auto tag) {
+  dispatch_float(x.dtype(), op, [&](auto tag) {
     using T = decltype(tag);
     if (p.m == 0 || p.n == 0) return;
     const T* pb = bias.defined() ? bias.data<T>() : nullptr;
@@ -347,7 +348,7 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
       return linear_backward_bf16(g, w, x16, need_x, need_w, need_b);
     });
   }
-  Tensor out = product(p, x, weight, bias);
+  Tensor out = product(p, x, weight, bias, "linear");
   return record("linear", out, {x, weight, bias},
                 [x = x.detach(), w = weight.detach(), need_x, need_w, need_b](const Tensor& g) {
     return linear_backward(g, x, w, need_x, need_w, need_b);
@@ -377,7 +378,7 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
   }
   // f32 and f64 keep gelu(h) too: their memory is to spare, recomputing would cost ~2% of a step.
   const Tensor a = gelu_values(h);
-  Tensor out = product(p, a, weight, bias);
+  Tensor out = product(p, a, weight, bias, "gelu_linear");
   return record("gelu_linear", out, {h, weight, bias},
                 [h = h.detach(), a, w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
     Grads grads = linear_backward(g, a, w, need_h, need_w, need_b);
