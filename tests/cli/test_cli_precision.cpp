@@ -120,6 +120,9 @@ TEST_CASE("bench --json reports both peaks, the backend, and MFU against the pre
   CHECK(bf16["precision"] == "bf16");
   CHECK(bf16["peak_gflops_bf16"].get<double>() > 0.0);
   CHECK(bf16["peak_kernel_bf16"] == "avx512_bf16 vdpbf16ps");
+  CHECK(bf16["peak_gflops"] == bf16["peak_gflops_bf16"]);
+  // Each peak is its own kernel's: vdpbf16ps does twice the FLOPs of an f32 FMA an instruction.
+  CHECK(bf16["peak_gflops_f32"].get<double>() < 0.8 * bf16["peak_gflops_bf16"].get<double>());
   // The timed steps did run in bf16: same seed and batches, another loss.
   CHECK(bf16["final_loss"] != f32["final_loss"]);
   CHECK(bf16["mfu"].get<double>() ==
