@@ -272,11 +272,15 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
   return r;
 }
 
-// g *= gelu'(h) in place (the gradient linear's backward just made), h[i] read by value(i).
-template <class T, class Value>
-void times_gelu_grad(T* g, int64_t n, Value value) {
+inline float widen(float v) { return v; }
+inline double widen(double v) { return v; }
+inline float widen(bf16 v) { return from_bf16(v); }
+
+// g *= gelu'(h) in place (the gradient linear's backward just made), h in T or in bf16.
+template <class T, class H>
+void times_gelu_grad(T* g, const H* h, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(value(i));
+  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(widen(h[i]));
 }
 
 // linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g, W again for dx.
@@ -369,10 +373,7 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
                   [w = weight.detach(), h16, count = h.numel(), k, need_h, need_w,
                    need_b](const Tensor& g) {
       Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), need_h, need_w, need_b);
-      if (need_h) {
-        const bf16* ph = h16.data;
-        times_gelu_grad(grads[0].data<float>(), count, [ph](int64_t i) { return from_bf16(ph[i]); });
-      }
+      if (need_h) times_gelu_grad(grads[0].data<float>(), h16.data, count);
       return grads;
     });
   }
@@ -385,8 +386,7 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
     if (need_h) {  // d/dh = (g W^T) gelu'(h)
       dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
         using T = decltype(tag);
-        const T* ph = h.data<T>();
-        times_gelu_grad(grads[0].data<T>(), h.numel(), [ph](int64_t i) { return ph[i]; });
+        times_gelu_grad(grads[0].data<T>(), h.data<T>(), h.numel());
       });
     }
     return grads;
