@@ -250,8 +250,9 @@ Tensor gelu_values(const Tensor& h) {
   });
 }
 
-// gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row.
-Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
+// gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row. With `grad`
+// (count values), also grad *= gelu'(h) in the same pass, from the same exp.
+Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* grad = nullptr) {
   Rounded r;
   r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
   bf16* out = reinterpret_cast<bf16*>(r.storage.data<float>());
@@ -263,8 +264,18 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
       const bf16* in = h16.data + i * cols;
+      if (grad != nullptr) {
+        float* gi = grad + i * cols;
 #pragma omp simd
-      for (int64_t j = 0; j < cols; ++j) row[j] = simd::gelu(from_bf16(in[j]));
+        for (int64_t j = 0; j < cols; ++j) {
+          float slope;
+          row[j] = simd::gelu_with_grad(from_bf16(in[j]), slope);
+          gi[j] *= slope;
+        }
+      } else {
+#pragma omp simd
+        for (int64_t j = 0; j < cols; ++j) row[j] = simd::gelu(from_bf16(in[j]));
+      }
       to_bf16(row.data(), 1, cols, cols, out + i * cols);
     }
   }
@@ -272,20 +283,19 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols) {
   return r;
 }
 
-inline float widen(float v) { return v; }
-inline double widen(double v) { return v; }
-inline float widen(bf16 v) { return from_bf16(v); }
-
-// g *= gelu'(h) in place (the gradient linear's backward just made), h in T or in bf16.
-template <class T, class H>
-void times_gelu_grad(T* g, const H* h, int64_t n) {
+// g *= gelu'(h) in place (the gradient linear's backward just made).
+template <class T>
+void times_gelu_grad(T* g, const T* h, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(widen(h[i]));
+  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(h[i]);
 }
 
 // linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g, W again for dx.
-Grads linear_backward_bf16(const Tensor& g, const Tensor& w, const Rounded& x16,
-                           bool need_x, bool need_w, bool need_b) {
+// x's rounding comes from input16(dx) once dx is made (dx undefined when not needed), so that
+// gelu_linear can make it and finish dx in one pass.
+template <class Input16>
+Grads linear_backward_bf16(const Tensor& g, const Tensor& w, Input16 input16, bool need_x,
+                           bool need_w, bool need_b) {
   const int64_t k = w.shape()[0], n = w.shape()[1], rows = g.numel() / n;
   const Rounded g16 = rounded(g);
   Tensor gx, gw, gb;
@@ -296,6 +306,7 @@ Grads linear_backward_bf16(const Tensor& g, const Tensor& w, const Rounded& x16,
     gemm_batched<float>(plain_plan(rows, k, n), false, true, {g.data<float>(), g16.data},
                         {w.data<float>()}, gx.data<float>());
   }
+  const Rounded x16 = input16(gx);
   if (need_w) {
     gw = Tensor::empty({k, n}, DType::f32);
     gemm_batched<float>(plain_plan(k, n, rows), true, false, {nullptr, x16.data},
@@ -349,7 +360,8 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
     Tensor out = product_bf16(p, x16, weight, bias);
     return record("linear", out, {x, weight, bias},
                   [w = weight.detach(), x16, need_x, need_w, need_b](const Tensor& g) {
-      return linear_backward_bf16(g, w, x16, need_x, need_w, need_b);
+      return linear_backward_bf16(g, w, [&x16](const Tensor&) { return x16; }, need_x, need_w,
+                                  need_b);
     });
   }
   Tensor out = product(p, x, weight, bias, "linear");
@@ -372,9 +384,11 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
     return record("gelu_linear", out, {h, weight, bias},
                   [w = weight.detach(), h16, count = h.numel(), k, need_h, need_w,
                    need_b](const Tensor& g) {
-      Grads grads = linear_backward_bf16(g, w, gelu_rounded(h16, count, k), need_h, need_w, need_b);
-      if (need_h) times_gelu_grad(grads[0].data<float>(), h16.data, count);
-      return grads;
+      // d/dh = (g W^T) gelu'(h), made while gelu(h) is evaluated again for dW.
+      auto input16 = [&](Tensor& gh) {
+        return gelu_rounded(h16, count, k, gh.defined() ? gh.data<float>() : nullptr);
+      };
+      return linear_backward_bf16(g, w, input16, need_h, need_w, need_b);
     });
   }
   // f32 and f64 keep gelu(h) too: their memory is to spare, recomputing would cost ~2% of a step.

@@ -67,14 +67,23 @@ inline __attribute__((always_inline)) T gelu(T x) {
 // the same as 0.5 (1 + t) + 0.5 x (1 - t^2) u' for t = tanh(u), since 1 - t^2 = 4 s (1 - s).
 // 1 - s is taken as e / (1 + e) = e s with e = exp(-2u), not by subtraction, which would lose
 // its digits as s -> 1; where e overflows, s = 0 and 1 - s = 1.
+// gelu_with_grad returns gelu(x) too, from the same s: one exp for both.
 template <class T>
-inline __attribute__((always_inline)) T gelu_grad(T x) {
+inline __attribute__((always_inline)) T gelu_with_grad(T x, T& grad) {
   const T u = T(kGeluC) * (x + T(kGeluA) * x * x * x);
   const T e = simd::exp(T(-2) * u);
   const T s = T(1) / (T(1) + e);
   const T one_minus_s = e == std::numeric_limits<T>::infinity() ? T(1) : e * s;
   const T du = T(kGeluC) * (T(1) + T(3 * kGeluA) * x * x);
-  return s + T(2) * x * s * one_minus_s * du;
+  grad = s + T(2) * x * s * one_minus_s * du;
+  return x * s;
+}
+
+template <class T>
+inline __attribute__((always_inline)) T gelu_grad(T x) {
+  T grad;
+  gelu_with_grad(x, grad);
+  return grad;
 }
 
 // Linear attention's feature map phi(x) = elu(x) + 1 (x + 1 above 0, exp(x) below; always > 0),
