@@ -166,16 +166,19 @@ MatmulPlan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias
 // (..., R, C) -> (prod(...) * R, C)
 Tensor fold_rows(const Tensor& x) { return reshape(x, {-1, x.shape()[x.ndim() - 1]}); }
 
-// Column sums of g (rows, n) -> (n), accumulated in double. Threads take column ranges and every
+// Column sums of g (rows, n) -> (n), accumulated in double. Threads take column strips and every
 // column is summed over the rows in order, so the result does not depend on the thread count.
-Tensor column_sums(const Tensor& g) {
+// With `rounding` (f32 g), g is also rounded to bf16 there, row-major: one pass over g for both.
+Tensor column_sums(const Tensor& g, bf16* rounding = nullptr) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
   Tensor out = Tensor::empty({n}, g.dtype());
   dispatch_float(g.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
     T* po = out.data<T>();
-    constexpr int64_t kColumns = 128;  // one thread's strip: 1 KiB of double accumulators
+    // One strip: 64 double accumulators, eight AVX-512 registers; six strips or more on the
+    // medium model's widths, so two threads share them evenly.
+    constexpr int64_t kColumns = 64;
     const int64_t strips = (n + kColumns - 1) / kColumns;
 #pragma omp parallel for schedule(static) if (rows * n > kParallelGrain && strips > 1)
     for (int64_t s = 0; s < strips; ++s) {
@@ -183,6 +186,9 @@ Tensor column_sums(const Tensor& g) {
       double acc[kColumns] = {};
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = pg + r * n + lo;
+        if constexpr (std::is_same_v<T, float>) {
+          if (rounding != nullptr) to_bf16(row, 1, width, n, rounding + r * n + lo);
+        }
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(row[j]);
       }
@@ -253,9 +259,8 @@ Tensor gelu_values(const Tensor& h) {
 // gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row. With `grad`
 // (count values), also grad *= gelu'(h) in the same pass, from the same exp.
 Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* grad = nullptr) {
-  Rounded r;
-  r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
-  bf16* out = reinterpret_cast<bf16*>(r.storage.data<float>());
+  bf16* out = nullptr;
+  Rounded r = Rounded::room(count, out);
   const int64_t rows = count / cols;
 #pragma omp parallel if (count > kParallelGrain)
   {
@@ -279,7 +284,6 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* gra
       to_bf16(row.data(), 1, cols, cols, out + i * cols);
     }
   }
-  r.data = out;
   return r;
 }
 
@@ -297,8 +301,15 @@ template <class Input16>
 Grads linear_backward_bf16(const Tensor& g, const Tensor& w, Input16 input16, bool need_x,
                            bool need_w, bool need_b) {
   const int64_t k = w.shape()[0], n = w.shape()[1], rows = g.numel() / n;
-  const Rounded g16 = rounded(g);
   Tensor gx, gw, gb;
+  Rounded g16;
+  if (need_b) {
+    bf16* out = nullptr;
+    g16 = Rounded::room(g.numel(), out);
+    gb = column_sums(g, out);
+  } else {
+    g16 = rounded(g);
+  }
   if (need_x) {
     Shape shape = g.shape();
     shape[shape.ndim() - 1] = k;
@@ -312,7 +323,6 @@ Grads linear_backward_bf16(const Tensor& g, const Tensor& w, Input16 input16, bo
     gemm_batched<float>(plain_plan(k, n, rows), true, false, {nullptr, x16.data},
                         {g.data<float>(), g16.data}, gw.data<float>());
   }
-  if (need_b) gb = column_sums(g);
   return {gx, gw, gb};
 }
 

@@ -4,14 +4,20 @@
 
 namespace tinygpt::detail {
 
-Rounded round_rows(const float* x, int64_t count, int64_t ld) {
+Rounded Rounded::room(int64_t count, bf16*& out) {
   Rounded r;
-  r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);
-  bf16* out = reinterpret_cast<bf16*>(r.storage.data<float>());
+  r.storage = Tensor::empty({(count + 1) / 2}, DType::f32);  // two bf16 per f32 slot
+  out = reinterpret_cast<bf16*>(r.storage.data<float>());
+  r.data = out;
+  return r;
+}
+
+Rounded round_rows(const float* x, int64_t count, int64_t ld) {
+  bf16* out = nullptr;
+  Rounded r = Rounded::room(count, out);
   const int64_t rows = count / ld;
 #pragma omp parallel for schedule(static) if (count > kParallelGrain)
   for (int64_t row = 0; row < rows; ++row) to_bf16(x + row * ld, 1, ld, ld, out + row * ld);
-  r.data = out;
   return r;
 }
 

@@ -11,6 +11,9 @@ namespace tinygpt::detail {
 struct Rounded {
   Tensor storage;  // f32 slots from the allocator, holding two bf16 each
   const bf16* data = nullptr;
+
+  // Room for `count` bf16 values, for the caller to fill through `out`.
+  static Rounded room(int64_t count, bf16*& out);
 };
 
 // `count` f32 values, rows of `ld`, rounded row by row on the OpenMP team.
