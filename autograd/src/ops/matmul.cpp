@@ -168,8 +168,7 @@ Tensor fold_rows(const Tensor& x) { return reshape(x, {-1, x.shape()[x.ndim() - 
 
 // Column sums of g (rows, n) -> (n), accumulated in double. Threads take column strips and every
 // column is summed over the rows in order, so the result does not depend on the thread count.
-// With `rounding` (f32 g), g is also rounded to bf16 there, row-major: one pass over g for both.
-Tensor column_sums(const Tensor& g, bf16* rounding = nullptr) {
+Tensor column_sums(const Tensor& g) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
   Tensor out = Tensor::empty({n}, g.dtype());
   dispatch_float(g.dtype(), "linear", [&](auto tag) {
@@ -186,9 +185,6 @@ Tensor column_sums(const Tensor& g, bf16* rounding = nullptr) {
       double acc[kColumns] = {};
       for (int64_t r = 0; r < rows; ++r) {
         const T* row = pg + r * n + lo;
-        if constexpr (std::is_same_v<T, float>) {
-          if (rounding != nullptr) to_bf16(row, 1, width, n, rounding + r * n + lo);
-        }
 #pragma omp simd
         for (int64_t j = 0; j < width; ++j) acc[j] += static_cast<double>(row[j]);
       }
@@ -301,15 +297,8 @@ template <class Input16>
 Grads linear_backward_bf16(const Tensor& g, const Tensor& w, Input16 input16, bool need_x,
                            bool need_w, bool need_b) {
   const int64_t k = w.shape()[0], n = w.shape()[1], rows = g.numel() / n;
+  const Rounded g16 = rounded(g);
   Tensor gx, gw, gb;
-  Rounded g16;
-  if (need_b) {
-    bf16* out = nullptr;
-    g16 = Rounded::room(g.numel(), out);
-    gb = column_sums(g, out);
-  } else {
-    g16 = rounded(g);
-  }
   if (need_x) {
     Shape shape = g.shape();
     shape[shape.ndim() - 1] = k;
@@ -323,6 +312,7 @@ Grads linear_backward_bf16(const Tensor& g, const Tensor& w, Input16 input16, bo
     gemm_batched<float>(plain_plan(k, n, rows), true, false, {nullptr, x16.data},
                         {g.data<float>(), g16.data}, gw.data<float>());
   }
+  if (need_b) gb = column_sums(g);
   return {gx, gw, gb};
 }
 
