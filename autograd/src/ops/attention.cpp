@@ -19,7 +19,6 @@ namespace tinygpt {
 namespace {
 
 using detail::bf16;
-using detail::from_bf16;
 using detail::gemm;
 using detail::Rounded;
 using detail::rounded;
@@ -79,15 +78,16 @@ void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pa
 }
 
 // Forward of one (batch, head): y = softmax(pattern(scale Q K^T + bias)) V, and each row's
-// log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise.
-template <class T>
-void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
+// log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise. Q, K and V are T, or bf16
+// under Precision::bf16 (In), the scores and y T.
+template <class T, class In>
+void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
                   T scale, T slope, const AttentionPattern& pattern, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
-    const T* q = hd.q + i0 * hd.ld;
+    const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
       gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
@@ -123,15 +123,15 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t,
 // dK += dS^T Q. dK and dV are added to (the caller zeroes them, then runs the query heads that
 // share them one after another), summed over the blocks in order, so the result does not depend
 // on the thread count. dQ is overwritten, or added to with add_to_dq.
-template <class T>
-void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
+template <class T, class In>
+void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
                    int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
                    const AttentionPattern& pattern, T* p, T* ds, bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
-    const T* q = hd.q + i0 * hd.ld;
+    const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
       gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
@@ -193,8 +193,8 @@ inline int64_t strided_scratch(int64_t t, int64_t d, const AttentionPattern& pat
   return pattern.kind == AttentionPattern::Kind::strided ? (t / pattern.stride + 1) * (d + 1) : 0;
 }
 
-template <class T>
-void forward_strided_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
+template <class T, class In>
+void forward_strided_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
                           T scale, T slope, int64_t stride, T* s, T* class_y) {
   forward_head(hd, y, ldy, lse, t, d, scale, slope, AttentionPattern::sliding_window(stride), s);
   T* class_lse = class_y + (t / stride + 1) * d;
@@ -219,8 +219,8 @@ void forward_strided_head(const Head<const T>& hd, T* y, int64_t ldy, T* lse, in
 
 // Given the merged log-sum-exps, each pass's weights are exp(score - lse) and the backward of the
 // two passes is separable: the band's, then each class's adding to dQ.
-template <class T>
-void backward_strided_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* dy,
+template <class T, class In>
+void backward_strided_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
                            int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
                            int64_t stride, T* p, T* ds, T* class_lse) {
   backward_head(hd, dh, y, dy, ldy, lse, t, d, scale, slope,
@@ -235,24 +235,6 @@ void backward_strided_head(const Head<const T>& hd, const Head<T>& dh, const T* 
                   dy + first, ldy * stride, class_lse, rows, d, scale,
                   slope * static_cast<T>(stride), AttentionPattern{}, p, ds, true);
   }
-}
-
-// One (batch, head)'s q, k and v from qkv rounded to bf16, widened to f32 side by side in `out`
-// (T, 3d): the head the backward pass reads under Precision::bf16.
-Head<const float> widened_head(const bf16* qkv16, int64_t b, int64_t h, const Layout& l, float* out) {
-  const Head<const bf16> src = head_of(qkv16, b, h, l);
-  const int64_t d = l.d;
-  for (int64_t i = 0; i < l.t; ++i) {
-    const int64_t from = i * src.ld;
-    float* row = out + i * 3 * d;
-#pragma omp simd
-    for (int64_t e = 0; e < d; ++e) {
-      row[e] = from_bf16(src.q[from + e]);
-      row[d + e] = from_bf16(src.k[from + e]);
-      row[2 * d + e] = from_bf16(src.v[from + e]);
-    }
-  }
-  return {out, out + d, out + 2 * d, 3 * d};
 }
 
 // ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
@@ -302,6 +284,10 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
   const int64_t extra = strided_scratch(t, d, pattern);
   const int64_t threads = omp_get_max_threads();
+  // Under Precision::bf16 the products read q, k and v rounded to bf16 once, here, in place of
+  // qkv; the backward pass keeps that rounding instead of qkv (half the memory).
+  const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
+  const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
   if (b * t * c > 0) {
     Tensor scratch = Tensor::empty({threads, panel + extra}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
@@ -312,23 +298,23 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
       for_each_head<T>(b, n_heads, scratch, panel + extra, [&](int64_t bi, int64_t hi, T* s) {
-        const Head<const T> hd = head_of(pqkv, bi, hi, layout);
         T* yh = py + y_offset(bi, hi, layout);
         T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
-        if (pattern.kind == AttentionPattern::Kind::strided) {
-          forward_strided_head(hd, yh, c, lh, t, d, scale, slope, pattern.stride, s, s + panel);
-        } else {
-          forward_head(hd, yh, c, lh, t, d, scale, slope, pattern, s);
+        auto forward = [&](const auto& hd) {
+          if (pattern.kind == AttentionPattern::Kind::strided) {
+            forward_strided_head(hd, yh, c, lh, t, d, scale, slope, pattern.stride, s, s + panel);
+          } else {
+            forward_head(hd, yh, c, lh, t, d, scale, slope, pattern, s);
+          }
+        };
+        if constexpr (std::is_same_v<T, float>) {
+          if (qkv16.data != nullptr) return forward(head_of(qkv16.data, bi, hi, layout));
         }
+        forward(head_of(pqkv, bi, hi, layout));
       });
     });
   }
-  // Under Precision::bf16 the products read q, k and v rounded to bf16: the backward pass keeps
-  // that rounding instead of qkv (half the memory) and widens each head's back to f32, which the
-  // products round to the same bf16 values again.
-  const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
-  const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
   const Tensor kept = keep_bf16 ? Tensor{} : qkv.detach();
   return record("causal_self_attention", y, {qkv},
                 [kept, qkv16, shape = qkv.shape(), dtype = qkv.dtype(), y = y.detach(), lse, layout,
@@ -336,8 +322,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
     const int64_t b = shape[0], t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(shape, dtype);
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
-    const int64_t widened = qkv16.data != nullptr ? 3 * t * d : 0;  // one head's q, k, v
-    const int64_t per_thread = 2 * panel + extra + widened;
+    const int64_t per_thread = 2 * panel + extra;
     Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype);
     dispatch_float(dtype, "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
@@ -350,21 +335,21 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
       for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
         const int64_t yo = y_offset(bi, hi, layout);
-        const Head<const T> hd = [&] {
-          if constexpr (std::is_same_v<T, float>) {
-            if (pqkv == nullptr) return widened_head(qkv16.data, bi, hi, layout, s + per_thread - widened);
-          }
-          return head_of(pqkv, bi, hi, layout);
-        }();
         const Head<T> dh = head_of(pd, bi, hi, layout);
         const T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
-        if (pattern.kind == AttentionPattern::Kind::strided) {
-          backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern.stride,
-                                s, s + panel, s + 2 * panel);
-        } else {
-          backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s, s + panel);
+        auto backward = [&](const auto& hd) {
+          if (pattern.kind == AttentionPattern::Kind::strided) {
+            backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
+                                  pattern.stride, s, s + panel, s + 2 * panel);
+          } else {
+            backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s, s + panel);
+          }
+        };
+        if constexpr (std::is_same_v<T, float>) {
+          if (pqkv == nullptr) return backward(head_of(qkv16.data, bi, hi, layout));
         }
+        backward(head_of(pqkv, bi, hi, layout));
       });
     });
     return std::vector<Tensor>{dqkv};

@@ -37,6 +37,16 @@ class OneThread {
   int saved_;
 };
 
+// An f32 operand of stored shape (rows, cols), leading dimension ld, rounded into `scratch` (this
+// thread's, which grows to the largest operand and then stays) packed: its leading dimension is
+// then cols.
+const bf16* packed_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld,
+                        std::vector<bf16>& scratch) {
+  if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
+  to_bf16(x, rows, cols, ld, scratch.data());
+  return scratch.data();
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -44,16 +54,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (m == 0 || n == 0) return;
   OneThread one_thread;
   if (matmul_precision() == Precision::bf16 && k > 0) {
-    // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k); packed into this thread's scratch,
-    // which grows to the largest operands and then stays.
-    thread_local std::vector<bf16> a16, b16;
-    const int64_t a_rows = ta ? k : m, a_cols = ta ? m : k;
-    const int64_t b_rows = tb ? n : k, b_cols = tb ? k : n;
-    if (a16.size() < static_cast<size_t>(a_rows * a_cols)) a16.resize(a_rows * a_cols);
-    if (b16.size() < static_cast<size_t>(b_rows * b_cols)) b16.resize(b_rows * b_cols);
-    to_bf16(a, a_rows, a_cols, lda, a16.data());
-    to_bf16(b, b_rows, b_cols, ldb, b16.data());
-    gemm_bf16(ta, tb, m, n, k, alpha, a16.data(), a_cols, b16.data(), b_cols, beta, c, ldc);
+    // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k).
+    thread_local std::vector<bf16> b16;
+    const int64_t b_cols = tb ? k : n;
+    gemm(ta, tb, m, n, k, alpha, a, lda, packed_bf16(b, tb ? n : k, b_cols, ldb, b16), b_cols, beta,
+         c, ldc);
     return;
   }
   const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
@@ -70,6 +75,21 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (m == 0 || n == 0) return;
   OneThread one_thread;
   gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) {  // no products to sum: C = beta C, as sgemm makes it
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    }
+    return;
+  }
+  thread_local std::vector<bf16> a16;
+  const int64_t a_cols = ta ? m : k;
+  gemm(ta, tb, m, n, k, alpha, packed_bf16(a, ta ? k : m, a_cols, lda, a16), a_cols, b, ldb, beta,
+       c, ldc);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

@@ -20,6 +20,11 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// f32 A (rounded to bf16 here) times bf16 B: the fused attention's products of f32 scores or
+// gradients with a bf16 qkv.
+void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,
           int64_t lda, const double* b, int64_t ldb, double beta, double* c, int64_t ldc);
 
