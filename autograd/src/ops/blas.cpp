@@ -53,7 +53,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
   OneThread one_thread;
-  if (matmul_precision() == Precision::bf16 && k > 0) {
+  if (matmul_precision() == Precision::bf16) {
     // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k).
     thread_local std::vector<bf16> b16;
     const int64_t b_cols = tb ? k : n;
@@ -73,6 +73,12 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k == 0) {  // no products to sum: C = beta C, as sgemm makes it
+    for (int64_t i = 0; i < m; ++i) {
+      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+    }
+    return;
+  }
   OneThread one_thread;
   gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
@@ -80,12 +86,6 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {  // no products to sum: C = beta C, as sgemm makes it
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-    }
-    return;
-  }
   thread_local std::vector<bf16> a16;
   const int64_t a_cols = ta ? m : k;
   gemm(ta, tb, m, n, k, alpha, packed_bf16(a, ta ? k : m, a_cols, lda, a16), a_cols, b, ldb, beta,
