@@ -245,11 +245,23 @@ Tensor product_bf16(const MatmulPlan& p, const Rounded& x16, const Tensor& weigh
   return out;
 }
 
-// gelu(h) in h's dtype, off the tape.
-Tensor gelu_values(const Tensor& h) {
-  return dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
-    return map1<decltype(tag)>(h, [](auto v) { return simd::gelu(v); });
+// gelu(h) and its slope gelu'(h) in h's dtype, off the tape, from one exp per element.
+struct GeluValues {
+  Tensor values, slope;
+};
+
+GeluValues gelu_values(const Tensor& h) {
+  GeluValues out{Tensor::empty(h.shape(), h.dtype()), Tensor::empty(h.shape(), h.dtype())};
+  dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
+    using T = decltype(tag);
+    const T* ph = h.data<T>();
+    T* pv = out.values.data<T>();
+    T* ps = out.slope.data<T>();
+    const int64_t n = h.numel();
+#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
+    for (int64_t i = 0; i < n; ++i) pv[i] = simd::gelu_with_grad(ph[i], ps[i]);
   });
+  return out;
 }
 
 // gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row. With `grad`
@@ -283,11 +295,11 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* gra
   return r;
 }
 
-// g *= gelu'(h) in place (the gradient linear's backward just made).
+// g *= slope in place (the gradient linear's backward just made).
 template <class T>
-void times_gelu_grad(T* g, const T* h, int64_t n) {
+void times_slope(T* g, const T* slope, int64_t n) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) g[i] *= simd::gelu_grad(h[i]);
+  for (int64_t i = 0; i < n; ++i) g[i] *= slope[i];
 }
 
 // linear's backward under bf16: g rounded once for dx = g W^T and dW = x^T g, W again for dx.
@@ -391,16 +403,17 @@ Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias) {
       return linear_backward_bf16(g, w, input16, need_h, need_w, need_b);
     });
   }
-  // f32 and f64 keep gelu(h) too: their memory is to spare, recomputing would cost ~2% of a step.
-  const Tensor a = gelu_values(h);
-  Tensor out = product(p, a, weight, bias, "gelu_linear");
+  // f32 and f64 keep gelu(h) and its slope in place of h (the same memory): the backward pass
+  // then multiplies by the slope instead of evaluating an exp per element again.
+  const GeluValues a = gelu_values(h);
+  Tensor out = product(p, a.values, weight, bias, "gelu_linear");
   return record("gelu_linear", out, {h, weight, bias},
-                [h = h.detach(), a, w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
-    Grads grads = linear_backward(g, a, w, need_h, need_w, need_b);
+                [a, w = weight.detach(), need_h, need_w, need_b](const Tensor& g) {
+    Grads grads = linear_backward(g, a.values, w, need_h, need_w, need_b);
     if (need_h) {  // d/dh = (g W^T) gelu'(h)
-      dispatch_float(h.dtype(), "gelu_linear", [&](auto tag) {
+      dispatch_float(a.slope.dtype(), "gelu_linear", [&](auto tag) {
         using T = decltype(tag);
-        times_gelu_grad(grads[0].data<T>(), h.data<T>(), h.numel());
+        times_slope(grads[0].data<T>(), a.slope.data<T>(), a.slope.numel());
       });
     }
     return grads;
