@@ -20,11 +20,17 @@ inline __attribute__((always_inline)) float exp(float x) {
   const bool underflow = x < -87.33654f;         // below FLT_MIN: 0
   const bool overflow = x > 88.72283935546875f;  // above ln(FLT_MAX): inf
   const bool nan = !(x == x);                    // NaN in, NaN out (and no cast of NaN to int)
-  x = underflow || overflow || nan ? 0.0f : x;
+  // Clamped into range (NaN to the low end) rather than replaced by a constant: a constant arm
+  // makes GCC evaluate the polynomial twice, once for it; the three cases are set at the end.
+  x = !(x >= -87.33654f) ? -87.33654f : x;
+  x = x > 88.72283935546875f ? 88.72283935546875f : x;
   // n = round(x / ln 2), by the 1.5 * 2^23 trick (round-to-nearest, no library call), at most
-  // 127 so that 2^n stays finite (just below ln(FLT_MAX), r then reaches ln 2).
-  float n = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  n = n > 127.0f ? 127.0f : n;
+  // 127 so that 2^n stays finite (just below ln(FLT_MAX), r then reaches ln 2). Clamped as an
+  // integer: clamping the float gives GCC the same constant arm as above.
+  const float rounded = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
+  int32_t ni = static_cast<int32_t>(rounded);
+  ni = ni < 127 ? ni : 127;
+  const float n = static_cast<float>(ni);
   // r = x - n ln 2 in two parts (Cody-Waite), |r| <= ln 2 / 2.
   float r = x - n * 0.693359375f;
   r = r + n * 2.12194440e-4f;
@@ -36,7 +42,7 @@ inline __attribute__((always_inline)) float exp(float x) {
   p = p * r + 5.0000001201e-1f;
   p = p * r * r + r + 1.0f;
   // 2^n through the exponent bits: n is in [-126, 127] here.
-  const uint32_t bits = static_cast<uint32_t>(static_cast<int32_t>(n) + 127) << 23;
+  const uint32_t bits = static_cast<uint32_t>(ni + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const float y = p * scale;
