@@ -17,18 +17,22 @@
 namespace tinygpt::simd {
 
 inline __attribute__((always_inline)) float exp(float x) {
-  const bool underflow = x < -87.33654f;         // below FLT_MIN: 0
-  const bool overflow = x > 88.72283935546875f;  // above ln(FLT_MAX): inf
-  const bool nan = !(x == x);                    // NaN in, NaN out (and no cast of NaN to int)
-  // Clamped into range (NaN to the low end) rather than replaced by a constant: a constant arm
-  // makes GCC evaluate the polynomial twice, once for it; the three cases are set at the end.
-  x = !(x >= -87.33654f) ? -87.33654f : x;
-  x = x > 88.72283935546875f ? 88.72283935546875f : x;
-  // n = round(x / ln 2), by the 1.5 * 2^23 trick (round-to-nearest, no library call), at most
-  // 127 so that 2^n stays finite (just below ln(FLT_MAX), r then reaches ln 2). Clamped as an
-  // integer: clamping the float gives GCC the same constant arm as above.
-  const float rounded = (x * 1.44269504088896341f + 12582912.0f) - 12582912.0f;
-  int32_t ni = static_cast<int32_t>(rounded);
+  constexpr float kLow = -87.33654f;          // below FLT_MIN: 0
+  constexpr float kHigh = 88.72283935546875f;  // above ln(FLT_MAX): inf
+  const float in = x;
+  // Clamped into range rather than replaced by a constant (a constant arm makes GCC evaluate the
+  // polynomial twice, once for it); the ends are set at the end. NaN passes through the clamps
+  // and the arithmetic, so it comes out NaN with no test of its own.
+  x = x < kLow ? kLow : x;
+  x = x > kHigh ? kHigh : x;
+  // n = round(x / ln 2), by the 1.5 * 2^23 trick (round-to-nearest, no library call): n sits in
+  // the low bits of `shifted`, read as an integer (no float-to-int conversion, which NaN would
+  // make undefined). At most 127, so that 2^n stays finite (just below ln(FLT_MAX), r then
+  // reaches ln 2); clamped as an integer, since clamping the float gives GCC a constant arm.
+  const float shifted = x * 1.44269504088896341f + 12582912.0f;
+  uint32_t shifted_bits;
+  std::memcpy(&shifted_bits, &shifted, sizeof shifted_bits);
+  int32_t ni = static_cast<int32_t>(shifted_bits - 0x4B400000u);
   ni = ni < 127 ? ni : 127;
   const float n = static_cast<float>(ni);
   // r = x - n ln 2 in two parts (Cody-Waite), |r| <= ln 2 / 2.
@@ -46,8 +50,8 @@ inline __attribute__((always_inline)) float exp(float x) {
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   const float y = p * scale;
-  if (nan) return std::numeric_limits<float>::quiet_NaN();
-  return underflow ? 0.0f : (overflow ? std::numeric_limits<float>::infinity() : y);
+  if (in < kLow) return 0.0f;
+  return in > kHigh ? std::numeric_limits<float>::infinity() : y;
 }
 
 inline double exp(double x) { return std::exp(x); }
