@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "blas.hpp"
+#include "gelu_slope.hpp"
 #include "kernels.hpp"
 #include "rounded.hpp"
 #include "tinygpt/autograd/ops.hpp"
@@ -258,8 +259,13 @@ GeluValues gelu_values(const Tensor& h) {
     T* pv = out.values.data<T>();
     T* ps = out.slope.data<T>();
     const int64_t n = h.numel();
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-    for (int64_t i = 0; i < n; ++i) pv[i] = simd::gelu_with_grad(ph[i], ps[i]);
+    constexpr int64_t kChunk = 4096;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+#pragma omp parallel for schedule(static) if (n > kParallelGrain)
+    for (int64_t c = 0; c < chunks; ++c) {
+      const int64_t lo = c * kChunk;
+      gelu_with_slope(ph + lo, pv + lo, ps + lo, std::min(kChunk, n - lo));
+    }
   });
   return out;
 }
