@@ -5,12 +5,11 @@
 #include <vector>
 
 #include "blas.hpp"
-#include "gelu_slope.hpp"
+#include "gelu_kernels.hpp"
 #include "kernels.hpp"
 #include "rounded.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/precision.hpp"
-#include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
@@ -282,19 +281,7 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* gra
     row.resize(static_cast<size_t>(cols));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      const bf16* in = h16.data + i * cols;
-      if (grad != nullptr) {
-        float* gi = grad + i * cols;
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) {
-          float slope;
-          row[j] = simd::gelu_with_grad(from_bf16(in[j]), slope);
-          gi[j] *= slope;
-        }
-      } else {
-#pragma omp simd
-        for (int64_t j = 0; j < cols; ++j) row[j] = simd::gelu(from_bf16(in[j]));
-      }
+      gelu_bf16(h16.data + i * cols, row.data(), grad != nullptr ? grad + i * cols : nullptr, cols);
       to_bf16(row.data(), 1, cols, cols, out + i * cols);
     }
   }

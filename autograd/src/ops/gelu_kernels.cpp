@@ -1,6 +1,13 @@
-#include "gelu_slope.hpp"
+#include "gelu_kernels.hpp"
 
 #include "tinygpt/autograd/simd_math.hpp"
+
+// The project builds without AVX-512 where GCC 12.2 miscompiles AVX-512 constant vectors
+// (CMakeLists.txt), which would leave these exp-bound loops on 8 lanes: 16 lanes measured 0.84
+// against 1.40 ns an element on the project's Zen 4 machine. The loops hold no such constants,
+// and test_fast_kernels compares their bits with the 8-lane build's (gelu_linear against gelu,
+// then linear, in f32 and in bf16).
+#define TINYGPT_AVX512 __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
 
 namespace tinygpt::detail {
 namespace {
@@ -12,13 +19,7 @@ inline __attribute__((always_inline)) void gelu_with_slope_loop(const T* h, T* o
   for (int64_t i = 0; i < n; ++i) out[i] = simd::gelu_with_grad(h[i], slope[i]);
 }
 
-// The project builds without AVX-512 where GCC 12.2 miscompiles AVX-512 constant vectors
-// (CMakeLists.txt), which leaves this exp-bound loop on 8 lanes: 16 lanes measured 0.84 against
-// 1.40 ns an element on the project's Zen 4 machine. The loop holds no such constants, and
-// test_fast_kernels compares its bits with the 8-lane build's (gelu_linear against gelu, then
-// linear).
-__attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512"))) void
-gelu_with_slope_avx512(const float* h, float* out, float* slope, int64_t n) {
+TINYGPT_AVX512 void gelu_with_slope_avx512(const float* h, float* out, float* slope, int64_t n) {
   gelu_with_slope_loop(h, out, slope, n);
 }
 
@@ -41,6 +42,20 @@ void gelu_with_slope(const float* h, float* out, float* slope, int64_t n) {
 
 void gelu_with_slope(const double* h, double* out, double* slope, int64_t n) {
   gelu_with_slope_loop(h, out, slope, n);
+}
+
+TINYGPT_AVX512 void gelu_bf16(const bf16* h, float* out, float* grad, int64_t n) {
+  if (grad != nullptr) {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) {
+      float slope;
+      out[i] = simd::gelu_with_grad(from_bf16(h[i]), slope);
+      grad[i] *= slope;
+    }
+  } else {
+#pragma omp simd
+    for (int64_t i = 0; i < n; ++i) out[i] = simd::gelu(from_bf16(h[i]));
+  }
 }
 
 }  // namespace tinygpt::detail
