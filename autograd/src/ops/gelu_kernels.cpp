@@ -12,10 +12,10 @@
 #if defined(__FMA__)
 #define TINYGPT_AVX512 \
   __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
-constexpr bool kWideBuild = true;
+constexpr bool kAvx512Clones = true;
 #else
 #define TINYGPT_AVX512
-constexpr bool kWideBuild = false;
+constexpr bool kAvx512Clones = false;
 #endif
 
 namespace tinygpt::detail {
@@ -32,17 +32,18 @@ TINYGPT_AVX512 void gelu_with_slope_avx512(const float* h, float* out, float* sl
   gelu_with_slope_loop(h, out, slope, n);
 }
 
-bool cpu_has_avx512() {
-  static const bool has = kWideBuild && __builtin_cpu_supports("avx512f") &&
+// True when this build made the AVX-512 clones and the CPU can run them.
+bool use_avx512() {
+  static const bool use = kAvx512Clones && __builtin_cpu_supports("avx512f") &&
                           __builtin_cpu_supports("avx512vl") &&
                           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-  return has;
+  return use;
 }
 
 }  // namespace
 
 void gelu_with_slope(const float* h, float* out, float* slope, int64_t n) {
-  if (cpu_has_avx512()) {
+  if (use_avx512()) {
     gelu_with_slope_avx512(h, out, slope, n);
   } else {
     gelu_with_slope_loop(h, out, slope, n);
