@@ -1,5 +1,7 @@
 #include "tinygpt/train/optim.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -19,6 +21,25 @@ void for_each_param(const std::vector<ParamGroup>& groups, F&& f) {
       if (p.grad().defined()) f(p, group.weight_decay, index);
       ++index;
     }
+  }
+}
+
+// Calls f(param, weight_decay, index, lo, hi) for this thread's share [lo, hi) of every
+// parameter's elements, in one parallel region for them all: most of a small model's tensors are
+// too small to share alone and ran on one thread each (AdamW took 0.9 ms of the small model's
+// ~25 ms step, 0.4 shared). Optimisers update every element alone, so the values do not depend
+// on the split.
+template <class F>
+void for_each_param_shared(const std::vector<ParamGroup>& groups, F&& f) {
+  int64_t total = 0;
+  for_each_param(groups, [&](const Tensor& p, double, size_t) { total += p.numel(); });
+#pragma omp parallel if (total > (1 << 16))
+  {
+    const int64_t thread = omp_get_thread_num(), threads = omp_get_num_threads();
+    for_each_param(groups, [&](const Tensor& p, double wd, size_t i) {
+      const int64_t n = p.numel();
+      f(p, wd, i, n * thread / threads, n * (thread + 1) / threads);
+    });
   }
 }
 
@@ -124,7 +145,7 @@ void AdamW::step() {
   const double correction2 = 1.0 - std::pow(b2, static_cast<double>(t_));
   const double step_size = lr_ / correction1;
   const double eps = options_.eps;
-  for_each_param(groups_, [&](Tensor p, double wd, size_t i) {
+  for_each_param_shared(groups_, [&](Tensor p, double wd, size_t i, int64_t lo, int64_t hi) {
     dispatch_float(p.dtype(), "AdamW", [&](auto tag) {
       using T = decltype(tag);
       T* w = p.data<T>();
@@ -132,9 +153,7 @@ void AdamW::step() {
       T* m = m_[i].data<T>();
       T* v = v_[i].data<T>();
       const T decay = static_cast<T>(1.0 - lr_ * wd);
-      const int64_t n = p.numel();
-#pragma omp parallel for if (n > (1 << 16)) schedule(static)
-      for (int64_t j = 0; j < n; ++j) {
+      for (int64_t j = lo; j < hi; ++j) {
         m[j] = static_cast<T>(b1) * m[j] + static_cast<T>(1 - b1) * g[j];
         v[j] = static_cast<T>(b2) * v[j] + static_cast<T>(1 - b2) * g[j] * g[j];
         const T denom = std::sqrt(v[j] / static_cast<T>(correction2)) + static_cast<T>(eps);
@@ -164,13 +183,13 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum)
 void SGD::step() {
   ++t_;
   const bool first = t_ == 1;
-  for_each_param(groups_, [&](Tensor p, double wd, size_t i) {
+  for_each_param_shared(groups_, [&](Tensor p, double wd, size_t i, int64_t lo, int64_t hi) {
     dispatch_float(p.dtype(), "SGD", [&](auto tag) {
       using T = decltype(tag);
       T* w = p.data<T>();
       const T* g = p.grad().data<T>();
       T* buf = velocity_[i].data<T>();
-      for (int64_t j = 0; j < p.numel(); ++j) {
+      for (int64_t j = lo; j < hi; ++j) {
         const T d = g[j] + static_cast<T>(wd) * w[j];
         // As torch: the first step seeds the momentum buffer with the gradient itself.
         buf[j] = first ? d : static_cast<T>(momentum_) * buf[j] + d;
