@@ -7,6 +7,8 @@
 #include <limits>
 #include <type_traits>
 
+#include "attention_products.hpp"
+#include "avx512_clones.hpp"
 #include "blas.hpp"
 #include "packed_heads.hpp"
 #include "rounded.hpp"
@@ -18,6 +20,7 @@
 namespace tinygpt {
 namespace {
 
+using detail::Band;
 using detail::bf16;
 using detail::gemm;
 using detail::Rounded;
@@ -50,6 +53,25 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
   const int64_t global = std::min(pattern.global_tokens, lo);
   if (global == lo) return {0, 0, keys};  // the global keys reach the local run: one run
   return {global, lo, keys};
+}
+
+// One product of a block of `rows` queries whose keys are the single run of `n` columns (see
+// KeyRuns): in f32 on AVX-512, when the keys are at most a block's, on register tiles that skip
+// the products above the causal diagonal, whose terms are zero or unused (attention_products.hpp:
+// 0.67 vs 0.97 ms per layer for the small model's attention); otherwise gemm. `band` says which
+// part the block needs; two runs of keys need the whole product (Band::none).
+template <class T, class A, class B>
+void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
+                   int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
+                   T* c, int64_t ldc) {
+  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, float> && std::is_same_v<B, float>) {
+    if (band != Band::none && n <= kBlock && detail::use_avx512()) {
+      detail::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
+                                n - rows);
+      return;
+    }
+  }
+  gemm(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 // ALiBi: adds -slope (i - j) to the scores of query position i against its first `valid`
@@ -88,8 +110,11 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
+    const bool one_run = runs.global == 0;
+    auto band = [&](Band b) { return one_run ? b : Band::none; };
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
+      block_product(band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+                    hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * n;
@@ -112,8 +137,8 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      gemm(false, false, rows, d, count, T(1), s + col, n, hd.v + key * hd.ld, hd.ld,
-           first ? T(0) : T(1), y + i0 * ldy, ldy);
+      block_product(band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col, n,
+                    hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy, ldy);
     });
   }
 }
@@ -133,10 +158,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
+    const bool one_run = runs.global == 0;
+    auto band = [&](Band b) { return one_run ? b : Band::none; };
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      gemm(false, true, rows, count, d, scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      gemm(false, true, rows, count, d, T(1), dy_block, ldy, hd.v + key * hd.ld, hd.ld, T(0),
-           ds + col, n);
+      block_product(band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+                    hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
+      block_product(band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block, ldy,
+                    hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
@@ -162,12 +190,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      gemm(true, false, count, d, rows, T(1), p + col, n, dy_block, ldy, T(1), dh.v + key * dh.ld,
-           dh.ld);
-      gemm(false, false, rows, d, count, T(1), ds + col, n, hd.k + key * hd.ld, hd.ld,
-           first && !add_to_dq ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
-      gemm(true, false, count, d, rows, T(1), ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld,
-           dh.ld);
+      block_product(band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col, n,
+                    dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
+      block_product(band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col, n,
+                    hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
+                    dh.q + i0 * dh.ld, dh.ld);
+      block_product(band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col, n,
+                    q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }
 }

@@ -1,0 +1,27 @@
+#pragma once
+// The fused attention's f32 products on a block of queries, on AVX-512 registers where the CPU
+// has it (use_avx512()). They are small (64 x 64 x 32 on the small model: oneDNN's sgemm ran its
+// transposed form at 0.6 of one core's peak, 3.7 us a call), and half of each is above the causal
+// diagonal: these skip the 4-row tiles that hold only zeros or unused scores.
+#include <cstdint>
+
+namespace tinygpt::detail {
+
+// Which part of the product a causal block of `rows` queries against `rows + offset` keys needs
+// (offset = keys - rows >= 0; query r sees keys j <= r + offset):
+//   columns: C (queries x keys); row r needs columns j <= r + offset (the others are not written)
+//   k_upper: C (queries x d) = A (queries x keys) B; A's row r is 0 past column r + offset
+//   k_lower: C (keys x d) = A^T B with A (queries x keys); A's column j is 0 above row j - offset
+// none: the whole product.
+enum class Band { none, columns, k_upper, k_lower };
+
+// C = alpha op(A) op(B) + beta C, row-major, as gemm() in blas.hpp, on the calling thread, for
+// the part of C that `band` says the block needs; only when use_avx512() (Error otherwise).
+// Each element is summed over k in order with one FMA per term, as oneDNN's sgemm does on these
+// shapes (the small model's checkpoints came out byte-identical). A transposed B is packed in
+// this thread's scratch first.
+void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                       const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
+                       float* c, int64_t ldc, Band band, int64_t offset);
+
+}  // namespace tinygpt::detail

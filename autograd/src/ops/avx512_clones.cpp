@@ -1,0 +1,12 @@
+#include "avx512_clones.hpp"
+
+namespace tinygpt::detail {
+
+bool use_avx512() {
+  static const bool use = TINYGPT_HAS_AVX512_CLONES && __builtin_cpu_supports("avx512f") &&
+                          __builtin_cpu_supports("avx512vl") &&
+                          __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
+  return use;
+}
+
+}  // namespace tinygpt::detail

@@ -1,0 +1,24 @@
+#pragma once
+// Loops built a second time for AVX-512 inside a build that is not (gelu_kernels.cpp,
+// attention_products.cpp). The project builds with -mno-avx512f because GCC 12.2 miscompiles
+// AVX-512 constant vectors (CMakeLists.txt); these loops hold no such constants, and their tests
+// compare them with the build's own code.
+//
+// Only in a build that has FMA itself (-march=native here): GCC contracts a * b + c into one FMA
+// wherever the target has it, so an AVX-512 loop in a build without FMA (the sanitizer build)
+// would round differently from the rest of that build.
+#if defined(__FMA__)
+#define TINYGPT_AVX512 \
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+#define TINYGPT_HAS_AVX512_CLONES 1
+#else
+#define TINYGPT_AVX512
+#define TINYGPT_HAS_AVX512_CLONES 0
+#endif
+
+namespace tinygpt::detail {
+
+// True when this build made the AVX-512 clones and the CPU can run them.
+bool use_avx512();
+
+}  // namespace tinygpt::detail
