@@ -2,7 +2,6 @@
 // on 1 and 2 threads: the optimisers share every parameter's elements between the threads, the
 // small tensors (biases, LayerNorm) included.
 #include <cmath>
-#include <string>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -64,7 +63,8 @@ std::vector<std::vector<double>> require_close(const Params& params,
 
 }  // namespace
 
-TEST_CASE("AdamW follows torch.optim.AdamW's update, the same on 1 and 2 threads", "[train][optim]") {
+TEST_CASE("AdamW follows torch.optim.AdamW's update, the same on 1 and 2 threads",
+          "[train][optim]") {
   const train::AdamWOptions options{0.01, 0.9, 0.95, 1e-8};
   std::vector<std::vector<double>> results[2];
   for (int threads : {1, 2}) {
@@ -86,7 +86,8 @@ TEST_CASE("AdamW follows torch.optim.AdamW's update, the same on 1 and 2 threads
           v[t][j] = 0.95 * v[t][j] + 0.05 * g[j] * g[j];
           const double m_hat = m[t][j] / (1 - std::pow(0.9, step));
           const double v_hat = v[t][j] / (1 - std::pow(0.95, step));
-          want[t][j] = want[t][j] * (1 - 0.01 * decay_of(t)) - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
+          want[t][j] =
+              want[t][j] * (1 - 0.01 * decay_of(t)) - 0.01 * m_hat / (std::sqrt(v_hat) + 1e-8);
         }
       }
       adamw.step();

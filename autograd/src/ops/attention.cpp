@@ -39,6 +39,10 @@ constexpr int64_t kBlock = 64;
 struct KeyRuns {
   int64_t global, lo, keys;
   int64_t columns() const { return global + keys - lo; }
+  // The part of a product the block needs (block_product): all of it across two runs.
+  detail::Band band(detail::Band single_run) const {
+    return global == 0 ? single_run : detail::Band::none;
+  }
 
   // f(column, first key, count, first run?) for each non-empty run, in column order.
   template <class F>
@@ -110,10 +114,8 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
-    const bool one_run = runs.global == 0;
-    auto band = [&](Band b) { return one_run ? b : Band::none; };
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      block_product(band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
                     hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
@@ -137,8 +139,8 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      block_product(band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col, n,
-                    hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy, ldy);
+      block_product(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col,
+                    n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy, ldy);
     });
   }
 }
@@ -158,13 +160,11 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
-    const bool one_run = runs.global == 0;
-    auto band = [&](Band b) { return one_run ? b : Band::none; };
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      block_product(band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
                     hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      block_product(band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block, ldy,
-                    hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
+      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block,
+                    ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
@@ -190,13 +190,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      block_product(band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col, n,
-                    dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
-      block_product(band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col, n,
-                    hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
+      block_product(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col,
+                    n, dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
+      block_product(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col,
+                    n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
                     dh.q + i0 * dh.ld, dh.ld);
-      block_product(band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col, n,
-                    q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
+      block_product(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col,
+                    n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }
 }

@@ -35,7 +35,8 @@ TINYGPT_AVX512 void tile(const float* a, int64_t lda, const float* b, int64_t ld
     __m512 row[kVectors];
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
-      row[v] = _mm512_maskz_loadu_ps(v == kVectors - 1 ? last : __mmask16(0xFFFF), b + e * ldb + 16 * v);
+      row[v] =
+          _mm512_maskz_loadu_ps(v == kVectors - 1 ? last : __mmask16(0xFFFF), b + e * ldb + 16 * v);
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kTileRows; ++r) {
@@ -72,7 +73,8 @@ constexpr std::array<TileFn, 4> tiles_of(std::integer_sequence<int, kVectors...>
 }
 
 template <bool kTransA, int... kTileRows>
-constexpr std::array<std::array<TileFn, 4>, kRows> tile_table(std::integer_sequence<int, kTileRows...>) {
+constexpr std::array<std::array<TileFn, 4>, kRows> tile_table(
+    std::integer_sequence<int, kTileRows...>) {
   return {tiles_of<kTransA, kTileRows + 1>(std::make_integer_sequence<int, 4>{})...};
 }
 
