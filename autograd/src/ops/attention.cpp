@@ -60,16 +60,16 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 }
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
-// KeyRuns): in f32 on AVX-512, when the keys are at most a block's, on register tiles that skip
-// the products above the causal diagonal, whose terms are zero or unused (attention_products.hpp:
-// 0.67 vs 0.97 ms per layer for the small model's attention); otherwise gemm. `band` says which
-// part the block needs; two runs of keys need the whole product (Band::none).
+// KeyRuns): in f32 on AVX-512, on register tiles that skip the products above the causal
+// diagonal, whose terms are zero or unused (attention_products.hpp: 0.7 of sgemm's time on the
+// medium model's blocks, half on the small model's); otherwise gemm. `band` says which part the
+// block needs; two runs of keys need the whole product (Band::none).
 template <class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
                    int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
                    T* c, int64_t ldc) {
   if constexpr (std::is_same_v<T, float> && std::is_same_v<A, float> && std::is_same_v<B, float>) {
-    if (band != Band::none && n <= kBlock && detail::use_avx512()) {
+    if (band != Band::none && detail::use_avx512()) {
       detail::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
                                 n - rows);
       return;
@@ -125,7 +125,10 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       if (slope != T(0)) add_alibi(row, valid, i, slope, runs);
       mask_row(row, i, runs, pattern);
       T top = row[0];
-      for (int64_t j = 1; j < valid; ++j) top = std::max(top, row[j]);
+      // Written as a comparison: GCC vectorises no std::max reduction without -ffast-math, and
+      // the scalar loop took a third of this function's own time.
+#pragma omp simd reduction(max : top)
+      for (int64_t j = 1; j < valid; ++j) top = row[j] > top ? row[j] : top;
       T sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < valid; ++j) {
@@ -166,15 +169,22 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block,
                     ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
+    // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
+    // here their loads overlap (inside the row loop below they took half of this function).
+    T deltas[kBlock];
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* g = dy_block + r * ldy;
+      const T* o = y + (i0 + r) * ldy;
+      T delta = 0;
+#pragma omp simd reduction(+ : delta)
+      for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
+      deltas[r] = delta;
+    }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       const int64_t valid = n - (rows - 1 - r);
       const T row_lse = lse[i];
-      const T* g = dy_block + r * ldy;
-      const T* o = y + i * ldy;
-      T delta = 0;
-#pragma omp simd reduction(+ : delta)
-      for (int64_t e = 0; e < d; ++e) delta += g[e] * o[e];
+      const T delta = deltas[r];
       T* prow = p + r * n;
       T* dsrow = ds + r * n;
       if (slope != T(0)) add_alibi(prow, valid, i, slope, runs);

@@ -37,6 +37,9 @@ TINYGPT_AVX512 void tile(const float* a, int64_t lda, const float* b, int64_t ld
     for (int v = 0; v < kVectors; ++v) {
       row[v] =
           _mm512_maskz_loadu_ps(v == kVectors - 1 ? last : __mmask16(0xFFFF), b + e * ldb + 16 * v);
+      // Held in a register: GCC otherwise folds the load into every row's FMA, one load per
+      // multiply-add instead of one per kTileRows, and the load ports, not the FMAs, set the pace.
+      __asm__("" : "+v"(row[v]));
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kTileRows; ++r) {
@@ -138,18 +141,21 @@ TINYGPT_AVX512 void transpose(const float* b, int64_t ldb, int64_t n, int64_t k,
 TINYGPT_AVX512 void product(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
                             int64_t lda, const float* b, int64_t ldb, float beta, float* c,
                             int64_t ldc, Band band, int64_t offset) {
-  for (int64_t i0 = 0; i0 < m; i0 += kRows) {
-    const int64_t rows = std::min(kRows, m - i0);
-    int64_t columns = n, k0 = 0, k1 = k;
-    if (band == Band::columns) columns = std::min(n, i0 + rows + offset);
-    if (band == Band::k_upper) k1 = std::min(k, i0 + rows + offset);
-    if (band == Band::k_lower) k0 = std::clamp(i0 - offset, int64_t{0}, k);
-    const float* a_rows = ta ? a + i0 : a + i0 * lda;
-    for (int64_t j0 = 0; j0 < columns; j0 += kWidth) {
+  // Column panels outside, row tiles inside: a panel of B (k x 64) stays in L1 while every row
+  // tile passes over it.
+  for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
+    for (int64_t i0 = 0; i0 < m; i0 += kRows) {
+      const int64_t rows = std::min(kRows, m - i0);
+      int64_t columns = n, k0 = 0, k1 = k;
+      if (band == Band::columns) columns = std::min(n, i0 + rows + offset);
+      if (band == Band::k_upper) k1 = std::min(k, i0 + rows + offset);
+      if (band == Band::k_lower) k0 = std::clamp(i0 - offset, int64_t{0}, k);
+      if (j0 >= columns) continue;
       const int64_t width = std::min(kWidth, columns - j0), vectors = (width + 15) / 16;
       const int64_t tail = width - 16 * (vectors - 1);
       const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
       const TileFn f = (ta ? kTilesTransA : kTiles)[rows - 1][vectors - 1];
+      const float* a_rows = ta ? a + i0 : a + i0 * lda;
       f(a_rows, lda, b + j0, ldb, k0, k1, c + i0 * ldc + j0, ldc, last, alpha, beta);
     }
   }

@@ -1,8 +1,8 @@
 #pragma once
 // The fused attention's f32 products on a block of queries, on AVX-512 registers where the CPU
 // has it (use_avx512()). They are small (64 x 64 x 32 on the small model: oneDNN's sgemm ran its
-// transposed form at 0.6 of one core's peak, 3.7 us a call), and half of each is above the causal
-// diagonal: these skip the 4-row tiles that hold only zeros or unused scores.
+// transposed form at 0.6 of one core's peak, 3.7 us a call), and up to half of each is above the
+// causal diagonal: these skip the 4-row tiles that hold only zeros or unused scores.
 #include <cstdint>
 
 namespace tinygpt::detail {
@@ -17,9 +17,10 @@ enum class Band { none, columns, k_upper, k_lower };
 
 // C = alpha op(A) op(B) + beta C, row-major, as gemm() in blas.hpp, on the calling thread, for
 // the part of C that `band` says the block needs; only when use_avx512() (Error otherwise).
-// Each element is summed over k in order with one FMA per term, as oneDNN's sgemm does on these
-// shapes (the small model's checkpoints came out byte-identical). A transposed B is packed in
-// this thread's scratch first.
+// Each element is summed over k in order with one FMA per term, as oneDNN's sgemm does on whole
+// blocks of 64 queries (checkpoints of T 64 and T 256 runs came out byte-identical); on a last,
+// partial block its transposed products round some scores differently. A transposed B is packed
+// in this thread's scratch first.
 void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc, Band band, int64_t offset);
