@@ -40,12 +40,14 @@ inline int64_t y_offset(int64_t b, int64_t h, const Layout& l) { return b * l.t 
 Layout packed_layout(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, const char* op);
 
 // Calls f(b, h, thread_scratch) for every pair of a batch row b < `b` and a head h < `h` on the
-// OpenMP team; each thread owns `per_thread` elements of `scratch`.
+// OpenMP team; each thread owns `per_thread` elements of `scratch`. Pairs are handed out one at a
+// time: each pair's work is its own, so no result depends on which thread takes it, and a thread
+// slowed by another program on its core takes fewer.
 template <class T, class F>
 void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&& f) {
   T* base = scratch.data<T>();
   const int64_t pairs = b * h;
-#pragma omp parallel for schedule(static) if (pairs > 1)
+#pragma omp parallel for schedule(dynamic) if (pairs > 1)
   for (int64_t pair = 0; pair < pairs; ++pair) {
     f(pair / h, pair % h, base + omp_get_thread_num() * per_thread);
   }
