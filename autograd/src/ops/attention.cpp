@@ -60,15 +60,22 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 }
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
-// KeyRuns): in f32 on AVX-512, on register tiles that skip the products above the causal
-// diagonal, whose terms are zero or unused (attention_products.hpp: 0.7 of sgemm's time on the
-// medium model's blocks, half on the small model's); otherwise gemm. `band` says which part the
-// block needs; two runs of keys need the whole product (Band::none).
-template <class T, class A, class B>
+// KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
+// whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
+// model's f32 blocks, half on the small model's) -- in bf16 when the head's Q, K and V are (In,
+// Precision::bf16), every product's operands rounded as gemm() rounds them; otherwise gemm.
+// `band` says which part the block needs; two runs of keys need the whole product (Band::none).
+template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
                    int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
                    T* c, int64_t ldc) {
-  if constexpr (std::is_same_v<T, float> && std::is_same_v<A, float> && std::is_same_v<B, float>) {
+  if constexpr (std::is_same_v<In, bf16>) {
+    if (band != Band::none && detail::use_avx512_bf16()) {
+      detail::attention_product_bf16(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc,
+                                     band, n - rows);
+      return;
+    }
+  } else if constexpr (std::is_same_v<T, float>) {
     if (band != Band::none && detail::use_avx512()) {
       detail::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
                                 n - rows);
@@ -115,7 +122,7 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
                     hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
@@ -142,7 +149,7 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      block_product(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col,
+      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col,
                     n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy, ldy);
     });
   }
@@ -164,9 +171,9 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
                     hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      block_product(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block,
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block,
                     ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
@@ -200,12 +207,12 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      block_product(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col,
+      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col,
                     n, dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
-      block_product(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col,
+      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col,
                     n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
                     dh.q + i0 * dh.ld, dh.ld);
-      block_product(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col,
+      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col,
                     n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }

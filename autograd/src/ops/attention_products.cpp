@@ -4,10 +4,12 @@
 
 #include <algorithm>
 #include <array>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "avx512_clones.hpp"
+#include "gemm_bf16.hpp"
 #include "tinygpt/autograd/error.hpp"
 
 namespace tinygpt::detail {
@@ -19,12 +21,45 @@ namespace {
 constexpr int64_t kRows = 4;
 constexpr int64_t kWidth = 64;  // columns per tile
 
-// rows x (vectors x 16) of C += sum over e in [k0, k1) of A(r, e) B(e, :), the last vector
+// What one step of k takes. f32: one term, one FMA per lane. bf16: two terms in each 32-bit word
+// (the even k in the low half), summed into each lane by one vdpbf16ps; A's words are pairs of
+// neighbours along k, B's rows pairs of B's rows (pair_rows).
+using Word32 = uint32_t __attribute__((may_alias));
+
+struct F32Terms {
+  using Word = float;
+  using Vector = __m512;
+  static constexpr int64_t kPerWord = 1;
+  static TINYGPT_AVX512_BF16 Vector load(const float* p, __mmask16 mask) {
+    return _mm512_maskz_loadu_ps(mask, p);
+  }
+  static TINYGPT_AVX512_BF16 Vector broadcast(float x) { return _mm512_set1_ps(x); }
+  static TINYGPT_AVX512_BF16 __m512 multiply_add(Vector a, Vector b, __m512 acc) {
+    return _mm512_fmadd_ps(a, b, acc);
+  }
+};
+
+struct Bf16Pairs {
+  using Word = Word32;
+  using Vector = __m512i;
+  static constexpr int64_t kPerWord = 2;
+  static TINYGPT_AVX512_BF16 Vector load(const Word32* p, __mmask16 mask) {
+    return _mm512_maskz_loadu_epi32(mask, p);
+  }
+  static TINYGPT_AVX512_BF16 Vector broadcast(Word32 x) {
+    return _mm512_set1_epi32(static_cast<int>(x));
+  }
+  static TINYGPT_AVX512_BF16 __m512 multiply_add(Vector a, Vector b, __m512 acc) {
+    return _mm512_dpbf16_ps(acc, reinterpret_cast<__m512bh&>(a), reinterpret_cast<__m512bh&>(b));
+  }
+};
+
+// rows x (vectors x 16) of C += sum over words e in [k0, k1) of A(r, e) B(e, :), the last vector
 // masked by `last`. A(r, e) is a[r * lda + e], or a[e * lda + r] when transposed.
-template <int kTileRows, int kVectors, bool kTransA>
-TINYGPT_AVX512 void tile(const float* a, int64_t lda, const float* b, int64_t ldb, int64_t k0,
-                         int64_t k1, float* c, int64_t ldc, __mmask16 last, float alpha,
-                         float beta) {
+template <class Terms, int kTileRows, int kVectors, bool kTransA>
+TINYGPT_AVX512_BF16 void tile(const typename Terms::Word* a, int64_t lda,
+                              const typename Terms::Word* b, int64_t ldb, int64_t k0, int64_t k1,
+                              float* c, int64_t ldc, __mmask16 last, float alpha, float beta) {
   // One flat array, every loop unrolled: GCC keeps a two-dimensional one in memory, storing all
   // 16 accumulators on every step of k.
   constexpr int kTiles = kTileRows * kVectors;
@@ -32,21 +67,20 @@ TINYGPT_AVX512 void tile(const float* a, int64_t lda, const float* b, int64_t ld
 #pragma GCC unroll 16
   for (int i = 0; i < kTiles; ++i) acc[i] = _mm512_setzero_ps();
   for (int64_t e = k0; e < k1; ++e) {
-    __m512 row[kVectors];
+    typename Terms::Vector row[kVectors];
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
-      row[v] =
-          _mm512_maskz_loadu_ps(v == kVectors - 1 ? last : __mmask16(0xFFFF), b + e * ldb + 16 * v);
+      row[v] = Terms::load(b + e * ldb + 16 * v, v == kVectors - 1 ? last : __mmask16(0xFFFF));
       // Held in a register: GCC otherwise folds the load into every row's FMA, one load per
       // multiply-add instead of one per kTileRows, and the load ports, not the FMAs, set the pace.
       __asm__("" : "+v"(row[v]));
     }
 #pragma GCC unroll 4
     for (int r = 0; r < kTileRows; ++r) {
-      const __m512 x = _mm512_set1_ps(kTransA ? a[e * lda + r] : a[r * lda + e]);
+      const auto x = Terms::broadcast(kTransA ? a[e * lda + r] : a[r * lda + e]);
 #pragma GCC unroll 4
       for (int v = 0; v < kVectors; ++v) {
-        acc[r * kVectors + v] = _mm512_fmadd_ps(x, row[v], acc[r * kVectors + v]);
+        acc[r * kVectors + v] = Terms::multiply_add(x, row[v], acc[r * kVectors + v]);
       }
     }
   }
@@ -66,23 +100,24 @@ TINYGPT_AVX512 void tile(const float* a, int64_t lda, const float* b, int64_t ld
   }
 }
 
-using TileFn = void (*)(const float*, int64_t, const float*, int64_t, int64_t, int64_t, float*,
-                        int64_t, __mmask16, float, float);
+template <class Terms>
+using TileFn = void (*)(const typename Terms::Word*, int64_t, const typename Terms::Word*, int64_t,
+                        int64_t, int64_t, float*, int64_t, __mmask16, float, float);
 
 // Every tile: [rows - 1][vectors - 1], rows 1..kRows, vectors 1..4.
-template <bool kTransA, int kTileRows, int... kVectors>
-constexpr std::array<TileFn, 4> tiles_of(std::integer_sequence<int, kVectors...>) {
-  return {tile<kTileRows, kVectors + 1, kTransA>...};
+template <class Terms, bool kTransA, int kTileRows, int... kVectors>
+constexpr std::array<TileFn<Terms>, 4> tiles_of(std::integer_sequence<int, kVectors...>) {
+  return {tile<Terms, kTileRows, kVectors + 1, kTransA>...};
 }
 
-template <bool kTransA, int... kTileRows>
-constexpr std::array<std::array<TileFn, 4>, kRows> tile_table(
+template <class Terms, bool kTransA, int... kTileRows>
+constexpr std::array<std::array<TileFn<Terms>, 4>, kRows> tile_table(
     std::integer_sequence<int, kTileRows...>) {
-  return {tiles_of<kTransA, kTileRows + 1>(std::make_integer_sequence<int, 4>{})...};
+  return {tiles_of<Terms, kTransA, kTileRows + 1>(std::make_integer_sequence<int, 4>{})...};
 }
 
-constexpr auto kTiles = tile_table<false>(std::make_integer_sequence<int, kRows>{});
-constexpr auto kTilesTransA = tile_table<true>(std::make_integer_sequence<int, kRows>{});
+template <class Terms, bool kTransA>
+constexpr auto kTiles = tile_table<Terms, kTransA>(std::make_integer_sequence<int, kRows>{});
 
 // GCC 12's unpack intrinsics read an "undefined" vector they never use, and -Wuninitialized
 // says so.
@@ -138,9 +173,13 @@ TINYGPT_AVX512 void transpose(const float* b, int64_t ldb, int64_t n, int64_t k,
   }
 }
 
-TINYGPT_AVX512 void product(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
-                            int64_t lda, const float* b, int64_t ldb, float beta, float* c,
-                            int64_t ldc, Band band, int64_t offset) {
+// k counts terms; a and b hold Terms' words, lda and ldb count words.
+template <class Terms>
+TINYGPT_AVX512_BF16 void product(bool ta, int64_t m, int64_t n, int64_t k, float alpha,
+                                 const typename Terms::Word* a, int64_t lda,
+                                 const typename Terms::Word* b, int64_t ldb, float beta, float* c,
+                                 int64_t ldc, Band band, int64_t offset) {
+  constexpr int64_t per = Terms::kPerWord;
   // Column panels outside, row tiles inside: a panel of B (k x 64) stays in L1 while every row
   // tile passes over it.
   for (int64_t j0 = 0; j0 < n; j0 += kWidth) {
@@ -154,11 +193,116 @@ TINYGPT_AVX512 void product(bool ta, int64_t m, int64_t n, int64_t k, float alph
       const int64_t width = std::min(kWidth, columns - j0), vectors = (width + 15) / 16;
       const int64_t tail = width - 16 * (vectors - 1);
       const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
-      const TileFn f = (ta ? kTilesTransA : kTiles)[rows - 1][vectors - 1];
-      const float* a_rows = ta ? a + i0 : a + i0 * lda;
-      f(a_rows, lda, b + j0, ldb, k0, k1, c + i0 * ldc + j0, ldc, last, alpha, beta);
+      const TileFn<Terms> f = (ta ? kTiles<Terms, true> : kTiles<Terms, false>)[rows - 1][vectors - 1];
+      const typename Terms::Word* a_rows = ta ? a + i0 : a + i0 * lda;
+      // A word's other term past the band is one of A's zeros (see Band), or the padding.
+      f(a_rows, lda, b + j0, ldb, k0 / per, (k1 + per - 1) / per, c + i0 * ldc + j0, ldc, last,
+        alpha, beta);
     }
   }
+}
+
+// GCC 12's widening and shift intrinsics, too, read an "undefined" vector they never use.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+// 16 values of x's row as bf16 (rounded to nearest even from f32), zero-extended to 32 bits.
+TINYGPT_AVX512_BF16 __m512i widened_bf16(const float* x, __mmask16 mask) {
+  const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x));
+  return _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(v));
+}
+TINYGPT_AVX512_BF16 __m512i widened_bf16(const bf16* x, __mmask16 mask) {
+  return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x));
+}
+
+// out (ceil(rows / 2), cols) words = pairs of x's rows (x (rows, cols), leading dimension ld):
+// word (e, j) holds x(2e, j) in its low half and x(2e + 1, j) in its high half (0 past the last
+// row), as bf16.
+template <class Src>
+TINYGPT_AVX512_BF16 void pair_rows(const Src* x, int64_t ld, int64_t rows, int64_t cols,
+                                   Word32* out) {
+  for (int64_t e = 0; 2 * e < rows; ++e) {
+    const Src* low = x + 2 * e * ld;
+    const Src* high = 2 * e + 1 < rows ? low + ld : nullptr;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
+      __m512i word = widened_bf16(low + j, mask);
+      if (high != nullptr) {
+        word = _mm512_or_si512(word, _mm512_slli_epi32(widened_bf16(high + j, mask), 16));
+      }
+      _mm512_mask_storeu_epi32(out + e * cols + j, mask, word);
+    }
+  }
+}
+#pragma GCC diagnostic pop
+
+// out (rows, ceil(cols / 2)) words = x's rows as bf16 (rounded from f32), a zero after an odd
+// count.
+template <class Src>
+void row_pairs(const Src* x, int64_t ld, int64_t rows, int64_t cols, Word32* out) {
+  const int64_t words = (cols + 1) / 2;
+  for (int64_t r = 0; r < rows; ++r) {
+    bf16* row = reinterpret_cast<bf16*>(out + r * words);
+    if constexpr (std::is_same_v<Src, float>) {
+      to_bf16(x + r * ld, 1, cols, cols, row);
+    } else {
+      std::copy_n(x + r * ld, cols, row);
+    }
+    if (cols % 2 != 0) row[cols] = 0;
+  }
+}
+
+// A thread's scratch of at least `count` words.
+Word32* scratch(std::vector<uint32_t>& buffer, int64_t count) {
+  if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
+  return buffer.data();
+}
+
+// Whether x's rows are already words of pairs: an even count of bf16 from an even start.
+template <class Src>
+bool whole_words(const Src* x, int64_t ld, int64_t cols) {
+  return std::is_same_v<Src, bf16> && cols % 2 == 0 && ld % 2 == 0 &&
+         reinterpret_cast<uintptr_t>(x) % 4 == 0;
+}
+
+template <class A, class B>
+void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
+                  int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  Band band, int64_t offset) {
+  thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows;
+  const int64_t words = (k + 1) / 2;
+  // B: (words, n), pairs of op(B)'s rows; a transposed B (n, k) is its rows' words, transposed.
+  Word32* bw = scratch(b_buffer, words * n);
+  const auto transposed = [&](const Word32* rows, int64_t ld_words) {
+    transpose(reinterpret_cast<const float*>(rows), ld_words, n, words, reinterpret_cast<float*>(bw));
+  };
+  if (!tb) {
+    pair_rows(b, ldb, k, n, bw);
+  } else if (std::is_same_v<B, bf16> && whole_words(b, ldb, k)) {
+    transposed(reinterpret_cast<const Word32*>(b), ldb / 2);
+  } else {
+    Word32* rows = scratch(b_rows, n * words);
+    row_pairs(b, ldb, n, k, rows);
+    transposed(rows, words);
+  }
+  // A: (m, words) pairs along its rows, or (words, m) pairs of the rows of the stored A^T.
+  const Word32* aw = nullptr;
+  int64_t lda_words = words;
+  if (ta) {
+    Word32* out = scratch(a_buffer, words * m);
+    pair_rows(a, lda, k, m, out);
+    aw = out;
+    lda_words = m;
+  } else if (whole_words(a, lda, k)) {
+    aw = reinterpret_cast<const Word32*>(a);
+    lda_words = lda / 2;
+  }
+  if (aw == nullptr) {
+    Word32* out = scratch(a_buffer, m * words);
+    row_pairs(a, lda, m, k, out);
+    aw = out;
+  }
+  product<Bf16Pairs>(ta, m, n, k, alpha, aw, lda_words, bw, n, beta, c, ldc, band, offset);
 }
 #endif
 
@@ -176,12 +320,36 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
     b = out;
     ldb = n;
   }
-  product(ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
+  product<F32Terms>(ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
 #else
   (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b,
       (void)ldb, (void)beta, (void)c, (void)ldc, (void)band, (void)offset;
   throw Error("attention_product: this build has no AVX-512 products (see use_avx512())");
 #endif
 }
+
+template <class A, class B>
+void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                            const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
+                            int64_t ldc, Band band, int64_t offset) {
+#if TINYGPT_HAS_AVX512_CLONES
+  if (use_avx512_bf16()) {
+    product_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
+    return;
+  }
+#endif
+  (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b,
+      (void)ldb, (void)beta, (void)c, (void)ldc, (void)band, (void)offset;
+  throw Error("attention_product_bf16: no avx512_bf16 products here (see use_avx512_bf16())");
+}
+
+#define TINYGPT_ATTENTION_PRODUCT_BF16(A, B)                                                     \
+  template void attention_product_bf16(bool, bool, int64_t, int64_t, int64_t, float, const A*,  \
+                                       int64_t, const B*, int64_t, float, float*, int64_t, Band, \
+                                       int64_t);
+TINYGPT_ATTENTION_PRODUCT_BF16(bf16, bf16)
+TINYGPT_ATTENTION_PRODUCT_BF16(float, bf16)
+TINYGPT_ATTENTION_PRODUCT_BF16(float, float)
+#undef TINYGPT_ATTENTION_PRODUCT_BF16
 
 }  // namespace tinygpt::detail

@@ -1,9 +1,11 @@
 #pragma once
-// The fused attention's f32 products on a block of queries, on AVX-512 registers where the CPU
-// has it (use_avx512()). They are small (64 x 64 x 32 on the small model: oneDNN's sgemm ran its
+// The fused attention's products on a block of queries, in f32 or bf16, on AVX-512 registers
+// where the CPU has it (use_avx512(), use_avx512_bf16()). They are small (64 x 64 x 32 on the small model: oneDNN's sgemm ran its
 // transposed form at 0.6 of one core's peak, 3.7 us a call), and up to half of each is above the
 // causal diagonal: these skip the 4-row tiles that hold only zeros or unused scores.
 #include <cstdint>
+
+#include "gemm_bf16.hpp"
 
 namespace tinygpt::detail {
 
@@ -24,5 +26,17 @@ enum class Band { none, columns, k_upper, k_lower };
 void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc, Band band, int64_t offset);
+
+// Under Precision::bf16, where use_avx512_bf16(): the same products with both operands rounded
+// to bf16 (to nearest even, as gemm() rounds them; qkv comes rounded already), two terms at a
+// time into f32 sums (vdpbf16ps): 0.71 of oneDNN's bf16 matmul's time on the medium model's
+// blocks, half on the small model's, and the same sums (element by element on all six products
+// at T 256, d 64 and d 17). B, and A when it is transposed, f32 or of an odd width, are packed as
+// pairs in this thread's scratch first. Made for A, B = (bf16, bf16), (float, bf16), (float,
+// float).
+template <class A, class B>
+void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+                            const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
+                            int64_t ldc, Band band, int64_t offset);
 
 }  // namespace tinygpt::detail

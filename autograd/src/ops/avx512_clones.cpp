@@ -9,4 +9,9 @@ bool use_avx512() {
   return use;
 }
 
+bool use_avx512_bf16() {
+  static const bool use = use_avx512() && __builtin_cpu_supports("avx512bf16");
+  return use;
+}
+
 }  // namespace tinygpt::detail

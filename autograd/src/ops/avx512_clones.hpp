@@ -10,9 +10,14 @@
 #if defined(__FMA__)
 #define TINYGPT_AVX512 \
   __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+// The same with the bf16 pair products (vdpbf16ps) of the fused attention's bf16 tiles.
+#define TINYGPT_AVX512_BF16                                                                  \
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,"                     \
+                        "prefer-vector-width=512")))
 #define TINYGPT_HAS_AVX512_CLONES 1
 #else
 #define TINYGPT_AVX512
+#define TINYGPT_AVX512_BF16
 #define TINYGPT_HAS_AVX512_CLONES 0
 #endif
 
@@ -20,5 +25,8 @@ namespace tinygpt::detail {
 
 // True when this build made the AVX-512 clones and the CPU can run them.
 bool use_avx512();
+
+// use_avx512() on a CPU that also has avx512_bf16.
+bool use_avx512_bf16();
 
 }  // namespace tinygpt::detail
