@@ -122,8 +122,8 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
-                    hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
+                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * n;
@@ -149,8 +149,9 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), s + col,
-                    n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy, ldy);
+      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
+                        s + col, n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy,
+                        ldy);
     });
   }
 }
@@ -171,10 +172,10 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q, hd.ld,
-                    hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1), dy_block,
-                    ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
+                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
+      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1),
+                        dy_block, ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
     // here their loads overlap (inside the row loop below they took half of this function).
@@ -207,13 +208,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), p + col,
-                    n, dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
-      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1), ds + col,
-                    n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
-                    dh.q + i0 * dh.ld, dh.ld);
-      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1), ds + col,
-                    n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
+      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
+                        p + col, n, dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
+      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
+                        ds + col, n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
+                        dh.q + i0 * dh.ld, dh.ld);
+      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
+                        ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }
 }

@@ -193,7 +193,8 @@ TINYGPT_AVX512_BF16 void product(bool ta, int64_t m, int64_t n, int64_t k, float
       const int64_t width = std::min(kWidth, columns - j0), vectors = (width + 15) / 16;
       const int64_t tail = width - 16 * (vectors - 1);
       const __mmask16 last = static_cast<__mmask16>((1u << tail) - 1u);
-      const TileFn<Terms> f = (ta ? kTiles<Terms, true> : kTiles<Terms, false>)[rows - 1][vectors - 1];
+      const TileFn<Terms> f =
+          (ta ? kTiles<Terms, true> : kTiles<Terms, false>)[rows - 1][vectors - 1];
       const typename Terms::Word* a_rows = ta ? a + i0 : a + i0 * lda;
       // A word's other term past the band is one of A's zeros (see Band), or the padding.
       f(a_rows, lda, b + j0, ldb, k0 / per, (k1 + per - 1) / per, c + i0 * ldc + j0, ldc, last,
@@ -274,7 +275,8 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   // B: (words, n), pairs of op(B)'s rows; a transposed B (n, k) is its rows' words, transposed.
   Word32* bw = scratch(b_buffer, words * n);
   const auto transposed = [&](const Word32* rows, int64_t ld_words) {
-    transpose(reinterpret_cast<const float*>(rows), ld_words, n, words, reinterpret_cast<float*>(bw));
+    transpose(reinterpret_cast<const float*>(rows), ld_words, n, words,
+              reinterpret_cast<float*>(bw));
   };
   if (!tb) {
     pair_rows(b, ldb, k, n, bw);

@@ -1,8 +1,9 @@
 #pragma once
 // The fused attention's products on a block of queries, in f32 or bf16, on AVX-512 registers
-// where the CPU has it (use_avx512(), use_avx512_bf16()). They are small (64 x 64 x 32 on the small model: oneDNN's sgemm ran its
-// transposed form at 0.6 of one core's peak, 3.7 us a call), and up to half of each is above the
-// causal diagonal: these skip the 4-row tiles that hold only zeros or unused scores.
+// where the CPU has it (use_avx512(), use_avx512_bf16()). They are small (64 x 64 x 32 on the
+// small model: oneDNN's sgemm ran its transposed form at 0.6 of one core's peak, 3.7 us a call),
+// and up to half of each is above the causal diagonal: these skip the 4-row tiles that hold only
+// zeros or unused scores.
 #include <cstdint>
 
 #include "gemm_bf16.hpp"
