@@ -253,8 +253,9 @@ void row_pairs(const Src* x, int64_t ld, int64_t rows, int64_t cols, Word32* out
   }
 }
 
-// A thread's scratch of at least `count` words.
-Word32* scratch(std::vector<uint32_t>& buffer, int64_t count) {
+// A thread's scratch of at least `count` values.
+template <class V>
+V* scratch(std::vector<V>& buffer, int64_t count) {
   if (buffer.size() < static_cast<size_t>(count)) buffer.resize(static_cast<size_t>(count));
   return buffer.data();
 }
@@ -280,7 +281,7 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   };
   if (!tb) {
     pair_rows(b, ldb, k, n, bw);
-  } else if (std::is_same_v<B, bf16> && whole_words(b, ldb, k)) {
+  } else if (whole_words(b, ldb, k)) {
     transposed(reinterpret_cast<const Word32*>(b), ldb / 2);
   } else {
     Word32* rows = scratch(b_rows, n * words);
@@ -298,8 +299,7 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
   } else if (whole_words(a, lda, k)) {
     aw = reinterpret_cast<const Word32*>(a);
     lda_words = lda / 2;
-  }
-  if (aw == nullptr) {
+  } else {
     Word32* out = scratch(a_buffer, m * words);
     row_pairs(a, lda, m, k, out);
     aw = out;
@@ -316,8 +316,7 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 #if TINYGPT_HAS_AVX512_CLONES
   if (tb) {  // B is (n, k): its transpose, (k, n), in this thread's scratch
     thread_local std::vector<float> packed;
-    if (packed.size() < static_cast<size_t>(n * k)) packed.resize(static_cast<size_t>(n * k));
-    float* out = packed.data();
+    float* out = scratch(packed, n * k);
     transpose(b, ldb, n, k, out);
     b = out;
     ldb = n;
