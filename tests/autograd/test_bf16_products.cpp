@@ -97,14 +97,20 @@ TEST_CASE("bf16 matmul in every transpose and batch is within bf16 rounding of t
 TEST_CASE("bf16 linear adds its f32 bias to a bf16 product", "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
   Generator gen(4);
-  const Tensor x = Tensor::randn({8, 200, 96}, gen);
-  const Tensor w = Tensor::randn({96, 384}, gen);
-  const Tensor bias = Tensor::randn({384}, gen);
-  const Tensor f32 = linear(x, w, bias);
-  const Tensor exact = linear(f64(x), f64(w), f64(bias));
-  const Tensor bound = linear(abs_f64(x), abs_f64(w), Tensor::zeros({384}, DType::f64));
-  const PrecisionGuard precision(Precision::bf16);
-  check_bf16_product(linear(x, w, bias), f32, exact, bound);
+  // Panels of rows (1,600 x 384), and of columns (80 x 2,000): each panel adds its own
+  // columns' bias in the product's epilogue.
+  for (const auto& [x_shape, n] : {std::pair{Shape{8, 200, 96}, int64_t{384}},
+                                   std::pair{Shape{2, 40, 96}, int64_t{2000}}}) {
+    const Tensor x = Tensor::randn(x_shape, gen);
+    const Tensor w = Tensor::randn({96, n}, gen);
+    const Tensor bias = mul(Tensor::randn({n}, gen), 10.0);
+    const Tensor f32 = linear(x, w, bias);
+    const Tensor exact = linear(f64(x), f64(w), f64(bias));
+    const Tensor bound = linear(abs_f64(x), abs_f64(w), Tensor::zeros({n}, DType::f64));
+    const PrecisionGuard precision(Precision::bf16);
+    INFO("x " << x_shape.str() << " n " << n);
+    check_bf16_product(linear(x, w, bias), f32, exact, bound);
+  }
 }
 
 TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "[ops][bf16]") {

@@ -71,16 +71,20 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
-          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
+          const float* bias) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {  // no products to sum: C = beta C, as sgemm makes it
+  if (k == 0) {  // no products to sum: C = bias + beta C, as sgemm makes beta C
     for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+      for (int64_t j = 0; j < n; ++j) {
+        const float kept = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+        c[i * ldc + j] = bias != nullptr ? bias[j] + kept : kept;
+      }
     }
     return;
   }
   OneThread one_thread;
-  gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

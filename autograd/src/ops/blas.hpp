@@ -17,8 +17,10 @@ namespace tinygpt::detail {
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc);
 
+// With `bias` (n values added to every row: a linear's, in the product's own epilogue).
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
-          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+          int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
+          const float* bias = nullptr);
 
 // f32 A (rounded to bf16 here) times bf16 B: the fused attention's products of f32 scores or
 // gradients with a bf16 qkv.

@@ -42,18 +42,19 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(
 namespace {
 
 struct Key {
-  bool ta, tb;
+  bool ta, tb, bias;
   int64_t m, n, k, lda, ldb, ldc;
   float alpha, beta;
   bool operator==(const Key& o) const {
-    return std::tie(ta, tb, m, n, k, lda, ldb, ldc, alpha, beta) ==
-           std::tie(o.ta, o.tb, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta);
+    return std::tie(ta, tb, bias, m, n, k, lda, ldb, ldc, alpha, beta) ==
+           std::tie(o.ta, o.tb, o.bias, o.m, o.n, o.k, o.lda, o.ldb, o.ldc, o.alpha, o.beta);
   }
 };
 
 struct KeyHash {
   size_t operator()(const Key& key) const {
-    size_t h = static_cast<size_t>(key.ta) * 2 + static_cast<size_t>(key.tb);
+    size_t h = static_cast<size_t>(key.ta) * 4 + static_cast<size_t>(key.tb) * 2 +
+               static_cast<size_t>(key.bias);
     for (int64_t v : {key.m, key.n, key.k, key.lda, key.ldb, key.ldc}) h = h * 1000003u ^ static_cast<size_t>(v);
     uint32_t bits[2];
     std::memcpy(&bits[0], &key.alpha, 4);
@@ -65,7 +66,7 @@ struct KeyHash {
 // A primitive and the memory objects it runs on, re-pointed at each call's buffers.
 struct Product {
   dnnl::matmul primitive;
-  memory a, b, c;
+  memory a, b, c, bias;
 };
 
 struct ThreadState {
@@ -93,17 +94,25 @@ Product make_product(ThreadState& st, const Key& key) {
     ops.append_sum(key.beta);
     attr.set_post_ops(ops);
   }
+  if (key.bias) {
+    const memory::desc bias_md({1, key.n}, memory::data_type::f32, memory::format_tag::ab);
+    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr,
+                                          st.engine);
+    return {dnnl::matmul(pd), memory(a_md, st.engine, nullptr), memory(b_md, st.engine, nullptr),
+            memory(c_md, st.engine, nullptr), memory(bias_md, st.engine, nullptr)};
+  }
   const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine);
   return {dnnl::matmul(pd), memory(a_md, st.engine, nullptr), memory(b_md, st.engine, nullptr),
-          memory(c_md, st.engine, nullptr)};
+          memory(c_md, st.engine, nullptr), {}};
 }
 
 }  // namespace
 
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
-               int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+               int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
+               const float* bias) {
   ThreadState& st = thread_state();
-  const Key key{ta, tb, m, n, k, lda, ldb, ldc, alpha, beta};
+  const Key key{ta, tb, bias != nullptr, m, n, k, lda, ldb, ldc, alpha, beta};
   try {
     auto it = st.products.find(key);
     if (it == st.products.end()) it = st.products.emplace(key, make_product(st, key)).first;
@@ -111,8 +120,16 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     p.a.set_data_handle(const_cast<bf16*>(a));
     p.b.set_data_handle(const_cast<bf16*>(b));
     p.c.set_data_handle(c);
-    p.primitive.execute(st.stream,
-                        {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+    if (bias != nullptr) {
+      p.bias.set_data_handle(const_cast<float*>(bias));
+      p.primitive.execute(st.stream, {{DNNL_ARG_SRC, p.a},
+                                      {DNNL_ARG_WEIGHTS, p.b},
+                                      {DNNL_ARG_BIAS, p.bias},
+                                      {DNNL_ARG_DST, p.c}});
+    } else {
+      p.primitive.execute(st.stream,
+                          {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
+    }
   } catch (const dnnl::error& e) {
     throw Error(fmt::format("gemm (bf16): oneDNN matmul failed for m={} n={} k={}: {}", m, n, k,
                             e.what()));

@@ -20,8 +20,10 @@ inline float from_bf16(bf16 v) {
   return f;
 }
 
-// C (f32) = alpha op(A) op(B) + beta C on bf16 A and B, on the calling thread.
+// C (f32) = alpha op(A) op(B) + bias + beta C on bf16 A and B, on the calling thread; `bias` (n
+// values, or none) is added to every row.
 void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
-               int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc);
+               int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
+               const float* bias = nullptr);
 
 }  // namespace tinygpt::detail

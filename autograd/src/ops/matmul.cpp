@@ -72,7 +72,7 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 // large product cut into kPanels row (or column) panels. Each piece is one single-threaded BLAS
 // call (see blas.hpp). With `bias` (N values, one product), every row of C starts as the bias
 // and the product is added to it (beta = 1), each thread filling its own panel just before its
-// call.
+// call; bf16 products take it in the product's epilogue instead (one pass over C fewer).
 //
 // The pieces depend on the shapes only, never on the thread count: a BLAS kernel may sum a
 // panel's edge rows in another order than the same rows inside a larger call (OpenBLAS's Haswell
@@ -133,18 +133,18 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
       const int64_t b_offset = i * p.b_stride + (split_rows ? 0 : (tb ? lo * ldb : lo));
       T* ci = c + i * p.m * p.n + (split_rows ? lo * ldc : lo);
       const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
-      if (bias != nullptr) {
-        const T* bias_cols = bias + (split_rows ? 0 : lo);
-        for (int64_t r = 0; r < rows; ++r) std::copy_n(bias_cols, cols, ci + r * ldc);
-      }
-      const T beta = bias != nullptr ? T(1) : T(0);
+      const T* bias_cols = bias != nullptr ? bias + (split_rows ? 0 : lo) : nullptr;
       if constexpr (std::is_same_v<T, float>) {
-        if (bf16_operands) {
-          gemm(ta, tb, rows, cols, p.k, 1.0f, a16 + a_offset, lda, b16 + b_offset, ldb, beta, ci,
-               ldc);
+        if (bf16_operands) {  // oneDNN's matmul adds the bias as it writes C
+          gemm(ta, tb, rows, cols, p.k, 1.0f, a16 + a_offset, lda, b16 + b_offset, ldb, 0.0f, ci,
+               ldc, bias_cols);
           continue;
         }
       }
+      if (bias_cols != nullptr) {
+        for (int64_t r = 0; r < rows; ++r) std::copy_n(bias_cols, cols, ci + r * ldc);
+      }
+      const T beta = bias != nullptr ? T(1) : T(0);
       gemm(ta, tb, rows, cols, p.k, T(1), a.values + a_offset, lda, b.values + b_offset, ldb, beta,
            ci, ldc);
     }
