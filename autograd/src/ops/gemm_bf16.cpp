@@ -63,10 +63,12 @@ struct KeyHash {
   }
 };
 
-// A primitive and the memory objects it runs on, re-pointed at each call's buffers.
+// A primitive and the memory objects it runs on, re-pointed at each call's buffers; `args` holds
+// handles to the same objects, made once rather than a map per call.
 struct Product {
   dnnl::matmul primitive;
   memory a, b, c, bias;
+  std::unordered_map<int, memory> args;
 };
 
 struct ThreadState {
@@ -94,16 +96,22 @@ Product make_product(ThreadState& st, const Key& key) {
     ops.append_sum(key.beta);
     attr.set_post_ops(ops);
   }
+  Product p;
+  p.a = memory(a_md, st.engine, nullptr);
+  p.b = memory(b_md, st.engine, nullptr);
+  p.c = memory(c_md, st.engine, nullptr);
+  p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
   if (key.bias) {
     const memory::desc bias_md({1, key.n}, memory::data_type::f32, memory::format_tag::ab);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr,
-                                          st.engine);
-    return {dnnl::matmul(pd), memory(a_md, st.engine, nullptr), memory(b_md, st.engine, nullptr),
-            memory(c_md, st.engine, nullptr), memory(bias_md, st.engine, nullptr)};
+    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
+        dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, st.engine));
+    p.bias = memory(bias_md, st.engine, nullptr);
+    p.args.emplace(DNNL_ARG_BIAS, p.bias);
+  } else {
+    p.primitive = dnnl::matmul(
+        dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine));
   }
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine);
-  return {dnnl::matmul(pd), memory(a_md, st.engine, nullptr), memory(b_md, st.engine, nullptr),
-          memory(c_md, st.engine, nullptr), {}};
+  return p;
 }
 
 }  // namespace
@@ -120,16 +128,8 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
     p.a.set_data_handle(const_cast<bf16*>(a));
     p.b.set_data_handle(const_cast<bf16*>(b));
     p.c.set_data_handle(c);
-    if (bias != nullptr) {
-      p.bias.set_data_handle(const_cast<float*>(bias));
-      p.primitive.execute(st.stream, {{DNNL_ARG_SRC, p.a},
-                                      {DNNL_ARG_WEIGHTS, p.b},
-                                      {DNNL_ARG_BIAS, p.bias},
-                                      {DNNL_ARG_DST, p.c}});
-    } else {
-      p.primitive.execute(st.stream,
-                          {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}});
-    }
+    if (bias != nullptr) p.bias.set_data_handle(const_cast<float*>(bias));
+    p.primitive.execute(st.stream, p.args);
   } catch (const dnnl::error& e) {
     throw Error(fmt::format("gemm (bf16): oneDNN matmul failed for m={} n={} k={}: {}", m, n, k,
                             e.what()));
