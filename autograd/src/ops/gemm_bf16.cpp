@@ -96,20 +96,20 @@ Product make_product(ThreadState& st, const Key& key) {
     ops.append_sum(key.beta);
     attr.set_post_ops(ops);
   }
+  // An empty bias descriptor (no dims) is oneDNN's "no bias".
+  const memory::desc bias_md = key.bias ? memory::desc({1, key.n}, memory::data_type::f32,
+                                                       memory::format_tag::ab)
+                                        : memory::desc();
   Product p;
+  p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
+      dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, st.engine));
   p.a = memory(a_md, st.engine, nullptr);
   p.b = memory(b_md, st.engine, nullptr);
   p.c = memory(c_md, st.engine, nullptr);
   p.args = {{DNNL_ARG_SRC, p.a}, {DNNL_ARG_WEIGHTS, p.b}, {DNNL_ARG_DST, p.c}};
   if (key.bias) {
-    const memory::desc bias_md({1, key.n}, memory::data_type::f32, memory::format_tag::ab);
-    p.primitive = dnnl::matmul(dnnl::matmul::primitive_desc(
-        dnnl::matmul::desc(a_md, b_md, bias_md, c_md), attr, st.engine));
     p.bias = memory(bias_md, st.engine, nullptr);
     p.args.emplace(DNNL_ARG_BIAS, p.bias);
-  } else {
-    p.primitive = dnnl::matmul(
-        dnnl::matmul::primitive_desc(dnnl::matmul::desc(a_md, b_md, c_md), attr, st.engine));
   }
   return p;
 }
