@@ -79,17 +79,21 @@ TEST_CASE("bf16 matmul in every transpose and batch is within bf16 rounding of t
           "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
   Generator gen(3);
-  for (const bool ta : {false, true}) {
-    for (const bool tb : {false, true}) {
-      // Large enough to be cut into panels on the team; batched (3,...) and shared operands.
-      const Tensor a = Tensor::randn(ta ? Shape{3, 300, 700} : Shape{3, 700, 300}, gen);
-      const Tensor b = Tensor::randn(tb ? Shape{500, 300} : Shape{300, 500}, gen);
-      const Tensor f32 = matmul(a, b, ta, tb);
-      const Tensor exact = matmul(f64(a), f64(b), ta, tb);
-      const Tensor bound = matmul(abs_f64(a), abs_f64(b), ta, tb);
-      const PrecisionGuard precision(Precision::bf16);
-      INFO("ta " << ta << " tb " << tb);
-      check_bf16_product(matmul(a, b, ta, tb), f32, exact, bound);
+  // Large enough to be cut into panels on the team; batched (3,...) and shared operands. The row
+  // panels share B laid out for oneDNN (pack_b): k odd and off its 32-row blocks, n off its
+  // 64-column blocks and 16-lane vectors.
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{300, 500}, {301, 95}, {97, 17}}) {
+    for (const bool ta : {false, true}) {
+      for (const bool tb : {false, true}) {
+        const Tensor a = Tensor::randn(ta ? Shape{3, k, 700} : Shape{3, 700, k}, gen);
+        const Tensor b = Tensor::randn(tb ? Shape{n, k} : Shape{k, n}, gen);
+        const Tensor f32 = matmul(a, b, ta, tb);
+        const Tensor exact = matmul(f64(a), f64(b), ta, tb);
+        const Tensor bound = matmul(abs_f64(a), abs_f64(b), ta, tb);
+        const PrecisionGuard precision(Precision::bf16);
+        INFO("k " << k << " n " << n << " ta " << ta << " tb " << tb);
+        check_bf16_product(matmul(a, b, ta, tb), f32, exact, bound);
+      }
     }
   }
 }
@@ -132,31 +136,35 @@ TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "
 TEST_CASE("bf16 linear's gradients are bf16 products of the rounded operands", "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
   Generator gen(6);
-  Tensor x = Tensor::randn({4, 300, 96}, gen).set_requires_grad();
-  Tensor w = Tensor::randn({96, 384}, gen).set_requires_grad();
-  Tensor bias = Tensor::randn({384}, gen).set_requires_grad();
-  const Tensor g = Tensor::randn({4, 300, 384}, gen);
-  const auto grads = [&] {
-    x.zero_grad();
-    w.zero_grad();
-    bias.zero_grad();
-    sum(mul(linear(x, w, bias), g)).backward();
-    return std::vector<Tensor>{x.grad(), w.grad(), bias.grad()};
-  };
-  const std::vector<Tensor> f32 = grads();
-  std::vector<Tensor> low;
-  {
-    const PrecisionGuard precision(Precision::bf16);
-    low = grads();
+  // (95, 301): dx = g W^T reads W^T packed with k = 301 odd and n = 95 off every block.
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{96, 384}, {95, 301}}) {
+    INFO("K " << k << " N " << n);
+    Tensor x = Tensor::randn({4, 300, k}, gen).set_requires_grad();
+    Tensor w = Tensor::randn({k, n}, gen).set_requires_grad();
+    Tensor bias = Tensor::randn({n}, gen).set_requires_grad();
+    const Tensor g = Tensor::randn({4, 300, n}, gen);
+    const auto grads = [&] {
+      x.zero_grad();
+      w.zero_grad();
+      bias.zero_grad();
+      sum(mul(linear(x, w, bias), g)).backward();
+      return std::vector<Tensor>{x.grad(), w.grad(), bias.grad()};
+    };
+    const std::vector<Tensor> f32 = grads();
+    std::vector<Tensor> low;
+    {
+      const PrecisionGuard precision(Precision::bf16);
+      low = grads();
+    }
+    // dx = g W^T, dW = x^T g (over all rows); db = column sums of g, in f32 either way.
+    const Tensor rows_x = reshape(f64(x), {-1, k}), rows_g = reshape(f64(g), {-1, n});
+    check_bf16_product(low[0], f32[0], matmul(f64(g), f64(w), false, true),
+                       matmul(abs_f64(g), abs_f64(w), false, true));
+    check_bf16_product(low[1], f32[1], matmul(rows_x, rows_g, true, false),
+                       matmul(reshape(abs_f64(x), {-1, k}), reshape(abs_f64(g), {-1, n}), true,
+                              false));
+    CHECK(low[2].to_vector() == f32[2].to_vector());
   }
-  // dx = g W^T, dW = x^T g (over all rows); db = column sums of g, in f32 either way.
-  const Tensor rows_x = reshape(f64(x), {-1, 96}), rows_g = reshape(f64(g), {-1, 384});
-  check_bf16_product(low[0], f32[0], matmul(f64(g), f64(w), false, true),
-                     matmul(abs_f64(g), abs_f64(w), false, true));
-  check_bf16_product(low[1], f32[1], matmul(rows_x, rows_g, true, false),
-                     matmul(reshape(abs_f64(x), {-1, 96}), reshape(abs_f64(g), {-1, 384}), true,
-                            false));
-  CHECK(low[2].to_vector() == f32[2].to_vector());
 }
 
 TEST_CASE("bf16 gelu_linear is linear after gelu of h rounded to bf16, forward and backward",

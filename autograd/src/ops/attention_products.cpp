@@ -9,7 +9,9 @@
 #include <vector>
 
 #include "avx512_clones.hpp"
+#include "bf16_words.hpp"
 #include "gemm_bf16.hpp"
+#include "transpose_16x16.hpp"
 #include "tinygpt/autograd/error.hpp"
 
 namespace tinygpt::detail {
@@ -119,47 +121,6 @@ constexpr std::array<std::array<TileFn<Terms>, 4>, kRows> tile_table(
 template <class Terms, bool kTransA>
 constexpr auto kTiles = tile_table<Terms, kTransA>(std::make_integer_sequence<int, kRows>{});
 
-// GCC 12's unpack intrinsics read an "undefined" vector they never use, and -Wuninitialized
-// says so.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-// Transposes the 16 x 16 block at b (leading dimension ldb) into out (leading dimension ldo), in
-// registers: pairs of rows interleaved, then 2 x 2 and 4 x 4 blocks of 128-bit lanes exchanged.
-TINYGPT_AVX512 void transpose_16x16(const float* b, int64_t ldb, float* out, int64_t ldo) {
-  __m512 r[16], t[16];
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) r[i] = _mm512_loadu_ps(b + i * ldb);
-#pragma GCC unroll 8
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-    r[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xEE);
-    r[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-    r[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xEE);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    t[i] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0x88);
-    t[i + 4] = _mm512_shuffle_f32x4(r[i], r[i + 4], 0xDD);
-    t[i + 8] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0x88);
-    t[i + 12] = _mm512_shuffle_f32x4(r[i + 8], r[i + 12], 0xDD);
-  }
-#pragma GCC unroll 4
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0x88);
-    r[i + 4] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0x88);
-    r[i + 8] = _mm512_shuffle_f32x4(t[i], t[i + 8], 0xDD);
-    r[i + 12] = _mm512_shuffle_f32x4(t[i + 4], t[i + 12], 0xDD);
-  }
-#pragma GCC unroll 16
-  for (int i = 0; i < 16; ++i) _mm512_storeu_ps(out + i * ldo, r[i]);
-}
-#pragma GCC diagnostic pop
-
 // out (k, n) = the transpose of b (n, k), leading dimension ldb: whole 16 x 16 blocks in
 // registers, the edges element by element (a scalar loop took 1.3 us for the small model's
 // 64 x 32 keys, a third of the product).
@@ -203,19 +164,6 @@ TINYGPT_AVX512_BF16 void product(bool ta, int64_t m, int64_t n, int64_t k, float
   }
 }
 
-// GCC 12's widening and shift intrinsics, too, read an "undefined" vector they never use.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-// 16 values of x's row as bf16 (rounded to nearest even from f32), zero-extended to 32 bits.
-TINYGPT_AVX512_BF16 __m512i widened_bf16(const float* x, __mmask16 mask) {
-  const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, x));
-  return _mm512_cvtepu16_epi32(reinterpret_cast<const __m256i&>(v));
-}
-TINYGPT_AVX512_BF16 __m512i widened_bf16(const bf16* x, __mmask16 mask) {
-  return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x));
-}
-
 // out (ceil(rows / 2), cols) words = pairs of x's rows (x (rows, cols), leading dimension ld):
 // word (e, j) holds x(2e, j) in its low half and x(2e + 1, j) in its high half (0 past the last
 // row), as bf16.
@@ -227,15 +175,11 @@ TINYGPT_AVX512_BF16 void pair_rows(const Src* x, int64_t ld, int64_t rows, int64
     const Src* high = 2 * e + 1 < rows ? low + ld : nullptr;
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
-      __m512i word = widened_bf16(low + j, mask);
-      if (high != nullptr) {
-        word = _mm512_or_si512(word, _mm512_slli_epi32(widened_bf16(high + j, mask), 16));
-      }
+      const __m512i word = paired_bf16(low + j, high != nullptr ? high + j : nullptr, mask);
       _mm512_mask_storeu_epi32(out + e * cols + j, mask, word);
     }
   }
 }
-#pragma GCC diagnostic pop
 
 // out (rows, ceil(cols / 2)) words = x's rows as bf16 (rounded from f32), a zero after an odd
 // count.

@@ -47,6 +47,16 @@ const bf16* packed_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld,
   return scratch.data();
 }
 
+// A bf16 product with no terms to sum (k = 0): C = bias + beta C, as sgemm makes beta C.
+void no_terms(int64_t m, int64_t n, float beta, float* c, int64_t ldc, const float* bias) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float kept = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+      c[i * ldc + j] = bias != nullptr ? bias[j] + kept : kept;
+    }
+  }
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -74,17 +84,17 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const float* bias) {
   if (m == 0 || n == 0) return;
-  if (k == 0) {  // no products to sum: C = bias + beta C, as sgemm makes beta C
-    for (int64_t i = 0; i < m; ++i) {
-      for (int64_t j = 0; j < n; ++j) {
-        const float kept = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-        c[i * ldc + j] = bias != nullptr ? bias[j] + kept : kept;
-      }
-    }
-    return;
-  }
+  if (k == 0) return no_terms(m, n, beta, c, ldc, bias);
   OneThread one_thread;
   gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+}
+
+void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+          const PackedB& b, float beta, float* c, int64_t ldc, const float* bias) {
+  if (m == 0 || n == 0) return;
+  if (k == 0) return no_terms(m, n, beta, c, ldc, bias);
+  OneThread one_thread;
+  gemm_bf16(ta, m, n, k, alpha, a, lda, b, beta, c, ldc, bias);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

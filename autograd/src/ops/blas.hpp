@@ -22,6 +22,10 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const float* bias = nullptr);
 
+// The same with B packed (pack_b in gemm_bf16.hpp) for the row panels of one product.
+void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+          const PackedB& b, float beta, float* c, int64_t ldc, const float* bias = nullptr);
+
 // f32 A (rounded to bf16 here) times bf16 B: the fused attention's products of f32 scores or
 // gradients with a bf16 qkv.
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,

@@ -26,4 +26,28 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
                int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
                const float* bias = nullptr);
 
+// B (k, n) laid out once as oneDNN's matmul reads it (its blocked layout on AVX-512: blocks of 64
+// columns of pairs of rows), for the row panels of one product to share: each panel's product
+// would otherwise copy all of B into that layout itself. `data` holds packed_b_bytes(k, n) bytes
+// written by pack_b.
+struct PackedB {
+  const void* data = nullptr;
+};
+
+int64_t packed_b_bytes(int64_t k, int64_t n);
+
+// Whether the product C (m, n; leading dimension ldc) = op(A) B (+ bias), A (m, k) with leading
+// dimension lda or transposed, alpha 1 and beta 0 (as row panels are), reads B packed by pack_b
+// without copying it again: oneDNN, left to choose, picks that layout for it. With A transposed
+// it picks none, and given a packed B it ran its reference code (the medium step took minutes).
+bool packs_b(bool ta, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldc, bool bias);
+
+// B (k, n), or its transpose stored (n, k) when tb, leading dimension ldb, rounded to bf16 into
+// `out` (packed_b_bytes(k, n) bytes); column blocks on the OpenMP team.
+void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* out);
+
+// gemm_bf16 with a packed B.
+void gemm_bf16(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
+               const PackedB& b, float beta, float* c, int64_t ldc, const float* bias = nullptr);
+
 }  // namespace tinygpt::detail

@@ -108,8 +108,11 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
                              : std::max(kPanels, (extent + kPanelRows - 1) / kPanelRows);
   const bool bf16_operands = std::is_same_v<T, float> && matmul_precision() == Precision::bf16;
   // Each operand is rounded once, by the whole team, unless the caller holds its rounding (the
-  // panels would otherwise each round the operand they share).
+  // panels would otherwise each round the operand they share). Row panels share all of B: it is
+  // laid out once as oneDNN's matmul reads it (pack_b), rather than copied so by every panel.
   Rounded a_rounded, b_rounded;
+  Tensor packed_storage;
+  PackedB packed;
   const bf16* a16 = a.rounded;
   const bf16* b16 = b.rounded;
   if constexpr (std::is_same_v<T, float>) {
@@ -117,7 +120,17 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
       a_rounded = round_rows(a.values, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda);
       a16 = a_rounded.data;
     }
-    if (bf16_operands && b16 == nullptr) {
+    // Every panel has one of two row counts (the extent split as evenly as it goes).
+    const int64_t fewer = extent / panels, more = (extent + panels - 1) / panels;
+    const bool pack = bf16_operands && b.values != nullptr && split_rows && panels > 1 &&
+                      p.batch == 1 && p.k > 0 &&
+                      packs_b(ta, fewer, p.n, p.k, lda, ldc, bias != nullptr) &&
+                      packs_b(ta, more, p.n, p.k, lda, ldc, bias != nullptr);
+    if (pack) {
+      packed_storage = Tensor::empty({(packed_b_bytes(p.k, p.n) + 3) / 4}, DType::f32);
+      pack_b(tb, p.k, p.n, b.values, ldb, packed_storage.data<float>());
+      packed.data = packed_storage.data<float>();
+    } else if (bf16_operands && b16 == nullptr) {
       b_rounded = round_rows(b.values, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb);
       b16 = b_rounded.data;
     }
@@ -135,6 +148,10 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
       const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
       const T* bias_cols = bias != nullptr ? bias + (split_rows ? 0 : lo) : nullptr;
       if constexpr (std::is_same_v<T, float>) {
+        if (packed.data != nullptr) {
+          gemm(ta, rows, cols, p.k, 1.0f, a16 + a_offset, lda, packed, 0.0f, ci, ldc, bias_cols);
+          continue;
+        }
         if (bf16_operands) {  // oneDNN's matmul adds the bias as it writes C
           gemm(ta, tb, rows, cols, p.k, 1.0f, a16 + a_offset, lda, b16 + b_offset, ldb, 0.0f, ci,
                ldc, bias_cols);
