@@ -5,9 +5,10 @@
 namespace tinygpt::detail {
 
 // GCC 12's unpack intrinsics read an "undefined" vector they never use, and -Wuninitialized
-// says so.
+// (-Wmaybe-uninitialized in the sanitizer build) says so.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 // In registers: pairs of rows interleaved, then 2 x 2 and 4 x 4 blocks of 128-bit lanes exchanged.
 __attribute__((target("avx512f"))) void transpose_16x16(const float* b, int64_t ldb, float* out,
                                                         int64_t ldo) {
