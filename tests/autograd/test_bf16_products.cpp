@@ -1,7 +1,8 @@
 // Precision::bf16 products: every f32 product (matmul in all transposes and batches, linear with
 // its bias, the fused attention's) rounds its inputs to bf16 and accumulates in f32, so each
 // entry is within bf16's rounding of the exact product: |c - exact| <= 2^-7 sum_k |a_ik b_kj|
-// (two roundings of at most 2^-9 relative each, with room for f32's sums), and differs from f32's.
+// (two roundings of at most 2^-9 relative each, with room for f32's sums), and differs from f32's
+// -- on the CPU's bf16 dot products and on the f32 FMAs alike (Bf16Products).
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -67,6 +68,11 @@ std::pair<std::vector<double>, std::vector<double>> attention_and_grad(const Ten
   return {y.to_vector(), x.grad().to_vector()};
 }
 
+// Every case runs on both kernels of bf16 products (precision.hpp), whichever this CPU defaults to.
+Bf16Products each_bf16_products() {
+  return GENERATE(Bf16Products::dot_pairs, Bf16Products::f32_fma);
+}
+
 Tensor abs_f64(const Tensor& x) {
   std::vector<double> v = x.to_vector();
   for (double& e : v) e = std::abs(e);
@@ -78,6 +84,7 @@ Tensor abs_f64(const Tensor& x) {
 TEST_CASE("bf16 matmul in every transpose and batch is within bf16 rounding of the exact product",
           "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(3);
   // Large enough to be cut into panels on the team; batched (3,...) and shared operands. The row
   // panels share B laid out for oneDNN (pack_b): k odd and off its 32-row blocks, n off its
@@ -100,6 +107,7 @@ TEST_CASE("bf16 matmul in every transpose and batch is within bf16 rounding of t
 
 TEST_CASE("bf16 linear adds its f32 bias to a bf16 product", "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(4);
   // Panels of rows (1,600 x 384), and of columns (80 x 2,000): each panel adds its own
   // columns' bias in the product's epilogue.
@@ -119,6 +127,7 @@ TEST_CASE("bf16 linear adds its f32 bias to a bf16 product", "[ops][bf16]") {
 
 TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(5);
   const Tensor qkv = Tensor::randn({2, 130, 3 * 64}, gen);
   const Tensor dy = Tensor::randn({2, 130, 64}, gen);
@@ -135,6 +144,7 @@ TEST_CASE("bf16 fused attention stays within 1% of f32, forward and backward", "
 
 TEST_CASE("bf16 linear's gradients are bf16 products of the rounded operands", "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(6);
   // (95, 301): dx = g W^T reads W^T packed with k = 301 odd and n = 95 off every block.
   for (const auto& [k, n] : {std::pair<int64_t, int64_t>{96, 384}, {95, 301}}) {
@@ -170,6 +180,7 @@ TEST_CASE("bf16 linear's gradients are bf16 products of the rounded operands", "
 TEST_CASE("bf16 gelu_linear is linear after gelu of h rounded to bf16, forward and backward",
           "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(7);
   const Tensor h0 = Tensor::randn({4, 300, 96}, gen, DType::f32, 0.0, 2.0);
   const Tensor w0 = Tensor::randn({96, 128}, gen), b0 = Tensor::randn({128}, gen);
@@ -197,6 +208,7 @@ TEST_CASE("bf16 gelu_linear is linear after gelu of h rounded to bf16, forward a
 TEST_CASE("bf16 fused attention keeps qkv rounded to bf16: half the memory, and the gradients of "
           "its rounded input", "[ops][bf16][attention]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(8);
   const Tensor qkv0 = Tensor::randn({2, 150, 4 * 32 + 2 * 2 * 32}, gen);  // 4 query heads over 2
   const Tensor dy = Tensor::randn({2, 150, 4 * 32}, gen);
@@ -224,6 +236,7 @@ TEST_CASE("bf16 fused attention keeps qkv rounded to bf16: half the memory, and 
 
 TEST_CASE("bf16 gelu_linear keeps only h's bf16 rounding for its backward pass", "[ops][bf16][memory]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   Generator gen(9);
   const Tensor x = Tensor::randn({512, 256}, gen).set_requires_grad();
   const Tensor w = Tensor::randn({256, 64}, gen).set_requires_grad();
@@ -251,6 +264,7 @@ TEST_CASE("bf16 gelu_linear keeps only h's bf16 rounding for its backward pass",
 TEST_CASE("bf16 fused attention is within bf16 rounding of f32 on bf16 inputs across tile and "
           "block edges", "[ops][bf16][attention]") {
   if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
   for (int64_t d : {1, 7, 16, 17, 31, 32, 33, 64, 65, 80}) {
     for (int64_t t : {5, 64, 66, 130, 200}) {
       INFO("d = " << d << ", T = " << t);
@@ -267,6 +281,34 @@ TEST_CASE("bf16 fused attention is within bf16 rounding of f32 on bf16 inputs ac
       CHECK(ey < 5e-3);
       CHECK(eg < 5e-3);
       if (t > 1 && d > 1) CHECK(low.first != y32);
+    }
+  }
+}
+
+TEST_CASE("bf16 products on the f32 FMAs are the f32 products of the operands rounded to bf16",
+          "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(Bf16Products::f32_fma);
+  Generator gen(9);
+  // 2-D A of 700 rows: row panels sharing B packed once (pack_b), B as stored or transposed;
+  // batched A: B rounded once and widened by each panel.
+  for (const auto& [k, n] : {std::pair<int64_t, int64_t>{301, 95}, {64, 1100}, {97, 17}}) {
+    for (const bool batched : {false, true}) {
+      for (const bool ta : {false, true}) {
+        for (const bool tb : {false, true}) {
+          const Shape a_shape = ta ? Shape{k, 700} : Shape{700, k};
+          const Tensor a = Tensor::randn(batched ? Shape{2, a_shape[0], a_shape[1]} : a_shape, gen);
+          const Tensor b = Tensor::randn(tb ? Shape{n, k} : Shape{k, n}, gen);
+          const std::vector<double> want = matmul(round_bf16(a), round_bf16(b), ta, tb).to_vector();
+          const PrecisionGuard precision(Precision::bf16);
+          const std::vector<double> got = matmul(a, b, ta, tb).to_vector();
+          REQUIRE(got.size() == want.size());
+          size_t differ = 0;
+          for (size_t i = 0; i < got.size(); ++i) differ += got[i] != want[i] ? 1 : 0;
+          INFO("k " << k << " n " << n << " batched " << batched << " ta " << ta << " tb " << tb);
+          CHECK(differ == 0);
+        }
+      }
     }
   }
 }

@@ -1,7 +1,9 @@
 // --precision bf16 through the real binary: recorded in the checkpoint, kept on resume unless
 // --force, refused in one line where oneDNN has no bf16 kernels; bench's MFU against the bf16
 // peak; train --verbose's line on the products.
+#include <algorithm>
 #include <cstdlib>
+#include <filesystem>
 
 #include "cli_helpers.hpp"
 #include "scratch_dir.hpp"
@@ -116,17 +118,39 @@ TEST_CASE("bench --json reports both peaks, the backend, and MFU against the pre
     CHECK(f32["peak_gflops_bf16"].is_null());
     return;
   }
-  const json bf16 = json::parse(run_ok(concat(tiny, {"--precision", "bf16"})).out);
-  CHECK(bf16["precision"] == "bf16");
-  CHECK(bf16["peak_gflops_bf16"].get<double>() > 0.0);
-  CHECK(bf16["peak_kernel_bf16"] == "avx512_bf16 vdpbf16ps");
-  CHECK(bf16["peak_gflops"] == bf16["peak_gflops_bf16"]);
-  // Each peak is its own kernel's: vdpbf16ps does twice the FLOPs of an f32 FMA an instruction.
-  CHECK(bf16["peak_gflops_f32"].get<double>() < 0.8 * bf16["peak_gflops_bf16"].get<double>());
-  // The timed steps did run in bf16: same seed and batches, another loss.
-  CHECK(bf16["final_loss"] != f32["final_loss"]);
-  CHECK(bf16["mfu"].get<double>() ==
-        Approx(bf16["gflops"].get<double>() / bf16["peak_gflops_bf16"].get<double>()).epsilon(1e-9));
+  CHECK(f32["bf16_products"].is_null());
+  // bf16 on each kernel of its products: MFU against the peak of the units that run them.
+  for (const char* units : {"dot_pairs", "f32_fma"}) {
+    const EnvScope env("TINYGPT_BF16_PRODUCTS", units);
+    const json bf16 = json::parse(run_ok(concat(tiny, {"--precision", "bf16"})).out);
+    INFO(units);
+    CHECK(bf16["precision"] == "bf16");
+    CHECK(bf16["bf16_products"] == units);
+    CHECK(bf16["peak_gflops_bf16"].get<double>() > 0.0);
+    CHECK(bf16["peak_kernel_bf16"] == "avx512_bf16 vdpbf16ps");
+    const std::string peak = units == std::string("dot_pairs") ? "peak_gflops_bf16" : "peak_gflops_f32";
+    CHECK(bf16["peak_gflops"] == bf16[peak]);
+    // The timed steps did run in bf16: same seed and batches, another loss.
+    CHECK(bf16["final_loss"] != f32["final_loss"]);
+    CHECK(bf16["mfu"].get<double>() ==
+          Approx(bf16["gflops"].get<double>() / bf16[peak].get<double>()).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("TINYGPT_BF16_PRODUCTS other than dot_pairs or f32_fma is refused in one line",
+          "[cli][bf16]") {
+  if (!bf16_here()) return;
+  ScratchDir dir;
+  const EnvScope env("TINYGPT_BF16_PRODUCTS", "amx");
+  const CliResult train = run_cli(tiny_train_args(dir.file("out"), {"--precision", "bf16"}));
+  const CliResult bench = run_cli({"bench", "--precision", "bf16", "--steps", "1"});
+  for (const CliResult& r : {train, bench}) {
+    CHECK(r.exited_with(2));
+    CHECK_THAT(r.err, Catch::Matchers::Contains(
+                          "TINYGPT_BF16_PRODUCTS: 'amx' is not one of dot_pairs, f32_fma"));
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+  }
+  CHECK_FALSE(std::filesystem::exists(dir.file("out")));
 }
 
 TEST_CASE("train --verbose says what runs the products and how fast against the peak",

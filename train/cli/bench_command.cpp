@@ -222,8 +222,13 @@ void run_bench(const BenchFlags& f) {
   if (precision == Precision::bf16 && !bf16_peak) {
     throw ValueError("bench --precision bf16: no bf16 peak to measure MFU against on this CPU");
   }
-  // MFU against the peak of the products' precision, as PyTorch's autocast runs would be.
-  const double peak = precision == Precision::bf16 ? bf16_peak->gflops : f32_peak.gflops;
+  // MFU against the peak of the units the products run on: bf16's dot products, or the f32 FMAs
+  // (f32, and bf16 operands widened where the dot products are the slower, bf16_products()).
+  const bool on_pairs =
+      precision == Precision::bf16 && bf16_products() == Bf16Products::dot_pairs;
+  const double peak = on_pairs ? bf16_peak->gflops : f32_peak.gflops;
+  const json products_units =
+      precision == Precision::bf16 ? json(bf16_products_name(bf16_products())) : json(nullptr);
   const GemmBackend backend = gemm_backend(DType::f32);
   // The probe's products run in f32 whatever --precision is: they are judged by the f32 peak.
   const std::string slow_note = train::slow_products_note(products, f32_peak.gflops);
@@ -241,6 +246,7 @@ void run_bench(const BenchFlags& f) {
         {"tokens_per_s", tokens_per_s},
         {"gflops", gflops},
         {"precision", precision_name(precision)},
+        {"bf16_products", products_units},
         {"peak_gflops", peak},
         {"peak_gflops_f32", f32_peak.gflops},
         {"peak_gflops_bf16", bf16_peak ? json(bf16_peak->gflops) : json(nullptr)},
@@ -298,9 +304,12 @@ void run_bench(const BenchFlags& f) {
   fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
              "single-threaded inside it)\n",
              num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"));
-  fmt::print("  products        {}: {} ({} kernel)\n",
-             precision == Precision::bf16 ? "bf16 inputs, f32 accumulation" : "f32",
-             backend.library, backend.kernel);
+  const std::string kind =
+      precision == Precision::f32 ? "f32"
+      : on_pairs ? "bf16 inputs, f32 accumulation on the bf16 dot products (dot_pairs)"
+                 : "bf16 inputs widened to f32 on the f32 FMAs (f32_fma: faster than this CPU's "
+                   "bf16 dot products)";
+  fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
   fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
   fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
              1000.0 * *std::min_element(times.begin(), times.end()),
@@ -317,7 +326,7 @@ void run_bench(const BenchFlags& f) {
     fmt::print("  f32 products    {:.1f} GFLOP/s = {:.2f} of the peak ({}^3 through matmul)\n",
                products, products / f32_peak.gflops, f.peak_size);
   }
-  fmt::print("  MFU             {:.3f} (of the {} peak)\n", mfu, precision_name(precision));
+  fmt::print("  MFU             {:.3f} (of the {} peak)\n", mfu, on_pairs ? "bf16" : "f32");
   if (!slow_note.empty()) fmt::print("  note            {}\n", slow_note);
   fmt::print("  peak RSS        {:.1f} MB\n", rss);
   fmt::print("  KV cache        {} bytes at context {}, batch 1 (2 x layers x kv_heads x T x d_head "
@@ -372,7 +381,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--peak-size", flags->peak_size, "side of the square f32 product whose rate is measured through matmul (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
   cmd->add_option("--precision", flags->precision,
                   "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation; all "
-                  "else f32, as torch.autocast); MFU is against that precision's peak")
+                  "else f32, as torch.autocast); MFU is against the peak of the units that run the "
+                  "products: the bf16 dot products, or the f32 FMAs where those are faster "
+                  "(TINYGPT_BF16_PRODUCTS)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--profile", flags->profile, "also print the time per op (forward and backward) of the timed steps");

@@ -402,6 +402,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       [](std::FILE* file) { return file ? std::fclose(file) : 0; });
   train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
   progress.message(describe_run(run, resuming));
+  if (f.verbose && run.options().precision == "bf16") {
+    progress.message(fmt::format(
+        "bf16 products on {} ({})",
+        bf16_products() == Bf16Products::f32_fma
+            ? "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower"
+            : "the CPU's bf16 dot products",
+        bf16_products_name(bf16_products())));
+  }
   if (!run.state().init_from.empty() && !resuming) {
     progress.message(fmt::format("fine-tuning the weights of {}{}", run.state().init_from,
                                  run.state().init_from_step > 0
@@ -539,8 +547,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--precision", flags->options.precision,
                   "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation, as "
                   "torch.autocast; weights, gradients, optimiser state, layer norm, softmax and "
-                  "the loss stay f32; needs avx512_bf16). The checkpoint is f32 either way; a "
-                  "resumed run keeps its own unless --force")
+                  "the loss stay f32; needs avx512_bf16; the products run on the CPU's bf16 dot "
+                  "products, or widened to f32 on its FMAs where those are faster, "
+                  "TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma to choose). The checkpoint is f32 "
+                  "either way; a resumed run keeps its own unless --force")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--verbose", flags->verbose,

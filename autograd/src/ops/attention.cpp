@@ -63,14 +63,16 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
 // whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
 // model's f32 blocks, half on the small model's) -- in bf16 when the head's Q, K and V are (In,
-// Precision::bf16), every product's operands rounded as gemm() rounds them; otherwise gemm.
+// Precision::bf16) and its products run on the bf16 dot products (bf16_products()), every
+// product's operands rounded as gemm() rounds them; otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
                    int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
                    T* c, int64_t ldc) {
   if constexpr (std::is_same_v<In, bf16>) {
-    if (band != Band::none && detail::use_avx512_bf16()) {
+    if (band != Band::none && detail::use_avx512_bf16() &&
+        bf16_products() == Bf16Products::dot_pairs) {
       detail::attention_product_bf16(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc,
                                      band, n - rows);
       return;

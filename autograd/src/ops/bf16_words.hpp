@@ -24,6 +24,12 @@ inline TINYGPT_BF16_WORDS __m512i widened_bf16(const bf16* x, __mmask16 mask) {
   return _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mask, x));
 }
 
+// The same 16 values as f32 (a bf16 is the upper half of an f32): exact.
+template <class Src>
+inline TINYGPT_BF16_WORDS __m512i f32_words(const Src* x, __mmask16 mask) {
+  return _mm512_slli_epi32(widened_bf16(x, mask), 16);
+}
+
 // 16 words: x(j) in the low half and y(j) in the high half for the 16 columns j where `mask` is
 // set (two rows of B, or of the scores), zeros elsewhere; y may be null (zeros).
 template <class Src>

@@ -47,13 +47,23 @@ const bf16* packed_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld,
   return scratch.data();
 }
 
-// A bf16 product with no terms to sum (k = 0): C = bias + beta C, as sgemm makes beta C.
-void no_terms(int64_t m, int64_t n, float beta, float* c, int64_t ldc, const float* bias) {
-  for (int64_t i = 0; i < m; ++i) {
-    for (int64_t j = 0; j < n; ++j) {
-      const float kept = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
-      c[i * ldc + j] = bias != nullptr ? bias[j] + kept : kept;
-    }
+// f32_fma's operand: a bf16 operand of stored shape (rows, cols) widened to f32 into `scratch`
+// (this thread's, as packed_bf16's).
+const float* widened(const bf16* x, int64_t rows, int64_t cols, int64_t ld,
+                     std::vector<float>& scratch) {
+  if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
+  widen_bf16(x, rows, cols, ld, scratch.data());
+  return scratch.data();
+}
+
+void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
+  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
+                                          b, ldb, beta, c, ldc);
+  if (status != dnnl_success) {
+    throw Error(fmt::format("gemm: oneDNN sgemm refused m={} n={} k={} lda={} ldb={} ldc={} "
+                            "(status {})",
+                            m, n, k, lda, ldb, ldc, static_cast<int>(status)));
   }
 }
 
@@ -71,28 +81,40 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
          c, ldc);
     return;
   }
-  const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
-                                          b, ldb, beta, c, ldc);
-  if (status != dnnl_success) {
-    throw Error(fmt::format("gemm: oneDNN sgemm refused m={} n={} k={} lda={} ldb={} ldc={} "
-                            "(status {})",
-                            m, n, k, lda, ldb, ldc, static_cast<int>(status)));
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+void gemm_widened(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
+                  int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const float* bias) {
+  if (m == 0 || n == 0) return;
+  OneThread one_thread;
+  if (bias != nullptr) {  // oneDNN's matmul adds it to the product: here C starts from it
+    bias_plus_beta_c(m, n, beta, c, ldc, bias);
+    beta = 1.0f;
   }
+  sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const float* bias) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return no_terms(m, n, beta, c, ldc, bias);
+  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, bias);
   OneThread one_thread;
+  if (bf16_products() == Bf16Products::f32_fma) {
+    thread_local std::vector<float> a32, b32;
+    const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+    return gemm_widened(ta, tb, m, n, k, alpha, widened(a, ta ? k : m, a_cols, lda, a32), a_cols,
+                        widened(b, tb ? n : k, b_cols, ldb, b32), b_cols, beta, c, ldc, bias);
+  }
   gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
           const PackedB& b, float beta, float* c, int64_t ldc, const float* bias) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return no_terms(m, n, beta, c, ldc, bias);
+  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, bias);
   OneThread one_thread;
   gemm_bf16(ta, m, n, k, alpha, a, lda, b, beta, c, ldc, bias);
 }

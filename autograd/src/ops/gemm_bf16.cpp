@@ -20,11 +20,25 @@ namespace {
 
 using dnnl::memory;
 
+// rows x cols of bf16, or of f32 rounded to bf16 (leading dimension ld) -> packed (rows, cols)
+// f32 holding those bf16 values exactly.
+template <class Src>
+TINYGPT_BF16_WORDS void as_f32(const Src* src, int64_t rows, int64_t cols, int64_t ld,
+                               float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t j = 0; j < cols; j += 16) {
+      const int64_t valid = std::min<int64_t>(cols - j, 16);
+      const __mmask16 mask = static_cast<__mmask16>((1u << valid) - 1u);
+      _mm512_mask_storeu_epi32(dst + r * cols + j, mask, f32_words(src + r * ld + j, mask));
+    }
+  }
+}
+
 }  // namespace
 
 // Rounded to nearest even by the instruction itself (NaN stays NaN).
-__attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(
-    const float* src, int64_t rows, int64_t cols, int64_t ld, bf16* dst) {
+TINYGPT_BF16_WORDS void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld,
+                                bf16* dst) {
   for (int64_t r = 0; r < rows; ++r) {
     const float* in = src + r * ld;
     uint16_t* out = dst + r * cols;
@@ -37,6 +51,22 @@ __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16"))) void to_bf16(
       const __mmask16 mask = static_cast<__mmask16>((1u << (cols - j)) - 1);
       const __m256bh v = _mm512_cvtneps_pbh(_mm512_maskz_loadu_ps(mask, in + j));
       _mm256_mask_storeu_epi16(out + j, mask, reinterpret_cast<const __m256i&>(v));
+    }
+  }
+}
+
+void widen_bf16(const bf16* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+  as_f32(src, rows, cols, ld, dst);
+}
+void widen_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst) {
+  as_f32(src, rows, cols, ld, dst);
+}
+
+void bias_plus_beta_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc, const float* bias) {
+  for (int64_t i = 0; i < m; ++i) {
+    for (int64_t j = 0; j < n; ++j) {
+      const float kept = beta == 0.0f ? 0.0f : beta * c[i * ldc + j];
+      c[i * ldc + j] = bias != nullptr ? bias[j] + kept : kept;
     }
   }
 }

@@ -1,7 +1,8 @@
 #pragma once
 // bf16 products for the door (blas.hpp): operands rounded to bfloat16 (nearest even), products
-// accumulated in f32 on oneDNN's matmul, one primitive per shape kept by each thread. Only used
-// where the CPU has avx512_bf16 (set_matmul_precision checks).
+// accumulated in f32 -- on oneDNN's bf16 matmul, one primitive per shape kept by each thread, or
+// widened back to f32 for the f32 kernels (bf16_products() in precision.hpp says which). Only
+// used where the CPU has avx512_bf16 (set_matmul_precision checks).
 #include <cstdint>
 #include <cstring>
 
@@ -11,6 +12,16 @@ using bf16 = uint16_t;  // the upper half of an f32
 
 // rows x cols of f32 (leading dimension ld) -> packed (rows, cols) bf16.
 void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, bf16* dst);
+
+// rows x cols of bf16, or of f32 rounded to bf16 here (leading dimension ld) -> packed (rows,
+// cols) f32 holding those bf16 values exactly: the operands of Bf16Products::f32_fma
+// (precision.hpp).
+void widen_bf16(const bf16* src, int64_t rows, int64_t cols, int64_t ld, float* dst);
+void widen_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst);
+
+// C = bias + beta C, rows x cols (bias: n values added to every row, or none): what a product
+// with no terms leaves, and where the f32 kernels' beta C starts when there is a bias.
+void bias_plus_beta_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc, const float* bias);
 
 // Exact: a bf16 is the upper half of an f32.
 inline float from_bf16(bf16 v) {
@@ -29,7 +40,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 // B (k, n) laid out once as oneDNN's matmul reads it (its blocked layout on AVX-512: blocks of 64
 // columns of pairs of rows), for the row panels of one product to share: each panel's product
 // would otherwise copy all of B into that layout itself. `data` holds packed_b_bytes(k, n) bytes
-// written by pack_b.
+// written by pack_b. Bf16Products::dot_pairs only.
 struct PackedB {
   const void* data = nullptr;
 };

@@ -93,6 +93,13 @@ struct Operand {
   const bf16* rounded = nullptr;
 };
 
+// Under Bf16Products::f32_fma: `count` values of an operand as f32 holding their bf16 rounding,
+// from the rounding the caller holds or rounded here.
+Tensor widened(const Operand<float>& x, int64_t count, int64_t ld) {
+  return x.rounded != nullptr ? widened_rows(x.rounded, count, ld)
+                              : widened_rows(x.values, count, ld);
+}
+
 template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T> b, T* c,
                   const T* bias = nullptr) {
@@ -110,19 +117,25 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
   // Each operand is rounded once, by the whole team, unless the caller holds its rounding (the
   // panels would otherwise each round the operand they share). Row panels share all of B: it is
   // laid out once as oneDNN's matmul reads it (pack_b), rather than copied so by every panel.
+  // Where the products run on the f32 FMAs (Bf16Products::f32_fma), both operands are widened
+  // back to f32 once instead, for every panel to read as they are.
   Rounded a_rounded, b_rounded;
-  Tensor packed_storage;
+  Tensor packed_storage, a_wide, b_wide;
   PackedB packed;
   const bf16* a16 = a.rounded;
   const bf16* b16 = b.rounded;
+  const bool widen = bf16_operands && bf16_products() == Bf16Products::f32_fma;
   if constexpr (std::is_same_v<T, float>) {
-    if (bf16_operands && a16 == nullptr) {
+    if (widen) {
+      a_wide = widened(a, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda);
+      b_wide = widened(b, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb);
+    } else if (bf16_operands && a16 == nullptr) {
       a_rounded = round_rows(a.values, (p.a_stride > 0 ? p.batch : 1) * p.m * p.k, lda);
       a16 = a_rounded.data;
     }
     // Every panel has one of two row counts (the extent split as evenly as it goes).
     const int64_t fewer = extent / panels, more = (extent + panels - 1) / panels;
-    const bool pack = bf16_operands && b.values != nullptr && split_rows && panels > 1 &&
+    const bool pack = bf16_operands && !widen && b.values != nullptr && split_rows && panels > 1 &&
                       p.batch == 1 && p.k > 0 &&
                       packs_b(ta, fewer, p.n, p.k, lda, ldc, bias != nullptr) &&
                       packs_b(ta, more, p.n, p.k, lda, ldc, bias != nullptr);
@@ -130,7 +143,7 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
       packed_storage = Tensor::empty({(packed_b_bytes(p.k, p.n) + 3) / 4}, DType::f32);
       pack_b(tb, p.k, p.n, b.values, ldb, packed_storage.data<float>());
       packed.data = packed_storage.data<float>();
-    } else if (bf16_operands && b16 == nullptr) {
+    } else if (bf16_operands && !widen && b16 == nullptr) {
       b_rounded = round_rows(b.values, (p.b_stride > 0 ? p.batch : 1) * p.k * p.n, ldb);
       b16 = b_rounded.data;
     }
@@ -148,6 +161,11 @@ void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T
       const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
       const T* bias_cols = bias != nullptr ? bias + (split_rows ? 0 : lo) : nullptr;
       if constexpr (std::is_same_v<T, float>) {
+        if (widen) {
+          gemm_widened(ta, tb, rows, cols, p.k, 1.0f, a_wide.data<float>() + a_offset, lda,
+                       b_wide.data<float>() + b_offset, ldb, 0.0f, ci, ldc, bias_cols);
+          continue;
+        }
         if (packed.data != nullptr) {
           gemm(ta, rows, cols, p.k, 1.0f, a16 + a_offset, lda, packed, 0.0f, ci, ldc, bias_cols);
           continue;

@@ -21,6 +21,28 @@ Rounded round_rows(const float* x, int64_t count, int64_t ld) {
   return r;
 }
 
+namespace {
+
+template <class Src>
+Tensor widened_rows_of(const Src* x, int64_t count, int64_t ld) {
+  Tensor out = Tensor::empty({count}, DType::f32);
+  float* to = out.data<float>();
+  const int64_t rows = count / ld;
+#pragma omp parallel for schedule(static) if (count > kParallelGrain)
+  for (int64_t row = 0; row < rows; ++row) widen_bf16(x + row * ld, 1, ld, ld, to + row * ld);
+  return out;
+}
+
+}  // namespace
+
+Tensor widened_rows(const bf16* x, int64_t count, int64_t ld) {
+  return widened_rows_of(x, count, ld);
+}
+
+Tensor widened_rows(const float* x, int64_t count, int64_t ld) {
+  return widened_rows_of(x, count, ld);
+}
+
 Rounded rounded(const Tensor& x) {
   return round_rows(x.data<float>(), x.numel(), x.shape()[x.ndim() - 1]);
 }

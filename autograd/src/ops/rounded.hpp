@@ -19,6 +19,11 @@ struct Rounded {
 // `count` f32 values, rows of `ld`, rounded row by row on the OpenMP team.
 Rounded round_rows(const float* x, int64_t count, int64_t ld);
 
+// Under Bf16Products::f32_fma: `count` values -- bf16, or f32 rounded to bf16 here -- as f32
+// holding the bf16 values exactly (widen_bf16), rows of `ld`, on the OpenMP team.
+Tensor widened_rows(const bf16* x, int64_t count, int64_t ld);
+Tensor widened_rows(const float* x, int64_t count, int64_t ld);
+
 // An f32 tensor's values, packed with its last axis as rows.
 Rounded rounded(const Tensor& x);
 

@@ -16,12 +16,29 @@ std::optional<Precision> precision_from_name(const std::string& name);  // nullo
 Precision parse_precision(const std::string& name);  // throws ValueError naming the choices
 
 // Why bf16 products cannot run natively here ("" when they can): oneDNN must dispatch to kernels
-// with the avx512_bf16 (or AMX) instructions.
+// with the avx512_bf16 (or AMX) instructions, and TINYGPT_BF16_PRODUCTS (below) name a kernel.
 std::string bf16_unsupported_reason();
 
 // Throws ValueError with bf16_unsupported_reason() when asked for bf16 where it cannot run.
 void set_matmul_precision(Precision precision);
 Precision matmul_precision();
+
+// Where Precision::bf16's products run. Both keep its contract -- operands rounded to bf16, sums
+// in f32 -- but not its bits (the sums run in a different order):
+//   dot_pairs  the CPU's bf16 dot products (vdpbf16ps: two bf16 products per f32 lane) on
+//              oneDNN's bf16 kernels and the fused attention's bf16 tiles;
+//   f32_fma    the rounded operands widened back to f32, which is exact, on the f32 kernels: a
+//              product of two bf16 values is exact in f32, so only the order of the sums differs.
+// The default is the faster on this CPU, told by its vendor (a timing could differ between runs
+// and so break bit-identical resumes): dot_pairs runs at twice the f32 rate on AMD's Zen 4 but at
+// half of it on an Intel Xeon without AMX (measured: 164-169 vs 330-345 GFLOP/s on 2 cores), so
+// f32_fma on Intel unless oneDNN can use AMX. TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma overrides
+// it; set_bf16_products (tests, comparisons) too.
+enum class Bf16Products { dot_pairs, f32_fma };
+const char* bf16_products_name(Bf16Products products);  // "dot_pairs", "f32_fma"
+// Throws ValueError naming the choices when TINYGPT_BF16_PRODUCTS holds neither.
+Bf16Products bf16_products();
+void set_bf16_products(Bf16Products products);
 
 // Sets a precision for a scope and puts the previous one back.
 class PrecisionGuard {
@@ -33,6 +50,18 @@ class PrecisionGuard {
 
  private:
   Precision saved_;
+};
+
+// The same for bf16_products().
+class Bf16ProductsGuard {
+ public:
+  explicit Bf16ProductsGuard(Bf16Products products);
+  ~Bf16ProductsGuard();
+  Bf16ProductsGuard(const Bf16ProductsGuard&) = delete;
+  Bf16ProductsGuard& operator=(const Bf16ProductsGuard&) = delete;
+
+ private:
+  Bf16Products saved_;
 };
 
 }  // namespace tinygpt
