@@ -5,6 +5,7 @@
 // -- on the CPU's bf16 dot products and on the f32 FMAs alike (Bf16Products).
 #include <cmath>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -309,6 +310,43 @@ TEST_CASE("bf16 products on the f32 FMAs are the f32 products of the operands ro
           CHECK(differ == 0);
         }
       }
+    }
+  }
+}
+
+TEST_CASE("bf16 products with a zero-size axis give empty results and zero gradients",
+          "[ops][bf16]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
+  const PrecisionGuard precision(Precision::bf16);
+  Generator gen(4);
+  const auto all_zero = [](const Tensor& t) {
+    for (double v : t.to_vector()) {
+      if (v != 0.0) return false;
+    }
+    return true;
+  };
+  // (rows, K, N): no rows, no input features (every output is the bias), no output features.
+  for (const auto& [rows, k, n] : {std::tuple<int64_t, int64_t, int64_t>{0, 4, 5}, {3, 0, 5},
+                                   {3, 4, 0}}) {
+    for (const bool gelu : {false, true}) {
+      INFO("rows " << rows << " K " << k << " N " << n << (gelu ? " gelu_linear" : " linear"));
+      Tensor x = Tensor::randn({rows, k}, gen).set_requires_grad();
+      Tensor w = Tensor::randn({k, n}, gen).set_requires_grad();
+      Tensor b = Tensor::randn({n}, gen).set_requires_grad();
+      const Tensor y = gelu ? gelu_linear(x, w, b) : linear(x, w, b);
+      REQUIRE(y.shape() == Shape{rows, n});
+      if (k == 0) CHECK(all_zero(sub(y, broadcast_to(b.detach(), {rows, n}))));
+      sum(y).backward();
+      REQUIRE(x.grad().shape() == x.shape());
+      REQUIRE(w.grad().shape() == w.shape());
+      REQUIRE(b.grad().shape() == b.shape());
+      if (rows == 0) CHECK((all_zero(w.grad()) && all_zero(b.grad())));
+      if (n == 0) CHECK(all_zero(x.grad()));
+      if (k == 0) CHECK(b.grad().to_vector() == std::vector<double>(n, static_cast<double>(rows)));
+      const Tensor m = matmul(x.detach(), w.detach());
+      REQUIRE(m.shape() == Shape{rows, n});
+      if (k == 0) CHECK(all_zero(m));
     }
   }
 }

@@ -221,3 +221,20 @@ TEST_CASE("ops on tensors with a zero-size axis give empty results and gradients
   REQUIRE(x.grad().shape() == Shape{0, 3});
   REQUIRE(w.grad().to_vector() == Values(6, 0.0));
 }
+
+TEST_CASE("linear and gelu_linear with no input features give the bias, and gradients of their "
+          "shapes",
+          "[ops]") {
+  for (const bool gelu : {false, true}) {
+    const Tensor x = Tensor::zeros({2, 3, 0}, DType::f64).set_requires_grad();
+    const Tensor w = Tensor::zeros({0, 4}, DType::f64).set_requires_grad();
+    const Tensor b = f64({1, 2, 3, 4}, {4}).set_requires_grad();
+    const Tensor y = gelu ? gelu_linear(x, w, b) : linear(x, w, b);
+    REQUIRE(y.shape() == Shape{2, 3, 4});
+    REQUIRE(sum(y, {0, 1}).to_vector() == Values{6, 12, 18, 24});
+    sum(y).backward();
+    REQUIRE(x.grad().shape() == x.shape());
+    REQUIRE(w.grad().shape() == w.shape());
+    REQUIRE(b.grad().to_vector() == Values{6, 6, 6, 6});
+  }
+}

@@ -200,8 +200,13 @@ MatmulPlan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias
   return plan_matmul(x, weight, false, false);
 }
 
-// (..., R, C) -> (prod(...) * R, C)
-Tensor fold_rows(const Tensor& x) { return reshape(x, {-1, x.shape()[x.ndim() - 1]}); }
+// (..., R, C) -> (prod(...) * R, C); the row count spelled out, as -1 cannot be inferred when C
+// is 0.
+Tensor fold_rows(const Tensor& x) {
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < x.ndim(); ++i) rows *= x.shape()[i];
+  return reshape(x, {rows, x.shape()[x.ndim() - 1]});
+}
 
 // Column sums of g (rows, n) -> (n), accumulated in double. Threads take column strips and every
 // column is summed over the rows in order, so the result does not depend on the thread count.
