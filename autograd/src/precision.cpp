@@ -92,6 +92,12 @@ const char* bf16_products_name(Bf16Products products) {
   return products == Bf16Products::f32_fma ? "f32_fma" : "dot_pairs";
 }
 
+const char* bf16_products_description(Bf16Products products) {
+  return products == Bf16Products::f32_fma
+             ? "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower"
+             : "the CPU's bf16 dot products";
+}
+
 Bf16Products bf16_products() {
   int value = g_bf16_products.load(std::memory_order_relaxed);
   if (value < 0) {

@@ -305,10 +305,11 @@ void run_bench(const BenchFlags& f) {
              "single-threaded inside it)\n",
              num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"));
   const std::string kind =
-      precision == Precision::f32 ? "f32"
-      : on_pairs ? "bf16 inputs, f32 accumulation on the bf16 dot products (dot_pairs)"
-                 : "bf16 inputs widened to f32 on the f32 FMAs (f32_fma: faster than this CPU's "
-                   "bf16 dot products)";
+      precision == Precision::f32
+          ? "f32"
+          : fmt::format("bf16 inputs, f32 accumulation on {} ({})",
+                        bf16_products_description(bf16_products()),
+                        bf16_products_name(bf16_products()));
   fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
   fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
   fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,

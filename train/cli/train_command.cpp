@@ -404,10 +404,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   progress.message(describe_run(run, resuming));
   if (f.verbose && run.options().precision == "bf16") {
     progress.message(fmt::format(
-        "bf16 products on {} ({})",
-        bf16_products() == Bf16Products::f32_fma
-            ? "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower"
-            : "the CPU's bf16 dot products",
+        "bf16 products on {} ({})", bf16_products_description(bf16_products()),
         bf16_products_name(bf16_products())));
   }
   if (!run.state().init_from.empty() && !resuming) {

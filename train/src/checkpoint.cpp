@@ -343,7 +343,8 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
                                   config_path, kEncoderDecoderModelType));
   }
   LoadedModel out{seq2seq ? nn::GPTConfig{} : config_from_json(config_text, config_path),
-                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr, ""};
+                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr, "",
+                  nn::EncoderDecoderConfig{}, nullptr};
   if (seq2seq) {
     read_encoder_decoder(files, config_text, out);
     if (out.tokenizer.vocab_size() != out.seq2seq_config.vocab_size) {

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <type_traits>
+#include <vector>
 
 #include "attention_products.hpp"
 #include "avx512_clones.hpp"
@@ -62,19 +63,30 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
 // whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
-// model's f32 blocks, half on the small model's) -- in bf16 when the head's Q, K and V are (In,
-// Precision::bf16) and its products run on the bf16 dot products (bf16_products()), every
-// product's operands rounded as gemm() rounds them; otherwise gemm.
+// model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
+// Precision::bf16) every product's operands are rounded as gemm() rounds them, and the tiles
+// are bf16 ones where the products run on the bf16 dot products (bf16_products()), or the f32
+// ones on the operands widened back. Otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
                    int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
                    T* c, int64_t ldc) {
   if constexpr (std::is_same_v<In, bf16>) {
-    if (band != Band::none && detail::use_avx512_bf16() &&
-        bf16_products() == Bf16Products::dot_pairs) {
+    if (band != Band::none && bf16_products() == Bf16Products::dot_pairs &&
+        detail::use_avx512_bf16()) {
       detail::attention_product_bf16(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc,
                                      band, n - rows);
+      return;
+    }
+    if (band != Band::none && bf16_products() == Bf16Products::f32_fma && detail::use_avx512()) {
+      // Stored shapes: A (m, k) or (k, m), B (k, cols) or (cols, k).
+      thread_local std::vector<float> a32, b32;
+      const int64_t a_cols = ta ? m : k, b_cols = tb ? k : cols;
+      detail::attention_product(ta, tb, m, cols, k, alpha,
+                                detail::converted(a, ta ? k : m, a_cols, lda, a32), a_cols,
+                                detail::converted(b, tb ? cols : k, b_cols, ldb, b32), b_cols,
+                                beta, c, ldc, band, n - rows);
       return;
     }
   } else if constexpr (std::is_same_v<T, float>) {

@@ -13,7 +13,9 @@ namespace tinygpt::detail {
 // GCC 12's widening intrinsics read an "undefined" vector they never use.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // 16 values of a row as bf16 (f32 rounded to nearest even), zero-extended to 32 bits; zeros where
 // `mask` is clear.
 inline TINYGPT_BF16_WORDS __m512i widened_bf16(const float* x, __mmask16 mask) {

@@ -37,25 +37,6 @@ class OneThread {
   int saved_;
 };
 
-// An f32 operand of stored shape (rows, cols), leading dimension ld, rounded into `scratch` (this
-// thread's, which grows to the largest operand and then stays) packed: its leading dimension is
-// then cols.
-const bf16* packed_bf16(const float* x, int64_t rows, int64_t cols, int64_t ld,
-                        std::vector<bf16>& scratch) {
-  if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
-  to_bf16(x, rows, cols, ld, scratch.data());
-  return scratch.data();
-}
-
-// f32_fma's operand: a bf16 operand of stored shape (rows, cols) widened to f32 into `scratch`
-// (this thread's, as packed_bf16's).
-const float* widened(const bf16* x, int64_t rows, int64_t cols, int64_t ld,
-                     std::vector<float>& scratch) {
-  if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
-  widen_bf16(x, rows, cols, ld, scratch.data());
-  return scratch.data();
-}
-
 void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
            int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   const dnnl_status_t status = dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
@@ -67,6 +48,18 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   }
 }
 
+// Under Bf16Products::f32_fma: A and B (bf16, or f32 rounded to bf16 here) widened to f32 in
+// this thread's scratch, in one pass each, and multiplied on sgemm.
+template <class A, class B>
+void gemm_on_f32_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
+                     int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                     const float* bias) {
+  thread_local std::vector<float> a32, b32;
+  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+  gemm_widened(ta, tb, m, n, k, alpha, converted(a, ta ? k : m, a_cols, lda, a32), a_cols,
+               converted(b, tb ? n : k, b_cols, ldb, b32), b_cols, beta, c, ldc, bias);
+}
+
 }  // namespace
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
@@ -74,10 +67,14 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (m == 0 || n == 0) return;
   OneThread one_thread;
   if (matmul_precision() == Precision::bf16) {
+    if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, nullptr);
+    if (bf16_products() == Bf16Products::f32_fma) {
+      return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+    }
     // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k).
     thread_local std::vector<bf16> b16;
     const int64_t b_cols = tb ? k : n;
-    gemm(ta, tb, m, n, k, alpha, a, lda, packed_bf16(b, tb ? n : k, b_cols, ldb, b16), b_cols, beta,
+    gemm(ta, tb, m, n, k, alpha, a, lda, converted(b, tb ? n : k, b_cols, ldb, b16), b_cols, beta,
          c, ldc);
     return;
   }
@@ -103,10 +100,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
   if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, bias);
   OneThread one_thread;
   if (bf16_products() == Bf16Products::f32_fma) {
-    thread_local std::vector<float> a32, b32;
-    const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-    return gemm_widened(ta, tb, m, n, k, alpha, widened(a, ta ? k : m, a_cols, lda, a32), a_cols,
-                        widened(b, tb ? n : k, b_cols, ldb, b32), b_cols, beta, c, ldc, bias);
+    return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
   }
   gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
@@ -122,9 +116,13 @@ void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
+  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, nullptr);
+  if (bf16_products() == Bf16Products::f32_fma) {
+    return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
+  }
   thread_local std::vector<bf16> a16;
   const int64_t a_cols = ta ? m : k;
-  gemm(ta, tb, m, n, k, alpha, packed_bf16(a, ta ? k : m, a_cols, lda, a16), a_cols, b, ldb, beta,
+  gemm(ta, tb, m, n, k, alpha, converted(a, ta ? k : m, a_cols, lda, a16), a_cols, b, ldb, beta,
        c, ldc);
 }
 

@@ -5,6 +5,8 @@
 // used where the CPU has avx512_bf16 (set_matmul_precision checks).
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
+#include <vector>
 
 namespace tinygpt::detail {
 
@@ -18,6 +20,26 @@ void to_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, bf16* dst
 // (precision.hpp).
 void widen_bf16(const bf16* src, int64_t rows, int64_t cols, int64_t ld, float* dst);
 void widen_bf16(const float* src, int64_t rows, int64_t cols, int64_t ld, float* dst);
+
+// to_bf16 or widen_bf16, told by the destination's type.
+template <class From, class To>
+void convert_bf16(const From* src, int64_t rows, int64_t cols, int64_t ld, To* dst) {
+  if constexpr (std::is_same_v<To, bf16>) {
+    to_bf16(src, rows, cols, ld, dst);
+  } else {
+    widen_bf16(src, rows, cols, ld, dst);
+  }
+}
+
+// The same into `scratch`, a calling thread's own buffer (it grows to the largest operand and
+// then stays): the operand packed, its leading dimension then cols.
+template <class From, class To>
+const To* converted(const From* src, int64_t rows, int64_t cols, int64_t ld,
+                    std::vector<To>& scratch) {
+  if (scratch.size() < static_cast<size_t>(rows * cols)) scratch.resize(rows * cols);
+  convert_bf16(src, rows, cols, ld, scratch.data());
+  return scratch.data();
+}
 
 // C = bias + beta C, rows x cols (bias: n values added to every row, or none): what a product
 // with no terms leaves, and where the f32 kernels' beta C starts when there is a bias.

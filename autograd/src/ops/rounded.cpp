@@ -12,28 +12,31 @@ Rounded Rounded::room(int64_t count, bf16*& out) {
   return r;
 }
 
-Rounded round_rows(const float* x, int64_t count, int64_t ld) {
-  bf16* out = nullptr;
-  Rounded r = Rounded::room(count, out);
-  const int64_t rows = count / ld;
-#pragma omp parallel for schedule(static) if (count > kParallelGrain)
-  for (int64_t row = 0; row < rows; ++row) to_bf16(x + row * ld, 1, ld, ld, out + row * ld);
-  return r;
-}
-
 namespace {
 
-template <class Src>
-Tensor widened_rows_of(const Src* x, int64_t count, int64_t ld) {
-  Tensor out = Tensor::empty({count}, DType::f32);
-  float* to = out.data<float>();
+// `count` values, rows of `ld`, rounded or widened (convert_bf16) row by row on the OpenMP team.
+template <class From, class To>
+void convert_rows(const From* x, int64_t count, int64_t ld, To* out) {
   const int64_t rows = count / ld;
 #pragma omp parallel for schedule(static) if (count > kParallelGrain)
-  for (int64_t row = 0; row < rows; ++row) widen_bf16(x + row * ld, 1, ld, ld, to + row * ld);
+  for (int64_t row = 0; row < rows; ++row) convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
+}
+
+template <class From>
+Tensor widened_rows_of(const From* x, int64_t count, int64_t ld) {
+  Tensor out = Tensor::empty({count}, DType::f32);
+  convert_rows(x, count, ld, out.data<float>());
   return out;
 }
 
 }  // namespace
+
+Rounded round_rows(const float* x, int64_t count, int64_t ld) {
+  bf16* out = nullptr;
+  Rounded r = Rounded::room(count, out);
+  convert_rows(x, count, ld, out);
+  return r;
+}
 
 Tensor widened_rows(const bf16* x, int64_t count, int64_t ld) {
   return widened_rows_of(x, count, ld);

@@ -8,7 +8,9 @@ namespace tinygpt::detail {
 // (-Wmaybe-uninitialized in the sanitizer build) says so.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 // In registers: pairs of rows interleaved, then 2 x 2 and 4 x 4 blocks of 128-bit lanes exchanged.
 __attribute__((target("avx512f"))) void transpose_16x16(const float* b, int64_t ldb, float* out,
                                                         int64_t ldo) {

@@ -36,6 +36,8 @@ Precision matmul_precision();
 // it; set_bf16_products (tests, comparisons) too.
 enum class Bf16Products { dot_pairs, f32_fma };
 const char* bf16_products_name(Bf16Products products);  // "dot_pairs", "f32_fma"
+// Where they run, for people: "the CPU's bf16 dot products", "the f32 FMAs, ...".
+const char* bf16_products_description(Bf16Products products);
 // Throws ValueError naming the choices when TINYGPT_BF16_PRODUCTS holds neither.
 Bf16Products bf16_products();
 void set_bf16_products(Bf16Products products);
