@@ -1,6 +1,7 @@
 // Training a GPT from C++ in a few lines: the built-in toy corpus, a 2-layer model, AdamW.
 #include <fmt/format.h>
 
+#include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
@@ -9,6 +10,7 @@
 using namespace tinygpt;
 
 int main() {
+  set_flush_denormals(true);  // as the CLI does: sharp attention makes subnormals, slow on Intel
   const std::string text = data::generate_toy_corpus(/*seed=*/0, /*num_chars=*/200'000);
   const data::CharTokenizer tokenizer = data::CharTokenizer::fit(text);
   const data::TextDataset dataset(tokenizer.encode(text), /*block_size=*/64);

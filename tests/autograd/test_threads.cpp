@@ -1,11 +1,96 @@
-// The process-wide threading settings of threads.hpp, and the ones CTest runs every case under.
+// The process-wide threading settings of threads.hpp: flushing subnormal floats on the calling
+// thread and on every OpenMP thread, and off again.
+#include <omp.h>
+
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <limits>
 #include <string>
+#include <vector>
 
+#include "threads_scope.hpp"
 #include "tinygpt/autograd/threads.hpp"
 
 using namespace tinygpt;
+using tinygpt::testing::ThreadsScope;
+
+namespace {
+
+// Which of the two modes a thread runs: DAZ reads a subnormal input as zero, FTZ writes a result
+// below the normal range as zero.
+struct Modes {
+  bool daz = false;
+  bool ftz = false;
+};
+
+Modes modes_here() {
+  // volatile: computed at run time, under this thread's modes, not folded by the compiler.
+  volatile float subnormal = std::numeric_limits<float>::denorm_min() * 4.0f;
+  volatile float smallest_normal = std::numeric_limits<float>::min();
+  volatile float half = 0.5f;
+  Modes m;
+  m.daz = subnormal + smallest_normal == smallest_normal;
+  m.ftz = smallest_normal * half == 0.0f;
+  return m;
+}
+
+// The modes of the calling thread (first) and of each thread of a team of num_threads().
+std::vector<Modes> modes_of_team() {
+  std::vector<Modes> out(1 + num_threads());
+  out[0] = modes_here();
+#pragma omp parallel num_threads(num_threads())
+  out[1 + omp_get_thread_num()] = modes_here();
+  return out;
+}
+
+class FlushDenormalsScope {
+ public:
+  explicit FlushDenormalsScope(bool on) : previous_(flush_denormals()) { set_flush_denormals(on); }
+  ~FlushDenormalsScope() { set_flush_denormals(previous_); }
+  FlushDenormalsScope(const FlushDenormalsScope&) = delete;
+  FlushDenormalsScope& operator=(const FlushDenormalsScope&) = delete;
+
+ private:
+  bool previous_;
+};
+
+}  // namespace
+
+TEST_CASE("set_flush_denormals sets FTZ and DAZ on every thread of the team, and clears them",
+          "[threads]") {
+#if !defined(__SSE__)
+  WARN("no x86 FTZ/DAZ modes on this CPU: nothing to check");
+  return;
+#endif
+  ThreadsScope two(2);
+  {
+    FlushDenormalsScope off(false);
+    CHECK_FALSE(flush_denormals());
+    for (const Modes& m : modes_of_team()) {
+      CHECK_FALSE(m.daz);
+      CHECK_FALSE(m.ftz);
+    }
+  }
+  {
+    FlushDenormalsScope on(true);
+    CHECK(flush_denormals());
+    for (const Modes& m : modes_of_team()) {
+      CHECK(m.daz);
+      CHECK(m.ftz);
+    }
+    // A team set up afterwards, larger than the one that was there, runs them too.
+    ThreadsScope one(1);
+    ThreadsScope three(3);
+    for (const Modes& m : modes_of_team()) {
+      CHECK(m.daz);
+      CHECK(m.ftz);
+    }
+  }
+  for (const Modes& m : modes_of_team()) {
+    CHECK_FALSE(m.daz);
+    CHECK_FALSE(m.ftz);
+  }
+}
 
 TEST_CASE("CTest runs every test case on one OpenMP and one OpenBLAS thread", "[threads]") {
   // tests/CMakeLists.txt sets these three on every case, TINYGPT_CTEST first: two cases at once

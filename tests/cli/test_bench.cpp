@@ -87,6 +87,22 @@ TEST_CASE("tinygpt limits OpenMP's idle spinning unless the environment chooses"
   CHECK(j["omp_wait_policy"] == "active");
 }
 
+TEST_CASE("tinygpt runs with subnormal floats flushed to zero, and bench says so", "[cli]") {
+  const Run json = run_tinygpt(std::string(kTiny) + " --json");
+  INFO(json.out);
+  REQUIRE(json.status == 0);
+  CHECK(nlohmann::json::parse(json.out)["flush_denormals"] == true);
+  const Run seq2seq = run_tinygpt(
+      "bench --arch encoder-decoder --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 "
+      "--steps 1 --warmup 0 --json");
+  INFO(seq2seq.out);
+  REQUIRE(seq2seq.status == 0);
+  CHECK(nlohmann::json::parse(seq2seq.out)["flush_denormals"] == true);
+  const Run table = run_tinygpt(kTiny);
+  REQUIRE(table.status == 0);
+  CHECK(table.out.find("subnormals flushed to zero") != std::string::npos);
+}
+
 TEST_CASE("bench rejects a width that the heads do not divide") {
   const Run run = run_tinygpt("bench --d-model 10 --heads 4 --steps 1 --peak-size 0");
   CHECK(run.status != 0);

@@ -145,6 +145,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
                              {"steps", f.steps},
                              {"warmup", f.warmup},
                              {"threads", num_threads()},
+                             {"flush_denormals", flush_denormals()},
                              {"precision", f.precision},
                              {"final_loss", timed.last_loss},
                              {"config",
@@ -265,6 +266,7 @@ void run_bench(const BenchFlags& f) {
         {"threads", num_threads()},
         {"omp_wait_policy", env_or("OMP_WAIT_POLICY", "")},
         {"gomp_spincount", env_or("GOMP_SPINCOUNT", "")},
+        {"flush_denormals", flush_denormals()},
         {"params", n_params},
         {"flops_per_step", flops_per_step},
         {"final_loss", last_loss},
@@ -302,8 +304,9 @@ void run_bench(const BenchFlags& f) {
              nn::position_embedding_name(cfg.position_embedding), f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
   fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
-             "single-threaded inside it)\n",
-             num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"));
+             "single-threaded inside it){}\n",
+             num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
+             flush_denormals() ? "; subnormals flushed to zero" : "");
   const std::string kind =
       precision == Precision::f32
           ? "f32"

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/version.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/train/trainer.hpp"
@@ -88,6 +89,7 @@ int report_failure(const std::exception& e) {
 
 int main(int argc, char** argv) {
   settle_openmp_waiting(argv);
+  tinygpt::set_flush_denormals(true);  // see threads.hpp: sharp attention makes many subnormals
   const tinygpt::distributed::Session mpi(argc, argv);
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};

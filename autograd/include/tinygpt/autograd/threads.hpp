@@ -8,4 +8,15 @@ namespace tinygpt {
 void set_num_threads(int n);
 int num_threads();
 
+// Subnormal floats (below 2^-126 in f32) read as zero and results that would be subnormal
+// written as zero -- the x86 FTZ and DAZ modes -- on the calling thread and every OpenMP thread
+// (set_num_threads carries the setting to a larger team), or IEEE subnormals again. Intel cores
+// take a microcode assist for each subnormal operand or result: once the demo's attention heads
+// turned sharp, their tiny probabilities made its steps 1.6x slower (20 vs 12 ms). The `tinygpt`
+// CLI turns this on; the library leaves it off unless asked, as PyTorch's
+// set_flush_denormal and TensorFlow (which flushes by default) let a trainer choose. A no-op
+// where the CPU has no such modes (flush_denormals() then stays false).
+void set_flush_denormals(bool on);
+bool flush_denormals();
+
 }  // namespace tinygpt
