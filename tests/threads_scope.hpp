@@ -1,19 +1,24 @@
 #pragma once
-// Sets the OpenMP team size for one scope and restores it after (CTest runs every test with
-// OMP_NUM_THREADS=1, so tests that compare thread counts set them explicitly).
+// Sets a thread setting for one scope and restores it after: the OpenMP team size (CTest runs
+// every test with OMP_NUM_THREADS=1, so tests that compare thread counts set them explicitly) or
+// the flushing of subnormal floats.
 #include "tinygpt/autograd/threads.hpp"
 
 namespace tinygpt::testing {
 
-class ThreadsScope {
+template <class T, T (*Get)(), void (*Set)(T)>
+class SettingScope {
  public:
-  explicit ThreadsScope(int n) : previous_(num_threads()) { set_num_threads(n); }
-  ~ThreadsScope() { set_num_threads(previous_); }
-  ThreadsScope(const ThreadsScope&) = delete;
-  ThreadsScope& operator=(const ThreadsScope&) = delete;
+  explicit SettingScope(T value) : previous_(Get()) { Set(value); }
+  ~SettingScope() { Set(previous_); }
+  SettingScope(const SettingScope&) = delete;
+  SettingScope& operator=(const SettingScope&) = delete;
 
  private:
-  int previous_;
+  T previous_;
 };
+
+using ThreadsScope = SettingScope<int, num_threads, set_num_threads>;
+using FlushDenormalsScope = SettingScope<bool, flush_denormals, set_flush_denormals>;
 
 }  // namespace tinygpt::testing

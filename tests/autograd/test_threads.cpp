@@ -12,6 +12,7 @@
 #include "tinygpt/autograd/threads.hpp"
 
 using namespace tinygpt;
+using tinygpt::testing::FlushDenormalsScope;
 using tinygpt::testing::ThreadsScope;
 
 namespace {
@@ -42,17 +43,6 @@ std::vector<Modes> modes_of_team() {
   out[1 + omp_get_thread_num()] = modes_here();
   return out;
 }
-
-class FlushDenormalsScope {
- public:
-  explicit FlushDenormalsScope(bool on) : previous_(flush_denormals()) { set_flush_denormals(on); }
-  ~FlushDenormalsScope() { set_flush_denormals(previous_); }
-  FlushDenormalsScope(const FlushDenormalsScope&) = delete;
-  FlushDenormalsScope& operator=(const FlushDenormalsScope&) = delete;
-
- private:
-  bool previous_;
-};
 
 }  // namespace
 

@@ -80,13 +80,9 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
       return;
     }
     if (band != Band::none && bf16_products() == Bf16Products::f32_fma && detail::use_avx512()) {
-      // Stored shapes: A (m, k) or (k, m), B (k, cols) or (cols, k).
-      thread_local std::vector<float> a32, b32;
-      const int64_t a_cols = ta ? m : k, b_cols = tb ? k : cols;
-      detail::attention_product(ta, tb, m, cols, k, alpha,
-                                detail::converted(a, ta ? k : m, a_cols, lda, a32), a_cols,
-                                detail::converted(b, tb ? cols : k, b_cols, ldb, b32), b_cols,
-                                beta, c, ldc, band, n - rows);
+      const detail::WidenedPair w = detail::widened_pair(ta, tb, m, cols, k, a, lda, b, ldb);
+      detail::attention_product(ta, tb, m, cols, k, alpha, w.a, w.lda, w.b, w.ldb, beta, c, ldc,
+                                band, n - rows);
       return;
     }
   } else if constexpr (std::is_same_v<T, float>) {

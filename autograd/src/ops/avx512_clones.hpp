@@ -8,12 +8,18 @@
 // wherever the target has it, so an AVX-512 loop in a build without FMA (the sanitizer build)
 // would round differently from the rest of that build.
 #if defined(__FMA__)
-#define TINYGPT_AVX512 \
-  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,prefer-vector-width=512")))
+// 512-bit vectors wanted in these loops: GCC spells it as a target feature, clang (the fuzz
+// build) as an attribute of its own and ignores a target string holding GCC's spelling.
+#if defined(__clang__)
+#define TINYGPT_AVX512_TARGET(features) \
+  __attribute__((target(features), min_vector_width(512)))
+#else
+#define TINYGPT_AVX512_TARGET(features) \
+  __attribute__((target(features ",prefer-vector-width=512")))
+#endif
+#define TINYGPT_AVX512 TINYGPT_AVX512_TARGET("avx512f,avx512vl,avx512bw,avx512dq")
 // The same with the bf16 pair products (vdpbf16ps) of the fused attention's bf16 tiles.
-#define TINYGPT_AVX512_BF16                                                                  \
-  __attribute__((target("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,"                     \
-                        "prefer-vector-width=512")))
+#define TINYGPT_AVX512_BF16 TINYGPT_AVX512_TARGET("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16")
 #define TINYGPT_HAS_AVX512_CLONES 1
 #else
 #define TINYGPT_AVX512

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "tinygpt/autograd/error.hpp"
@@ -48,16 +49,37 @@ void sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const
   }
 }
 
-// Under Bf16Products::f32_fma: A and B (bf16, or f32 rounded to bf16 here) widened to f32 in
-// this thread's scratch, in one pass each, and multiplied on sgemm.
+// An operand as bf16: itself, or its rows x cols rounded into `scratch` (ld becomes cols).
+template <class T>
+const bf16* as_bf16(const T* x, int64_t rows, int64_t cols, int64_t& ld,
+                    std::vector<bf16>& scratch) {
+  if constexpr (std::is_same_v<T, bf16>) {
+    return x;
+  } else {
+    const bf16* out = converted(x, rows, cols, ld, scratch);
+    ld = cols;
+    return out;
+  }
+}
+
+// Under Precision::bf16: A and B (bf16, or f32 rounded to bf16 here) multiplied with f32
+// accumulation -- widened back to f32 for sgemm (Bf16Products::f32_fma), or on oneDNN's bf16
+// matmul, each f32 operand rounded in one pass into this thread's scratch.
 template <class A, class B>
-void gemm_on_f32_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
-                     int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                     const float* bias) {
-  thread_local std::vector<float> a32, b32;
-  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-  gemm_widened(ta, tb, m, n, k, alpha, converted(a, ta ? k : m, a_cols, lda, a32), a_cols,
-               converted(b, tb ? n : k, b_cols, ldb, b32), b_cols, beta, c, ldc, bias);
+void bf16_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
+                  int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
+                  const float* bias) {
+  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, bias);
+  if (bf16_products() == Bf16Products::f32_fma) {
+    const WidenedPair w = widened_pair(ta, tb, m, n, k, a, lda, b, ldb);
+    return gemm_widened(ta, tb, m, n, k, alpha, w.a, w.lda, w.b, w.ldb, beta, c, ldc, bias);
+  }
+  // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k).
+  thread_local std::vector<bf16> a16, b16;
+  const bf16* a_bf16 = as_bf16(a, ta ? k : m, ta ? m : k, lda, a16);
+  const bf16* b_bf16 = as_bf16(b, tb ? n : k, tb ? k : n, ldb, b16);
+  OneThread one_thread;
+  gemm_bf16(ta, tb, m, n, k, alpha, a_bf16, lda, b_bf16, ldb, beta, c, ldc, bias);
 }
 
 }  // namespace
@@ -65,19 +87,10 @@ void gemm_on_f32_fma(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float al
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const float* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  OneThread one_thread;
   if (matmul_precision() == Precision::bf16) {
-    if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, nullptr);
-    if (bf16_products() == Bf16Products::f32_fma) {
-      return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
-    }
-    // Stored shapes: A (m, k) or (k, m), B (k, n) or (n, k).
-    thread_local std::vector<bf16> b16;
-    const int64_t b_cols = tb ? k : n;
-    gemm(ta, tb, m, n, k, alpha, a, lda, converted(b, tb ? n : k, b_cols, ldb, b16), b_cols, beta,
-         c, ldc);
-    return;
+    return bf16_product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
   }
+  OneThread one_thread;
   sgemm(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
@@ -97,12 +110,7 @@ void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const 
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc,
           const float* bias) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, bias);
-  OneThread one_thread;
-  if (bf16_products() == Bf16Products::f32_fma) {
-    return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
-  }
-  gemm_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
+  bf16_product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, bias);
 }
 
 void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
@@ -116,14 +124,7 @@ void gemm(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const float* a,
           int64_t lda, const bf16* b, int64_t ldb, float beta, float* c, int64_t ldc) {
   if (m == 0 || n == 0) return;
-  if (k == 0) return bias_plus_beta_c(m, n, beta, c, ldc, nullptr);
-  if (bf16_products() == Bf16Products::f32_fma) {
-    return gemm_on_f32_fma(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
-  }
-  thread_local std::vector<bf16> a16;
-  const int64_t a_cols = ta ? m : k;
-  gemm(ta, tb, m, n, k, alpha, converted(a, ta ? k : m, a_cols, lda, a16), a_cols, b, ldb, beta,
-       c, ldc);
+  bf16_product(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, nullptr);
 }
 
 void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, double alpha, const double* a,

@@ -41,6 +41,30 @@ const To* converted(const From* src, int64_t rows, int64_t cols, int64_t ld,
   return scratch.data();
 }
 
+// A and B of a product widened to f32 (Bf16Products::f32_fma) in the calling thread's own pair of
+// buffers, each packed: its leading dimension is then its stored column count. Stored shapes: A
+// (m, k), or (k, m) when ta; B (k, n), or (n, k) when tb.
+struct WidenedPair {
+  const float* a;
+  int64_t lda;
+  const float* b;
+  int64_t ldb;
+};
+
+inline std::vector<float>* widening_scratch() {
+  thread_local std::vector<float> pair[2];
+  return pair;
+}
+
+template <class A, class B>
+WidenedPair widened_pair(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const A* a,
+                         int64_t lda, const B* b, int64_t ldb) {
+  std::vector<float>* scratch = widening_scratch();
+  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+  return {converted(a, ta ? k : m, a_cols, lda, scratch[0]), a_cols,
+          converted(b, tb ? n : k, b_cols, ldb, scratch[1]), b_cols};
+}
+
 // C = bias + beta C, rows x cols (bias: n values added to every row, or none): what a product
 // with no terms leaves, and where the f32 kernels' beta C starts when there is a bias.
 void bias_plus_beta_c(int64_t m, int64_t n, float beta, float* c, int64_t ldc, const float* bias);

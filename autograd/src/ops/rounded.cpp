@@ -22,13 +22,6 @@ void convert_rows(const From* x, int64_t count, int64_t ld, To* out) {
   for (int64_t row = 0; row < rows; ++row) convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
 }
 
-template <class From>
-Tensor widened_rows_of(const From* x, int64_t count, int64_t ld) {
-  Tensor out = Tensor::empty({count}, DType::f32);
-  convert_rows(x, count, ld, out.data<float>());
-  return out;
-}
-
 }  // namespace
 
 Rounded round_rows(const float* x, int64_t count, int64_t ld) {
@@ -38,13 +31,15 @@ Rounded round_rows(const float* x, int64_t count, int64_t ld) {
   return r;
 }
 
-Tensor widened_rows(const bf16* x, int64_t count, int64_t ld) {
-  return widened_rows_of(x, count, ld);
+template <class From>
+Tensor widened_rows(const From* x, int64_t count, int64_t ld) {
+  Tensor out = Tensor::empty({count}, DType::f32);
+  convert_rows(x, count, ld, out.data<float>());
+  return out;
 }
 
-Tensor widened_rows(const float* x, int64_t count, int64_t ld) {
-  return widened_rows_of(x, count, ld);
-}
+template Tensor widened_rows(const bf16* x, int64_t count, int64_t ld);
+template Tensor widened_rows(const float* x, int64_t count, int64_t ld);
 
 Rounded rounded(const Tensor& x) {
   return round_rows(x.data<float>(), x.numel(), x.shape()[x.ndim() - 1]);

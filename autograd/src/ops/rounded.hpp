@@ -20,9 +20,10 @@ struct Rounded {
 Rounded round_rows(const float* x, int64_t count, int64_t ld);
 
 // Under Bf16Products::f32_fma: `count` values -- bf16, or f32 rounded to bf16 here -- as f32
-// holding the bf16 values exactly (widen_bf16), rows of `ld`, on the OpenMP team.
-Tensor widened_rows(const bf16* x, int64_t count, int64_t ld);
-Tensor widened_rows(const float* x, int64_t count, int64_t ld);
+// holding the bf16 values exactly (widen_bf16), rows of `ld`, on the OpenMP team. From: bf16 or
+// float.
+template <class From>
+Tensor widened_rows(const From* x, int64_t count, int64_t ld);
 
 // An f32 tensor's values, packed with its last axis as rows.
 Rounded rounded(const Tensor& x);
