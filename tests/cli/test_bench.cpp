@@ -103,6 +103,33 @@ TEST_CASE("tinygpt runs with subnormal floats flushed to zero, and bench says so
   CHECK(table.out.find("subnormals flushed to zero") != std::string::npos);
 }
 
+TEST_CASE("bench reports how the steps ran in the same words for both architectures", "[cli]") {
+  const std::string seq2seq =
+      "bench --arch encoder-decoder --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 "
+      "--steps 2 --warmup 0";
+  for (const std::string& command : {std::string(kTiny), seq2seq}) {
+    const Run json = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --json");
+    INFO(json.out);
+    REQUIRE(json.status == 0);
+    const auto j = nlohmann::json::parse(json.out);
+    for (const char* key : {"ms_per_step", "ms_min", "ms_max", "threads", "flush_denormals",
+                            "precision", "bf16_products", "gemm_backend", "gemm_kernel"}) {
+      CHECK(j.contains(key));
+    }
+    CHECK(j["gomp_spincount"] == "77");
+    CHECK(j["omp_wait_policy"] == "");
+    CHECK(j["ms_min"].get<double>() <= j["ms_per_step"].get<double>());
+    CHECK(j["ms_per_step"].get<double>() <= j["ms_max"].get<double>());
+    const Run table = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command);
+    INFO(table.out);
+    REQUIRE(table.status == 0);
+    for (const char* text : {"GOMP_SPINCOUNT=77", "OMP_WAIT_POLICY=unset", "products        f32",
+                             "ms/step", "median (min"}) {
+      CHECK(table.out.find(text) != std::string::npos);
+    }
+  }
+}
+
 TEST_CASE("bench rejects a width that the heads do not divide") {
   const Run run = run_tinygpt("bench --d-model 10 --heads 4 --steps 1 --peak-size 0");
   CHECK(run.status != 0);

@@ -95,6 +95,66 @@ TimedSteps time_steps(train::Trainer& trainer, int64_t warmup, int64_t steps) {
   return out;
 }
 
+// The timed steps as both reports give them: the median, fastest and slowest step, ms.
+struct StepTimes {
+  double median_ms, min_ms, max_ms;
+};
+StepTimes step_times(const TimedSteps& timed) {
+  const auto [fastest, slowest] = std::minmax_element(timed.seconds.begin(), timed.seconds.end());
+  return {1000.0 * median(timed.seconds), 1000.0 * *fastest, 1000.0 * *slowest};
+}
+json step_times_json(const StepTimes& t) {
+  return {{"ms_per_step", t.median_ms}, {"ms_min", t.min_ms}, {"ms_max", t.max_ms}};
+}
+void print_step_times(const StepTimes& t) {
+  fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", t.median_ms, t.min_ms,
+             t.max_ms);
+}
+
+// How the steps ran, for every architecture: the threads, their idle spinning (which the
+// environment may choose) and whether subnormals are flushed -- each moves the timings.
+json run_settings_json() {
+  return {{"threads", num_threads()},
+          {"omp_wait_policy", env_or("OMP_WAIT_POLICY", "")},
+          {"gomp_spincount", env_or("GOMP_SPINCOUNT", "")},
+          {"flush_denormals", flush_denormals()}};
+}
+void print_run_settings() {
+  fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
+             "single-threaded inside it){}\n",
+             num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
+             flush_denormals() ? "; subnormals flushed to zero" : "");
+}
+
+// What the products ran on: the precision, where bf16 which units, and the library and kernel.
+json products_json(Precision precision) {
+  const GemmBackend backend = gemm_backend(DType::f32);
+  return {{"precision", precision_name(precision)},
+          {"bf16_products", precision == Precision::bf16
+                                ? json(bf16_products_name(bf16_products()))
+                                : json(nullptr)},
+          {"gemm_backend", backend.library},
+          {"gemm_kernel", backend.kernel}};
+}
+void print_products(Precision precision) {
+  const GemmBackend backend = gemm_backend(DType::f32);
+  const std::string kind =
+      precision == Precision::f32
+          ? "f32"
+          : fmt::format("bf16 inputs, f32 accumulation on {} ({})",
+                        bf16_products_description(bf16_products()),
+                        bf16_products_name(bf16_products()));
+  fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
+}
+
+Precision bench_precision(const BenchFlags& f) {
+  const Precision precision = parse_precision(f.precision);
+  if (precision == Precision::bf16 && !bf16_unsupported_reason().empty()) {
+    throw UsageError(fmt::format("--precision bf16 cannot run here: {}", bf16_unsupported_reason()));
+  }
+  return precision;
+}
+
 // The Trainer's options for a bench: --warmup + --steps steps of --batch in --precision, a
 // learning-rate warmup of at most 100 steps, and no evaluation.
 train::TrainOptions bench_options(const BenchFlags& f) {
@@ -113,6 +173,7 @@ train::TrainOptions bench_options(const BenchFlags& f) {
 // with its start and end token): the shapes to compare with torch.nn.Transformer.
 void run_bench_seq2seq(const BenchFlags& f) {
   set_num_threads(f.threads);
+  const Precision precision = bench_precision(f);
   const int64_t length = f.model.block - 1;
   if (length < 1) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
   Generator gen(f.seed);
@@ -131,29 +192,27 @@ void run_bench_seq2seq(const BenchFlags& f) {
   nn::EncoderDecoder model(config, f.seed);
   train::Trainer trainer(std::make_unique<train::PairObjective>(model, dataset), bench_options(f));
   const TimedSteps timed = time_steps(trainer, f.warmup, f.steps);
-  const double ms = 1000.0 * median(timed.seconds);
+  const StepTimes times = step_times(timed);
   const int64_t tokens = f.batch * (2 * length + 1);  // source and target positions per step
-  const double tokens_per_s = static_cast<double>(tokens) / (ms / 1000.0);
+  const double tokens_per_s = static_cast<double>(tokens) / (times.median_ms / 1000.0);
   const double rss = peak_rss_mb();
   if (f.json) {
-    fmt::print("{}\n", json{{"ms_per_step", ms},
-                             {"tokens_per_s", tokens_per_s},
-                             {"ms_min", 1000.0 * *std::min_element(timed.seconds.begin(), timed.seconds.end())},
-                             {"ms_max", 1000.0 * *std::max_element(timed.seconds.begin(), timed.seconds.end())},
-                             {"peak_rss_mb", rss},
-                             {"params", model.num_parameters()},
-                             {"steps", f.steps},
-                             {"warmup", f.warmup},
-                             {"threads", num_threads()},
-                             {"flush_denormals", flush_denormals()},
-                             {"precision", f.precision},
-                             {"final_loss", timed.last_loss},
-                             {"config",
-                              {{"arch", "encoder-decoder"}, {"layers", config.encoder_layers},
-                               {"heads", config.encoder_attention_heads}, {"d_model", config.d_model},
-                               {"ffn_dim", config.encoder_ffn_dim}, {"source_length", length},
-                               {"target_length", length + 1}, {"batch", f.batch},
-                               {"vocab", config.vocab_size}}}}.dump());
+    json j = {{"tokens_per_s", tokens_per_s},
+              {"peak_rss_mb", rss},
+              {"params", model.num_parameters()},
+              {"steps", f.steps},
+              {"warmup", f.warmup},
+              {"final_loss", timed.last_loss},
+              {"config",
+               {{"arch", "encoder-decoder"}, {"layers", config.encoder_layers},
+                {"heads", config.encoder_attention_heads}, {"d_model", config.d_model},
+                {"ffn_dim", config.encoder_ffn_dim}, {"source_length", length},
+                {"target_length", length + 1}, {"batch", f.batch},
+                {"vocab", config.vocab_size}}}};
+    j.update(step_times_json(times));
+    j.update(run_settings_json());
+    j.update(products_json(precision));
+    fmt::print("{}\n", j.dump());
     return;
   }
   fmt::print("tinygpt bench: encoder-decoder, {} + {} layers, {}, d_model {}, feed-forward {}, "
@@ -161,11 +220,11 @@ void run_bench_seq2seq(const BenchFlags& f) {
              config.encoder_layers, config.decoder_layers,
              train::count_of(config.encoder_attention_heads, "head"), config.d_model,
              config.encoder_ffn_dim, f.batch, length, length + 1, config.vocab_size);
-  fmt::print("  parameters      {}\n  threads         {}\n  steps           {} timed after {} warm-up\n",
-             model.num_parameters(), num_threads(), f.steps, f.warmup);
-  fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
-             1000.0 * *std::min_element(timed.seconds.begin(), timed.seconds.end()),
-             1000.0 * *std::max_element(timed.seconds.begin(), timed.seconds.end()));
+  fmt::print("  parameters      {}\n", model.num_parameters());
+  print_run_settings();
+  print_products(precision);
+  fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
+  print_step_times(times);
   fmt::print("  tokens/s        {:.0f}\n  peak RSS        {:.1f} MB\n  final loss      {:.6f}\n",
              tokens_per_s, rss, timed.last_loss);
 }
@@ -173,10 +232,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
 void run_bench(const BenchFlags& f) {
   if (f.arch == "encoder-decoder") return run_bench_seq2seq(f);
   set_num_threads(f.threads);
-  const Precision precision = parse_precision(f.precision);
-  if (precision == Precision::bf16 && !bf16_unsupported_reason().empty()) {
-    throw UsageError(fmt::format("--precision bf16 cannot run here: {}", bf16_unsupported_reason()));
-  }
+  const Precision precision = bench_precision(f);
   std::vector<int64_t> tokens;
   int64_t vocab = f.vocab;
   std::string source = "synthetic random tokens";
@@ -211,8 +267,7 @@ void run_bench(const BenchFlags& f) {
   const MemoryStats warm = memory_stats();
   if (f.profile) set_op_profiling(true);
   const TimedSteps timed = time_steps(trainer, 0, f.steps);
-  const std::vector<double>& times = timed.seconds;
-  const double last_loss = timed.last_loss;
+  const StepTimes times = step_times(timed);
   set_op_profiling(false);
   const MemoryStats end = memory_stats();
   const double rss = peak_rss_mb();  // before the product probe's buffers
@@ -228,13 +283,10 @@ void run_bench(const BenchFlags& f) {
   const bool on_pairs =
       precision == Precision::bf16 && bf16_products() == Bf16Products::dot_pairs;
   const double peak = on_pairs ? bf16_peak->gflops : f32_peak.gflops;
-  const json products_units =
-      precision == Precision::bf16 ? json(bf16_products_name(bf16_products())) : json(nullptr);
-  const GemmBackend backend = gemm_backend(DType::f32);
   // The probe's products run in f32 whatever --precision is: they are judged by the f32 peak.
   const std::string slow_note = train::slow_products_note(products, f32_peak.gflops);
 
-  const double ms = 1000.0 * median(times);
+  const double ms = times.median_ms;
   const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
   const double gflops = flops_per_step / (ms / 1000.0) / 1e9;
   const double mfu = train::model_flops_utilization(flops_per_step, ms / 1000.0, peak * 1e9);
@@ -243,33 +295,22 @@ void run_bench(const BenchFlags& f) {
 
   if (f.json) {
     json j = {
-        {"ms_per_step", ms},
         {"tokens_per_s", tokens_per_s},
         {"gflops", gflops},
-        {"precision", precision_name(precision)},
-        {"bf16_products", products_units},
         {"peak_gflops", peak},
         {"peak_gflops_f32", f32_peak.gflops},
         {"peak_gflops_bf16", bf16_peak ? json(bf16_peak->gflops) : json(nullptr)},
         {"peak_kernel_f32", f32_peak.kernel},
         {"peak_kernel_bf16", bf16_peak ? json(bf16_peak->kernel) : json(nullptr)},
         {"gemm_gflops", std::isnan(products) ? json(nullptr) : json(products)},
-        {"gemm_backend", backend.library},
-        {"gemm_kernel", backend.kernel},
         {"slow_products", slow_note.empty() ? json(nullptr) : json(slow_note)},
         {"mfu", mfu},
         {"peak_rss_mb", rss},
-        {"ms_min", 1000.0 * *std::min_element(times.begin(), times.end())},
-        {"ms_max", 1000.0 * *std::max_element(times.begin(), times.end())},
         {"steps", f.steps},
         {"warmup", f.warmup},
-        {"threads", num_threads()},
-        {"omp_wait_policy", env_or("OMP_WAIT_POLICY", "")},
-        {"gomp_spincount", env_or("GOMP_SPINCOUNT", "")},
-        {"flush_denormals", flush_denormals()},
         {"params", n_params},
         {"flops_per_step", flops_per_step},
-        {"final_loss", last_loss},
+        {"final_loss", timed.last_loss},
         {"kv_cache_bytes", model.kv_cache_bytes(model.kv_cache_positions(cfg.block_size))},
         {"recurrent_state_bytes", model.recurrent_state_bytes()},
         {"config",
@@ -284,6 +325,9 @@ void run_bench(const BenchFlags& f) {
           {"peak_bytes_in_use", end.peak_bytes_in_use},
           {"bytes_cached", end.bytes_cached}}},
     };
+    j.update(step_times_json(times));
+    j.update(run_settings_json());
+    j.update(products_json(precision));
     if (f.profile) {
       json ops = json::array();
       for (const auto& e : profile) {
@@ -303,21 +347,10 @@ void run_bench(const BenchFlags& f) {
              train::count_of(cfg.n_layer, "layer"), train::count_of(cfg.n_head, "head"), cfg.kv_heads(), cfg.n_embd, cfg.block_size,
              nn::position_embedding_name(cfg.position_embedding), f.batch, vocab, source);
   fmt::print("  parameters      {} ({} in products)\n", n_params, n_matmul_params);
-  fmt::print("  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
-             "single-threaded inside it){}\n",
-             num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
-             flush_denormals() ? "; subnormals flushed to zero" : "");
-  const std::string kind =
-      precision == Precision::f32
-          ? "f32"
-          : fmt::format("bf16 inputs, f32 accumulation on {} ({})",
-                        bf16_products_description(bf16_products()),
-                        bf16_products_name(bf16_products()));
-  fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
+  print_run_settings();
+  print_products(precision);
   fmt::print("  steps           {} timed after {} warm-up\n", f.steps, f.warmup);
-  fmt::print("  ms/step         {:.2f} median (min {:.2f}, max {:.2f})\n", ms,
-             1000.0 * *std::min_element(times.begin(), times.end()),
-             1000.0 * *std::max_element(times.begin(), times.end()));
+  print_step_times(times);
   fmt::print("  tokens/s        {:.0f}\n", tokens_per_s);
   fmt::print("  model FLOPs     {:.3f} GFLOP/step = (6 N + 12 L C T) x B T, N = {}\n",
              flops_per_step / 1e9, n_matmul_params);
@@ -341,7 +374,7 @@ void run_bench(const BenchFlags& f) {
              end.system_allocations, steady_allocs, end.cache_hits,
              static_cast<double>(end.peak_bytes_in_use) / kMiB,
              static_cast<double>(end.bytes_cached) / kMiB);
-  fmt::print("  final loss      {:.6f}\n", last_loss);
+  fmt::print("  final loss      {:.6f}\n", timed.last_loss);
   if (f.profile) {
     fmt::print("\n  per-op time, ms per step (forward | backward | total), largest first:\n");
     double total = 0.0;
