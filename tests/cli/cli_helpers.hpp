@@ -113,6 +113,21 @@ inline void train_tiny_model(const std::string& out, const std::vector<std::stri
   run_ok(tiny_train_args(out, changes));
 }
 
+// A small encoder-decoder on builtin:reverse (~2 s); `changes` replace or add flags with values.
+inline std::vector<std::string> tiny_seq2seq_args(const std::string& out,
+                                           const std::vector<std::string>& changes = {}) {
+  std::vector<std::string> args{"train", "--arch", "encoder-decoder", "--out", out, "--layers", "1",
+                                "--heads", "2", "--d-model", "32", "--block", "20", "--steps", "40",
+                                "--eval-every", "20", "--batch", "16", "--eval-iters", "1",
+                                "--threads", "1"};
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
+    args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
+    i += has_value ? 1 : 0;
+  }
+  return args;
+}
+
 // Every file below a directory (relative path -> bytes); empty if it does not exist.
 using DirSnapshot = std::map<std::string, std::string>;
 inline DirSnapshot snapshot(const std::string& dir) {

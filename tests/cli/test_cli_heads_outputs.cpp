@@ -87,3 +87,41 @@ TEST_CASE("heads on a checkpoint it cannot write reports, drawing pictures only 
   CHECK(fs::exists(pics + "/layer0_head0.png"));
   CHECK(snapshot(run) == before);
 }
+
+TEST_CASE("heads makes the folders it writes into, and names the one it cannot make", "[cli][hardening][heads]") {
+  ScratchDir dir;
+  const std::string gpt = dir.file("gpt"), pairs = dir.file("pairs");
+  train_tiny_model(gpt);
+  run_ok(tiny_seq2seq_args(pairs, {"--steps", "2"}));
+  write_bytes(dir.file("afile"), "mine\n");
+  for (const std::string& run : {gpt, pairs}) {
+    CAPTURE(run);
+    const std::string tag = fs::path(run).filename().string();
+    // A page and heatmaps in folders that do not exist yet.
+    const std::string page = dir.file(tag + "-pages/nested/explorer.html"), pics = dir.file(tag + "-pics/a/b");
+    run_ok({"heads", "--model", run, "--html", page, "--out", pics});
+    CHECK(fs::is_regular_file(page));
+    CHECK_FALSE(fs::is_empty(pics));
+    // A file where a folder must go: one line naming the folder and the reason; the file stays.
+    for (const std::string& out : {dir.file("afile"), dir.file("afile/sub")}) {
+      CAPTURE(out);
+      const CliResult r = run_cli({"heads", "--model", run, "--out", out});
+      check_one_line_error(r, {"cannot create heatmap directory " + out + ": Not a directory"});
+      CHECK(r.exited_with(1));
+    }
+    const CliResult r = run_cli({"heads", "--model", run, "--html", dir.file("afile/explorer.html"),
+                                 "--out", dir.file(tag + "-more")});
+    check_one_line_error(r, {"cannot write page " + dir.file("afile/explorer.html") + ": cannot create its directory " +
+                             dir.file("afile") + ": Not a directory"});
+    CHECK(r.exited_with(1));
+    CHECK(read_bytes(dir.file("afile")) == "mine\n");
+    // A link where the heatmaps go is refused, whatever the model.
+    const std::string real = dir.file(tag + "-real"), link = dir.file(tag + "-link");
+    fs::create_directories(real);
+    fs::create_directory_symlink(real, link);
+    check_one_line_error(run_cli({"heads", "--model", run, "--out", link}), {link + " is a symbolic link"});
+    CHECK(fs::is_empty(real));
+  }
+  const CliResult attributed = run_cli({"heads", "--model", gpt, "--attribute", "3", "--out", dir.file("afile")});
+  check_one_line_error(attributed, {"cannot create heatmap directory " + dir.file("afile") + ": Not a directory"});
+}

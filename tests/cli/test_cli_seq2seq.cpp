@@ -11,21 +11,6 @@ using nlohmann::json;
 
 namespace {
 
-// A small encoder-decoder on builtin:reverse (~2 s); `changes` replace or add flags with values.
-std::vector<std::string> tiny_seq2seq_args(const std::string& out,
-                                           const std::vector<std::string>& changes = {}) {
-  std::vector<std::string> args{"train", "--arch", "encoder-decoder", "--out", out, "--layers", "1",
-                                "--heads", "2", "--d-model", "32", "--block", "20", "--steps", "40",
-                                "--eval-every", "20", "--batch", "16", "--eval-iters", "1",
-                                "--threads", "1"};
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
-    args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
-    i += has_value ? 1 : 0;
-  }
-  return args;
-}
-
 json parse_json(const std::string& text) { return json::parse(text); }
 
 }  // namespace

@@ -109,3 +109,17 @@ TEST_CASE("read_file of a directory says it is a directory", "[io]") {
   const std::string message = io_error_of([&] { read_file(dir.file("")); });
   CHECK_THAT(message, Contains("is a directory"));
 }
+
+TEST_CASE("create_directory makes a folder and its parents, and names the one it cannot make", "[io]") {
+  ScratchDir dir;
+  CHECK(create_directory(dir.file("a/b/c"), "picture directory"));
+  CHECK(std::filesystem::is_directory(dir.file("a/b/c")));
+  CHECK_FALSE(create_directory(dir.file("a/b/c"), "picture directory"));  // already there: nothing to do
+  write_file_atomic(dir.file("f"), "kept");
+  for (const std::string& path : {dir.file("f"), dir.file("f/sub")}) {
+    CAPTURE(path);
+    CHECK(io_error_of([&] { create_directory(path, "picture directory"); }) ==
+          "cannot create picture directory " + path + ": Not a directory");
+  }
+  CHECK(read_file(dir.file("f")) == "kept");
+}

@@ -90,7 +90,7 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
   names.push_back("grad x input");
   const std::string png = out_dir.empty() ? "" : (fs::path(out_dir) / fmt::format("attribution_pos{}.png", pos)).string();
   if (!png.empty()) {
-    fs::create_directories(out_dir);
+    io::create_directory(out_dir, "heatmap directory");
     plot::save_attribution_plot(
         png, rows, names, labels,
         fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),

@@ -257,12 +257,7 @@ void Run::check_ranks_agree() const {
 bool Run::best_kept() const { return state_.keep_best && has_checkpoint(best_dir()); }
 
 void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
-  std::error_code ec;
-  created_dir_ = fs::create_directories(dir_, ec);
-  if (ec || !fs::is_directory(dir_)) {
-    throw io::IOError(fmt::format("cannot create output directory {}: {}", dir_,
-                                  ec ? ec.message() : "not a directory"));
-  }
+  created_dir_ = io::create_directory(dir_, "output directory");
   lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
   refuse_links(dir_);
   const bool replacing = has_checkpoint(dir_);

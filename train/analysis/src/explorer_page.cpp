@@ -93,6 +93,17 @@ std::vector<float> flatten(const std::vector<Tensor>& layers) {
 }
 
 
+// The page's folder is made when missing, as --out's heatmap folder is.
+void write_page(const std::string& path, const report::ExplorerData& d) {
+  const std::string folder = std::filesystem::path(path).parent_path().string();
+  try {
+    if (!folder.empty()) io::create_directory(folder, "its directory");
+  } catch (const io::IOError& e) {
+    throw io::IOError(fmt::format("cannot write page {}: {}", path, e.what()));
+  }
+  io::write_file_atomic(path, report::explorer_html(d));
+}
+
 }  // namespace
 
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
@@ -127,7 +138,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   if (!d.step_loss.empty()) {
     d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
   }
-  io::write_file_atomic(path, report::explorer_html(d));
+  write_page(path, d);
 }
 
 void save_pair_explorer_page(const std::string& path, const std::string& run_dir,
@@ -177,7 +188,7 @@ void save_pair_explorer_page(const std::string& path, const std::string& run_dir
   if (!d.step_loss.empty()) {
     d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
   }
-  io::write_file_atomic(path, report::explorer_html(d));
+  write_page(path, d);
 }
 
 }  // namespace tinygpt::analysis

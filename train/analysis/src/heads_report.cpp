@@ -24,7 +24,7 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   if (draw) {
     io::refuse_symlink(out_dir);
     remove_heatmaps(out_dir);  // a model with more layers or heads drew more
-    std::filesystem::create_directories(out_dir);
+    io::create_directory(out_dir, "heatmap directory");
   }
   const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {

@@ -150,6 +150,15 @@ void refuse_symlink(const std::string& path) {
   }
 }
 
+bool create_directory(const std::string& dir, std::string_view what) {
+  std::error_code ec;
+  const bool created = std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw IOError(fmt::format("cannot create {} {}: {}", what, dir, ec ? ec.message() : "not a directory"));
+  }
+  return created;
+}
+
 void sync_directory(const std::string& dir) {
   FileDescriptor directory(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directory.get() < 0 || ::fsync(directory.get()) != 0) {

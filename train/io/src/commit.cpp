@@ -240,9 +240,7 @@ void commit_files(const std::string& dir, const NamedFiles& files,
       throw ValueError(fmt::format("commit_files: file '{}' given twice", name));
     }
   }
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw IOError(fmt::format("cannot create checkpoint directory {}: {}", dir, ec.message()));
+  create_directory(dir, "checkpoint directory");
   const DirectoryLock lock(dir, DirectoryLock::Mode::exclusive);
   recover_commit(dir);
   const std::string staging = staging_of(dir);

@@ -37,6 +37,11 @@ void check_writable(const std::string& dir);
 // link itself) must not send the bytes outside the folder it belongs to.
 void refuse_symlink(const std::string& path);
 
+// Creates `dir` and its missing parents; true when it created `dir`. IOError "cannot create
+// <what> <dir>: <reason>" when it cannot (a file in the way, no permission), or when `dir` is there
+// and is not a directory: one wording for every folder a command writes into.
+bool create_directory(const std::string& dir, std::string_view what);
+
 // Makes the entries of `dir` (files created or renamed in it) durable.
 void sync_directory(const std::string& dir);
 
