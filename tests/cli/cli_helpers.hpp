@@ -44,18 +44,24 @@ inline std::vector<std::string> with_flag(std::vector<std::string> args, const s
   return args;
 }
 
-// train --out <out> with the tiny model, 20 steps, a checkpoint every 10. `changes` are flags
-// with their values, each replacing the same flag's value or added, then flags with no value.
-inline std::vector<std::string> tiny_train_args(const std::string& out,
-                                                const std::vector<std::string>& changes = {}) {
-  std::vector<std::string> args = concat(concat({"train", "--out", out}, tiny_model_flags()),
-                                         {"--steps", "20", "--eval-every", "10"});
+// `args` with `changes`: flags with their values, each replacing the same flag's value or added,
+// then flags with no value.
+inline std::vector<std::string> with_changes(std::vector<std::string> args,
+                                             const std::vector<std::string>& changes) {
   for (size_t i = 0; i < changes.size(); ++i) {
     const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
     args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
     i += has_value ? 1 : 0;
   }
   return args;
+}
+
+// train --out <out> with the tiny model, 20 steps, a checkpoint every 10, with `changes`.
+inline std::vector<std::string> tiny_train_args(const std::string& out,
+                                                const std::vector<std::string>& changes = {}) {
+  return with_changes(concat(concat({"train", "--out", out}, tiny_model_flags()),
+                             {"--steps", "20", "--eval-every", "10"}),
+                      changes);
 }
 
 inline std::string read_bytes(const std::string& path) {
@@ -115,17 +121,11 @@ inline void train_tiny_model(const std::string& out, const std::vector<std::stri
 
 // A small encoder-decoder on builtin:reverse (~2 s); `changes` replace or add flags with values.
 inline std::vector<std::string> tiny_seq2seq_args(const std::string& out,
-                                           const std::vector<std::string>& changes = {}) {
-  std::vector<std::string> args{"train", "--arch", "encoder-decoder", "--out", out, "--layers", "1",
-                                "--heads", "2", "--d-model", "32", "--block", "20", "--steps", "40",
-                                "--eval-every", "20", "--batch", "16", "--eval-iters", "1",
-                                "--threads", "1"};
-  for (size_t i = 0; i < changes.size(); ++i) {
-    const bool has_value = i + 1 < changes.size() && changes[i + 1].rfind("--", 0) != 0;
-    args = has_value ? with_flag(args, changes[i], changes[i + 1]) : concat(args, {changes[i]});
-    i += has_value ? 1 : 0;
-  }
-  return args;
+                                                  const std::vector<std::string>& changes = {}) {
+  return with_changes({"train", "--arch", "encoder-decoder", "--out", out, "--layers", "1", "--heads", "2",
+                       "--d-model", "32", "--block", "20", "--steps", "40", "--eval-every", "20",
+                       "--batch", "16", "--eval-iters", "1", "--threads", "1"},
+                      changes);
 }
 
 // Every file below a directory (relative path -> bytes); empty if it does not exist.

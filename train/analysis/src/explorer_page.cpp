@@ -92,7 +92,6 @@ std::vector<float> flatten(const std::vector<Tensor>& layers) {
   return out;
 }
 
-
 // The page's folder is made when missing, as --out's heatmap folder is.
 void write_page(const std::string& path, const report::ExplorerData& d) {
   const std::string folder = std::filesystem::path(path).parent_path().string();

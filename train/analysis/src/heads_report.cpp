@@ -6,7 +6,6 @@
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/plot/attention_plot.hpp"
 #include "tinygpt/plot/terminal_heatmap.hpp"
-#include "tinygpt/io/atomic_file.hpp"
 
 namespace tinygpt::analysis {
 
@@ -22,9 +21,7 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   // The pictures go into a real folder, never through a link planted in its place.
   const bool draw = !out_dir.empty();
   if (draw) {
-    io::refuse_symlink(out_dir);
-    remove_heatmaps(out_dir);  // a model with more layers or heads drew more
-    io::create_directory(out_dir, "heatmap directory");
+    prepare_heatmap_dir(out_dir);
   }
   const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {

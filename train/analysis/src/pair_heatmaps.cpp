@@ -6,7 +6,6 @@
 
 #include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/analysis/run_report.hpp"
-#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/attention_plot.hpp"
 
 namespace tinygpt::analysis {
@@ -30,9 +29,7 @@ std::vector<std::string> head_titles(size_t n) {
 
 std::vector<std::string> draw_pair_heatmaps(const seq2seq::PairAttention& pair, const std::string& dir) {
   const std::string title = fmt::format("\"{}\" -> \"{}\"", pair.source_text, pair.target_text);
-  io::refuse_symlink(dir);  // the pictures go into a real folder, never through a link
-  remove_heatmaps(dir);  // a model with more layers drew more
-  io::create_directory(dir, "heatmap directory");
+  prepare_heatmap_dir(dir);
   std::vector<std::string> files;
   const auto self_grids = [&](const char* stack, const std::vector<Tensor>& weights,
                               const std::vector<std::string>& labels) {

@@ -92,6 +92,12 @@ void remove_heatmaps(const std::string& dir) {
   if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
 }
 
+void prepare_heatmap_dir(const std::string& dir) {
+  io::refuse_symlink(dir);
+  remove_heatmaps(dir);
+  io::create_directory(dir, "heatmap directory");
+}
+
 void remove_report(const std::string& run_dir) {
   const std::filesystem::path page = std::filesystem::path(run_dir) / "report.html";
   std::error_code ec;

@@ -42,6 +42,11 @@ inline constexpr const char* kHeatmapDir = "heads";
 // removed; other files stay, and the folder goes if it is left empty.
 void remove_heatmaps(const std::string& dir);
 
+// `dir` made ready for a new set of heatmaps: refused if it is a symbolic link (the pictures go
+// into a real folder, never through a link), the earlier set removed (a model with more layers
+// or heads drew more), and the folder made.
+void prepare_heatmap_dir(const std::string& dir);
+
 // The end-of-run report of `run_dir` (report.html and the heatmaps) removed: once a run has
 // saved a checkpoint it no longer describes (a run it replaced, or an earlier step it resumed).
 void remove_report(const std::string& run_dir);
