@@ -89,11 +89,11 @@ TEST_CASE("bf16 where oneDNN has no bf16 kernels is refused in one line naming t
   ScratchDir dir;
   const std::string out = dir.file("out");
   const CliResult train = run_cli(tiny_train_args(out, {"--precision", "bf16"}));
-  check_one_line_error(train, {"--precision", "avx512_bf16", "ONEDNN_MAX_CPU_ISA=AVX512_CORE"});
+  check_one_line_error(train, {"--precision 'bf16' cannot run here", "avx512_bf16", "ONEDNN_MAX_CPU_ISA=AVX512_CORE"});
   CHECK(train.exited_with(2));
   CHECK_FALSE(std::filesystem::exists(out));
   const CliResult bench = run_cli({"bench", "--precision", "bf16", "--steps", "1"});
-  check_one_line_error(bench, {"--precision bf16", "avx512_bf16"});
+  check_one_line_error(bench, {"--precision 'bf16' cannot run here", "avx512_bf16"});
   CHECK(bench.exited_with(2));
   const CliResult f32 = run_cli(tiny_train_args(out));  // f32 runs as ever
   CHECK(f32.exited_with(0));

@@ -147,14 +147,6 @@ void print_products(Precision precision) {
   fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
 }
 
-Precision bench_precision(const BenchFlags& f) {
-  const Precision precision = parse_precision(f.precision);
-  if (precision == Precision::bf16 && !bf16_unsupported_reason().empty()) {
-    throw UsageError(fmt::format("--precision bf16 cannot run here: {}", bf16_unsupported_reason()));
-  }
-  return precision;
-}
-
 // The Trainer's options for a bench: --warmup + --steps steps of --batch in --precision, a
 // learning-rate warmup of at most 100 steps, and no evaluation.
 train::TrainOptions bench_options(const BenchFlags& f) {
@@ -166,6 +158,17 @@ train::TrainOptions bench_options(const BenchFlags& f) {
   options.seed = f.seed;
   options.precision = f.precision;
   return options;
+}
+
+// --precision, once the Trainer's options pass the checks train makes (bf16 where it cannot run
+// is refused there), reported in the flags' words as train reports them.
+Precision bench_precision(const BenchFlags& f) {
+  try {
+    bench_options(f).validate();
+  } catch (const ValueError& e) {
+    throw UsageError(in_flag_terms(e.what()));
+  }
+  return parse_precision(f.precision);
 }
 
 // bench --arch encoder-decoder: the default encoder-decoder's training steps on random pairs
