@@ -1,6 +1,7 @@
 #include "tinygpt/data/data_source.hpp"
 
 #include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
@@ -21,9 +22,19 @@ bool is_builtin_source(const std::string& source) {
   return source == kToyCorpus || is_pair_task(source);
 }
 
+namespace {
+
+// "builtin:<name>" naming neither built-in data nor a file (one that cannot be looked at counts as none).
+bool is_unknown_builtin(const std::string& source) {
+  std::error_code ec;
+  return source.rfind("builtin:", 0) == 0 && !is_builtin_source(source) && !fs::exists(source, ec);
+}
+
+}  // namespace
+
 std::string absolute_source(const std::string& source) {
   // An unknown "builtin:" name stays as it is, for load_text to refuse by name.
-  if (is_builtin_source(source) || (source.rfind("builtin:", 0) == 0 && !fs::exists(source))) return source;
+  if (is_builtin_source(source) || is_unknown_builtin(source)) return source;
   return fs::absolute(source).lexically_normal().string();
 }
 
@@ -38,7 +49,7 @@ bool same_source(const std::string& a, const std::string& b) {
 std::string load_text(const std::string& source) {
   if (source == kToyCorpus) return generate_toy_corpus(kToySeed, kToyChars);
   if (is_pair_task(source)) return generate_pair_task(source, kToySeed, kPairTaskSize);
-  if (source.rfind("builtin:", 0) == 0 && !std::filesystem::exists(source)) {
+  if (is_unknown_builtin(source)) {
     throw ValueError(fmt::format("unknown built-in data {} (expected {}, {}, {} or {})", source,
                                  kToyCorpus, kReverseTask, kSortTask, kDatesTask));
   }

@@ -221,6 +221,36 @@ TEST_CASE("train refuses an --out it cannot write, and one that holds a checkpoi
   }
 }
 
+TEST_CASE("a run or model folder that cannot be looked at is named with the system's reason",
+          "[cli][errors]") {
+  ScratchDir dir;
+  fs::create_directory_symlink("loop", dir.file("loop"));
+  const std::string too_long = dir.file(std::string(300, 'a'));
+  for (const auto& [path, reason] : {std::pair{dir.file("loop/run"), "Too many levels of symbolic links"},
+                                     std::pair{too_long, "File name too long"}}) {
+    CAPTURE(path);
+    const std::string run_fault = "cannot read run directory " + path + ": " + reason;
+    const std::string model_fault = "cannot read model directory " + path + ": " + reason;
+    for (const CliResult& r : {run_cli(tiny_train_args(path)), run_cli({"train", "--resume", path})}) {
+      check_one_line_error(r, {run_fault});
+      CHECK(r.exited_with(1));
+    }
+    const CliResult tuned = run_cli({"train", "--out", dir.file("tuned"), "--init-from", path, "--steps", "1"});
+    check_one_line_error(tuned, {model_fault});
+    CHECK(tuned.exited_with(1));
+    for (const char* command : {"sample", "eval", "heads"}) {
+      const CliResult r = run_cli({command, "--model", path});
+      check_one_line_error(r, {model_fault});
+      CHECK(r.exited_with(1));
+    }
+  }
+  // A built-in name too long to be a file is an unknown built-in, not a file-system fault.
+  const std::string builtin = "builtin:" + std::string(300, 'a');
+  check_one_line_error(run_cli(tiny_train_args(dir.file("run"), {"--data", builtin})),
+                       {"unknown built-in data " + builtin});
+  CHECK(dir.entries() == std::set<std::string>{"loop"});
+}
+
 TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming the file",
           "[cli][errors][checkpoint]") {
   SECTION("model directory missing") {

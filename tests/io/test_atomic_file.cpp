@@ -123,3 +123,31 @@ TEST_CASE("create_directory makes a folder and its parents, and names the one it
   }
   CHECK(read_file(dir.file("f")) == "kept");
 }
+
+TEST_CASE("file_type_of and remove_all name a path they cannot look at, with the system's reason", "[io]") {
+  namespace fs = std::filesystem;
+  ScratchDir dir;
+  write_file_atomic(dir.file("f"), "kept");
+  CHECK(file_type_of(dir.file("f"), "data file") == fs::file_type::regular);
+  CHECK(file_type_of(dir.file("."), "run directory") == fs::file_type::directory);
+  // Nothing there, or a file where a folder should be: missing, not an error.
+  CHECK(file_type_of(dir.file("none"), "run directory") == fs::file_type::not_found);
+  CHECK(file_type_of(dir.file("f/sub"), "run directory") == fs::file_type::not_found);
+  fs::create_directory_symlink("loop", dir.file("loop"));
+  const std::string too_long = dir.file(std::string(300, 'a'));
+  for (const auto& [path, reason] : {std::pair{dir.file("loop/x"), "Too many levels of symbolic links"},
+                                     std::pair{too_long, "File name too long"}}) {
+    CAPTURE(path);
+    CHECK(io_error_of([&] { file_type_of(path, "run directory"); }) ==
+          "cannot read run directory " + path + ": " + reason);
+  }
+  CHECK(io_error_of([&] { remove_all(too_long + "/x", "the stale best checkpoint"); }) ==
+        "cannot remove the stale best checkpoint " + too_long + "/x: File name too long");
+  fs::create_directories(dir.file("tree/a/b"));
+  write_file_atomic(dir.file("tree/a/b/c"), "gone");
+  remove_all(dir.file("tree"), "a folder");
+  CHECK_FALSE(fs::exists(dir.file("tree")));
+  remove_all(dir.file("loop"), "a link");  // the link itself goes, nothing it points at
+  CHECK_FALSE(fs::exists(fs::symlink_status(dir.file("loop"))));
+  CHECK(read_file(dir.file("f")) == "kept");
+}

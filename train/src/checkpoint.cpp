@@ -429,9 +429,9 @@ RunState read_run_state(const io::CommittedFiles& files) {
 
 // The committed files of `dir`, read under its shared lock without changing anything.
 io::CommittedFiles committed(const std::string& dir, const char* what) {
-  std::error_code ec;
-  if (fs::is_directory(dir, ec)) return io::CommittedFiles(dir);
-  if (fs::exists(dir, ec)) {  // a file of a checkpoint, most likely: name the folder it is in
+  const fs::file_type type = io::file_type_of(dir, fmt::format("{} directory", what));
+  if (type == fs::file_type::directory) return io::CommittedFiles(dir);
+  if (type != fs::file_type::not_found) {  // a file of a checkpoint, most likely: name the folder it is in
     const fs::path parent = fs::path(dir).parent_path();
     throw IOError(fmt::format("{} is a file, not a {} directory{}", dir, what,
                               parent.empty() ? "" : fmt::format(" (its folder is {})", parent.string())));

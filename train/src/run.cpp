@@ -22,7 +22,7 @@ namespace {
 // The lock of an existing directory, taken before anything else so that a second run into a
 // folder in use fails at once (root rank only; the other ranks never touch the directory).
 std::unique_ptr<io::RunLock> lock_if_exists(const std::string& dir, const distributed::Communicator& world) {
-  if (!world.is_root() || !fs::is_directory(dir)) return nullptr;
+  if (!world.is_root() || io::file_type_of(dir, "run directory") != fs::file_type::directory) return nullptr;
   return std::make_unique<io::RunLock>(dir);
 }
 
@@ -118,7 +118,7 @@ std::optional<RunState> trained_on(const std::string& dir) {
   const auto has_state = [](const fs::path& run) {
     return io::CommittedFiles(run.string()).contains("trainer_state.json");
   };
-  if (!fs::is_directory(dir)) return std::nullopt;
+  if (io::file_type_of(dir, "model directory") != fs::file_type::directory) return std::nullopt;
   if (has_state(dir)) return load_run_state(dir);
   fs::path best = fs::absolute(dir).lexically_normal();
   if (best.filename().empty()) best = best.parent_path();  // "run/best/"
@@ -349,7 +349,8 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
   auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
   std::optional<LoadedModel> loaded;
   if (init != nullptr) {
-    if (fs::exists(dir) && fs::exists(init->dir) && fs::equivalent(dir, init->dir)) {
+    std::error_code ec;
+    if (fs::equivalent(dir, init->dir, ec)) {
       throw OptionError(fmt::format("{} is the checkpoint to start from; the new run needs "
                                    "another directory", dir));
     }
@@ -365,7 +366,7 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
     if (init->dropout) config.dropout = *init->dropout;
     state.init_from = fs::absolute(init->dir).lexically_normal().string();
     state.init_from_sha256 = loaded->weights_sha256;
-    if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json")) {
+    if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json", ec)) {
       state.init_from_step = load_run_state(init->dir).step;
     }
   }
@@ -391,7 +392,9 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
 Run Run::resume(const std::string& dir, const ResumeChanges& changes, distributed::Communicator& world) {
   // Before anything is read or trained: a run that cannot save, or whose folder another run is
   // using, fails at once.
-  if (world.is_root() && fs::is_directory(dir)) io::check_writable(dir);
+  if (world.is_root() && io::file_type_of(dir, "run directory") == fs::file_type::directory) {
+    io::check_writable(dir);
+  }
   return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return resume_locked(dir, changes, world, lock);
   });
@@ -454,10 +457,16 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
     // The damaged bytes are the user's record of the run: kept aside, never deleted.
     const fs::path log = run.log_path();
     fs::path aside = log.string() + ".damaged";
-    for (int n = 1; fs::exists(aside) || fs::is_symlink(aside); ++n) aside = log.string() + ".damaged." + std::to_string(n);
     std::error_code ec;
+    for (int n = 1; fs::exists(fs::symlink_status(aside, ec)); ++n) {
+      aside = log.string() + ".damaged." + std::to_string(n);
+    }
     const bool kept = fs::exists(log, ec);
-    if (kept) fs::rename(log, aside);
+    if (kept) fs::rename(log, aside, ec);
+    if (ec) {
+      throw io::IOError(fmt::format("{}; cannot keep its bytes in {}: {}", saved.log_damage,
+                                    aside.string(), ec.message()));
+    }
     run.damaged_log_note_ =
         saved.log_damage + (kept ? fmt::format("; its bytes are kept in {}", aside.string()) : "") +
         fmt::format("; a new log starts at step {}", step);
@@ -512,7 +521,7 @@ void Run::save() {
       if (state_.keep_best && best_unsaved_) {
         commit_model(best_dir(), nullptr, nullptr, {}, state_.options.precision);
       } else if (stale_best_) {
-        fs::remove_all(best_dir());
+        io::remove_all(best_dir(), "the stale best checkpoint");
       }
       commit_model(dir_, &trainer_->optimizer(), &state_, {{kLogFile, log_.text()}}, "");
       log_.write_through(log_path());  // the file committed (in place, or new after --force)

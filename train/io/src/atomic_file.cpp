@@ -159,6 +159,22 @@ bool create_directory(const std::string& dir, std::string_view what) {
   return created;
 }
 
+std::filesystem::file_type file_type_of(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  const std::filesystem::file_status status = std::filesystem::status(path, ec);
+  // status() reports a missing path (or a file where a folder should be) as not_found, no error.
+  if (ec && status.type() != std::filesystem::file_type::not_found) {
+    throw IOError(fmt::format("cannot read {} {}: {}", what, path, ec.message()));
+  }
+  return status.type();
+}
+
+void remove_all(const std::string& path, std::string_view what) {
+  std::error_code ec;
+  std::filesystem::remove_all(path, ec);
+  if (ec) throw IOError(fmt::format("cannot remove {} {}: {}", what, path, ec.message()));
+}
+
 void sync_directory(const std::string& dir) {
   FileDescriptor directory(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (directory.get() < 0 || ::fsync(directory.get()) != 0) {

@@ -223,7 +223,7 @@ bool is_plain_file_name(const std::string& name) {
 void recover_commit(const std::string& dir) {
   if (exists(path_in(dir, kCommitRecord))) roll_forward(dir);
   if (exists(staging_of(dir))) {
-    fs::remove_all(staging_of(dir));  // a commit that never wrote its record
+    remove_all(staging_of(dir), "an unfinished commit's staging folder");  // it never wrote its record
     sync_directory(dir);
   }
 }

@@ -4,6 +4,7 @@
 // A checkpoint that is half written when the process dies (or the disk fills) must never replace
 // a good one, so writes go to a temporary file beside the target and are renamed over it only
 // once the bytes are on disk.
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -41,6 +42,16 @@ void refuse_symlink(const std::string& path);
 // <what> <dir>: <reason>" when it cannot (a file in the way, no permission), or when `dir` is there
 // and is not a directory: one wording for every folder a command writes into.
 bool create_directory(const std::string& dir, std::string_view what);
+
+// What is at `path`, through links: file_type::not_found when nothing is (or a folder on the way
+// is a file). A path that cannot be looked at -- a loop of links, a name too long, a folder
+// without search permission -- throws IOError "cannot read <what> <path>: <reason>" instead of
+// passing for a missing one or escaping as the standard library's own wording.
+std::filesystem::file_type file_type_of(const std::string& path, std::string_view what);
+
+// Removes `path` and, if it is a folder, everything in it (a link is removed, not followed).
+// IOError "cannot remove <what> <path>: <reason>" when it cannot.
+void remove_all(const std::string& path, std::string_view what);
 
 // Makes the entries of `dir` (files created or renamed in it) durable.
 void sync_directory(const std::string& dir);
