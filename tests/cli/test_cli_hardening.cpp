@@ -130,7 +130,13 @@ TEST_CASE("trainer_state.json numbers out of range or of an unknown format are r
       {json::json_pointer("/step"), 10.5},
       {json::json_pointer("/format_version"), 2},
       {json::json_pointer("/options/seed"), -1},
-      {json::json_pointer("/options/batch"), "4"}};
+      {json::json_pointer("/options/batch"), "4"},
+      // The command line's bounds hold for a file too: past them a run could only fail to
+      // allocate (a batch, an evaluation's batches) or overflow.
+      {json::json_pointer("/options/batch"), 1048577},
+      {json::json_pointer("/options/grad_accum"), 1048577},
+      {json::json_pointer("/options/eval_iters"), 123456789012},
+      {json::json_pointer("/options/eval_every"), 1099511627777}};
   for (const auto& [pointer, value] : cases) {
     INFO(pointer.to_string() << " = " << value.dump());
     json state = original;
@@ -139,6 +145,24 @@ TEST_CASE("trainer_state.json numbers out of range or of an unknown format are r
     check_one_line_error(run_cli({"train", "--resume", run, "--steps", "40"}),
                          {run + "/trainer_state.json", pointer.back()});
   }
+}
+
+TEST_CASE("resume refuses a saved batch too large for the machine by its size, as train does",
+          "[cli][hardening][resume]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run");
+  // A context of 256: at the largest batch the command line takes, terabytes of activations.
+  run_ok(tiny_train_args(run, {"--block", "256", "--batch", "1", "--steps", "1", "--eval-every", "1",
+                               "--eval-iters", "1"}));
+  fs::remove(run + "/checkpoint.json");
+  json state = json::parse(read_bytes(run + "/trainer_state.json"));
+  state["options"]["batch"] = 1048576;
+  write_bytes(run + "/trainer_state.json", state.dump(2));
+  const DirSnapshot before = snapshot(run);
+  const CliResult r = run_cli({"train", "--resume", run, "--steps", "2"});
+  check_one_line_error(r, {"this run needs about", "--batch"});
+  CHECK(r.exited_with(1));
+  CHECK(snapshot(run) == before);
 }
 
 TEST_CASE("a checkpoint as Hugging Face tools write it loads", "[cli][hardening]") {

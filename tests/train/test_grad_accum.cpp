@@ -88,7 +88,7 @@ TEST_CASE("grad-accum must divide the batch", "[train][grad_accum][errors]") {
   options.grad_accum = 5;
   CHECK_THROWS_WITH(options.validate(), Catch::Contains("batch 12 is not divisible by grad-accum 5"));
   options.grad_accum = 0;
-  CHECK_THROWS_WITH(options.validate(), Catch::Contains("grad-accum must be at least 1"));
+  CHECK_THROWS_WITH(options.validate(), Catch::Contains("grad_accum must be in [1, 1048576], got 0"));
   options.grad_accum = 4;
   CHECK_NOTHROW(options.validate());
 }

@@ -561,18 +561,18 @@ void add_train_command(CLI::App& app) {
   auto& o = flags->options;
   const CLI::Validator non_negative = number_in(0.0, std::numeric_limits<double>::infinity());
   const CLI::Validator count = integer_in(0, std::numeric_limits<int64_t>::max());
-  cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--batch", o.batch, "sequences per step")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
   cmd->add_option("--grad-accum", o.grad_accum,
                   "split each step's batch into N micro-batches whose gradients are summed "
                   "(token-weighted) before one clip and update: the same step in less memory; "
                   "N must divide --batch")
-      ->check(integer_in(1, int64_t{1} << 20))->capture_default_str();
+      ->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
   // The flags a resumed run may change count once, the last time they are given, so that
   // "--steps M --resume DIR" can be put after the command line that started the run.
   const auto last_counts = [](CLI::Option* option) {
     option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   };
-  last_counts(cmd->add_option("--steps", o.steps, "total optimisation steps (the last one given counts)")->check(integer_in(1, int64_t{1} << 40))->capture_default_str());
+  last_counts(cmd->add_option("--steps", o.steps, "total optimisation steps (the last one given counts)")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
   cmd->add_option("--lr", o.lr, "peak learning rate (the default suits the small default model; use ~1e-3 for larger ones)")->check(positive_number())->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay (default: --lr / 10)")->check(non_negative);
   cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
@@ -587,8 +587,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->check(seed_value())->capture_default_str();
-  last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, int64_t{1} << 40))->capture_default_str());
-  last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, int64_t{1} << 20))->capture_default_str());
+  last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
+  last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str());
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
   last_counts(cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str());
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });

@@ -33,8 +33,8 @@ namespace {
 namespace jf = json_fields;
 
 constexpr int kRunStateVersion = 1;
-// The CLI's bound on --steps; a larger step in a file is damage, not a run.
-constexpr int64_t kMaxSteps = int64_t{1} << 40;
+// The bound on --steps; a larger step in a file is damage, not a run.
+constexpr int64_t kMaxSteps = TrainOptions::kMaxSteps;
 
 std::string path_in(const std::string& dir, const std::string& name) {
   return (fs::path(dir) / name).string();

@@ -66,6 +66,15 @@ std::vector<std::string> foreign_entries(const std::string& dir) {
   return names;
 }
 
+// Before the dataset, model or optimiser state is allocated: an absurd shape or batch (from the
+// command line, or from a trainer_state.json) is refused by its size, not by a failed allocation.
+void check_step_memory(const nn::GPTConfig& config, const TrainOptions& options,
+                       const distributed::Communicator& world) {
+  const int64_t parts = world.size() * options.grad_accum;
+  check_training_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
+                                                 options.optimizer, options.momentum));
+}
+
 // Where a new run may write, checked before anything is read or written: a new or empty folder,
 // a tinygpt run (replaced with `force`), or with `force` any folder; and never where the text it
 // trains on lives, which --force could overwrite.
@@ -373,10 +382,7 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
   data::CharTokenizer tokenizer = loaded ? std::move(loaded->tokenizer) : data::CharTokenizer::fit(text);
   config.vocab_size = tokenizer.vocab_size();
   config.validate();
-  // Before the dataset, model or optimiser is allocated: an absurd shape is refused by its size.
-  const int64_t parts = world.size() * state.options.grad_accum;
-  check_training_memory(estimate_training_memory(config, (state.options.batch + parts - 1) / parts,
-                                                 state.options.optimizer, state.options.momentum));
+  check_step_memory(config, state.options, world);
   auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
       text, state.data_source, tokenizer, config.block_size, val_fraction));
   auto model = std::make_unique<nn::GPT>(config, state.options.seed);
@@ -429,6 +435,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
+  if (!saved.model.is_encoder_decoder()) check_step_memory(saved.model.config, state.options, world);
   const int64_t step = state.step;
   Run run = [&] {
     if (saved.model.is_encoder_decoder()) {

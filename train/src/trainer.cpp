@@ -14,9 +14,12 @@ namespace tinygpt::train {
 
 void TrainOptions::validate() const {
   auto fail = [](const std::string& what) { throw ValueError("train: " + what); };
-  if (steps < 1) fail(fmt::format("steps must be at least 1, got {}", steps));
-  if (batch < 1) fail(fmt::format("batch must be at least 1, got {}", batch));
-  if (grad_accum < 1) fail(fmt::format("grad-accum must be at least 1, got {}", grad_accum));
+  const auto check_count = [&](const char* name, int64_t value, int64_t most) {
+    if (value < 1 || value > most) fail(fmt::format("{} must be in [1, {}], got {}", name, most, value));
+  };
+  check_count("steps", steps, kMaxSteps);
+  check_count("batch", batch, kMaxBatch);
+  check_count("grad_accum", grad_accum, kMaxBatch);
   if (batch % grad_accum != 0) {
     fail(fmt::format("batch {} is not divisible by grad-accum {}: a step splits its batch into "
                      "equal micro-batches", batch, grad_accum));
@@ -36,8 +39,8 @@ void TrainOptions::validate() const {
   if (optimizer != "adamw" && optimizer != "sgd") {
     fail(fmt::format("optimizer must be adamw or sgd, got '{}'", optimizer));
   }
-  if (eval_every < 1) fail(fmt::format("eval_every must be at least 1, got {}", eval_every));
-  if (eval_iters < 1) fail(fmt::format("eval_iters must be at least 1, got {}", eval_iters));
+  check_count("eval_every", eval_every, kMaxSteps);
+  check_count("eval_iters", eval_iters, kMaxBatch);
   const std::optional<Precision> products = precision_from_name(precision);
   if (!products) fail(fmt::format("precision must be f32 or bf16, got '{}'", precision));
   if (*products == Precision::bf16) {

@@ -23,6 +23,11 @@
 namespace tinygpt::train {
 
 struct TrainOptions {
+  // The largest counts a run takes, from the command line or a trainer_state.json alike: beyond
+  // them a batch or an evaluation would only fail to allocate, a step count only overflow.
+  static constexpr int64_t kMaxBatch = int64_t{1} << 20;      // also grad_accum, eval_iters
+  static constexpr int64_t kMaxSteps = int64_t{1} << 40;      // also eval_every
+
   int64_t steps = 2000;
   int64_t batch = 12;      // sequences per step, over all micro-batches and ranks
   int64_t grad_accum = 1;  // micro-batches per step in each process; must divide batch
