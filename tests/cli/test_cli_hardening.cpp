@@ -147,22 +147,28 @@ TEST_CASE("trainer_state.json numbers out of range or of an unknown format are r
   }
 }
 
-TEST_CASE("resume refuses a saved batch too large for the machine by its size, as train does",
+TEST_CASE("resume refuses a saved batch too large for the machine by its size, on both architectures",
           "[cli][hardening][resume]") {
   ScratchDir dir;
-  const std::string run = dir.file("run");
-  // A context of 256: at the largest batch the command line takes, terabytes of activations.
-  run_ok(tiny_train_args(run, {"--block", "256", "--batch", "1", "--steps", "1", "--eval-every", "1",
-                               "--eval-iters", "1"}));
-  fs::remove(run + "/checkpoint.json");
-  json state = json::parse(read_bytes(run + "/trainer_state.json"));
-  state["options"]["batch"] = 1048576;
-  write_bytes(run + "/trainer_state.json", state.dump(2));
-  const DirSnapshot before = snapshot(run);
-  const CliResult r = run_cli({"train", "--resume", run, "--steps", "2"});
-  check_one_line_error(r, {"this run needs about", "--batch"});
-  CHECK(r.exited_with(1));
-  CHECK(snapshot(run) == before);
+  // A run saved with a context of 256, resumed with the largest batch the command line takes:
+  // terabytes of activations.
+  const std::string gpt = dir.file("gpt"), pairs = dir.file("pairs");
+  const std::vector<std::string> one_step = {"--block", "256", "--batch", "1", "--steps", "1",
+                                             "--eval-every", "1", "--eval-iters", "1"};
+  run_ok(tiny_train_args(gpt, one_step));
+  run_ok(tiny_seq2seq_args(pairs, one_step));
+  for (const std::string& run : {gpt, pairs}) {
+    CAPTURE(run);
+    fs::remove(run + "/checkpoint.json");
+    json state = json::parse(read_bytes(run + "/trainer_state.json"));
+    state["options"]["batch"] = 1048576;
+    write_bytes(run + "/trainer_state.json", state.dump(2));
+    const DirSnapshot before = snapshot(run);
+    const CliResult r = run_cli({"train", "--resume", run, "--steps", "2"});
+    check_one_line_error(r, {"this run needs about", "--batch"});
+    CHECK(r.exited_with(1));
+    CHECK(snapshot(run) == before);
+  }
 }
 
 TEST_CASE("a checkpoint as Hugging Face tools write it loads", "[cli][hardening]") {

@@ -238,10 +238,15 @@ TEST_CASE("a shape far beyond the machine's memory is refused before allocating,
   const std::string out = dir.file("X");
   const std::vector<std::string> huge = {"--layers", "64", "--d-model", "8192", "--block", "65536"};
   const CliOptions quick{{}, false, std::chrono::milliseconds(20'000)};
-  for (const auto& args : {concat({"train", "--out", out}, huge), concat({"bench", "--steps", "1"}, huge)}) {
-    check_one_line_error(run_cli(args, quick),
-                         {"this run needs about", "GiB available",
-                          "lower --batch/--block (activations) or --layers/--d-model (model)"});
+  for (const char* arch : {"gpt", "encoder-decoder"}) {
+    CAPTURE(arch);
+    for (const auto& args : {concat({"train", "--arch", arch, "--out", out}, huge),
+                             concat({"bench", "--arch", arch, "--steps", "1"}, huge)}) {
+      const CliResult r = run_cli(args, quick);
+      check_one_line_error(r, {"this run needs about", "GiB available",
+                               "lower --batch/--block (activations) or --layers/--d-model (model)"});
+      CHECK(r.exited_with(1));
+    }
   }
   CHECK_FALSE(fs::exists(out));
   CHECK(dir.entries().empty());

@@ -33,6 +33,31 @@ TEST_CASE("parameter_count equals the built model's, for every shape option", "[
   }
 }
 
+TEST_CASE("an encoder-decoder's parameter_count equals the built model's", "[train][memory]") {
+  nn::EncoderDecoderConfig base;
+  base.vocab_size = 23;
+  base.d_model = 32;
+  base.encoder_attention_heads = base.decoder_attention_heads = 4;
+  base.encoder_ffn_dim = base.decoder_ffn_dim = 64;
+  base.max_position_embeddings = 12;
+  std::vector<nn::EncoderDecoderConfig> configs(4, base);
+  configs[1].encoder_layers = 3;
+  configs[1].decoder_layers = 1;
+  configs[2].encoder_ffn_dim = 48;
+  configs[2].decoder_ffn_dim = 80;
+  configs[3].d_model = 48;
+  configs[3].decoder_attention_heads = 2;
+  for (const nn::EncoderDecoderConfig& config : configs) {
+    CHECK(parameter_count(config) == nn::EncoderDecoder(config, 0).num_parameters());
+  }
+  const MemoryEstimate e = estimate_training_memory(base, 8, "adamw");
+  CHECK(e.model_bytes == 16.0 * static_cast<double>(parameter_count(base)));
+  // 2 encoder and 2 decoder layers of C 32, F 64, H 4, over P 12 positions, V 23.
+  CHECK(e.activation_bytes ==
+        4.0 * 8 * 12 * (2 * (12 * 32 + 2 * 64 + 2 * 4 * 12) + 2 * (18 * 32 + 2 * 64 + 4 * 4 * 12) + 3 * 23));
+  CHECK(estimate_training_memory(base, 16, "adamw").activation_bytes == 2 * e.activation_bytes);
+}
+
 TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's activations",
           "[train][memory]") {
   nn::GPTConfig c = shape(2, 8, 64, 64, 65);  // the demo's

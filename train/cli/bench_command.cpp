@@ -171,6 +171,17 @@ Precision bench_precision(const BenchFlags& f) {
   return parse_precision(f.precision);
 }
 
+// Before the model, its gradients and optimiser state are allocated: a shape the machine cannot
+// hold is refused by its size, in the flags' words, for either architecture.
+template <class ModelConfig>
+void check_bench_memory(const ModelConfig& config, int64_t batch) {
+  try {
+    train::check_training_memory(train::estimate_training_memory(config, batch, "adamw"));
+  } catch (const train::MemoryError& e) {
+    throw ValueError(memory_in_flag_terms(e));
+  }
+}
+
 // bench --arch encoder-decoder: the default encoder-decoder's training steps on random pairs
 // whose source and target both fill the positions (--block - 1 characters of --vocab, the target
 // with its start and end token): the shapes to compare with torch.nn.Transformer.
@@ -179,6 +190,9 @@ void run_bench_seq2seq(const BenchFlags& f) {
   const Precision precision = bench_precision(f);
   const int64_t length = f.model.block - 1;
   if (length < 1) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
+  nn::EncoderDecoderConfig config = f.model.encoder_decoder_config();
+  config.vocab_size = f.vocab + 3;  // at most: --vocab characters and <pad>, <s>, </s>
+  check_bench_memory(config, f.batch);
   Generator gen(f.seed);
   std::string text;
   const auto random_string = [&] {
@@ -189,7 +203,6 @@ void run_bench_seq2seq(const BenchFlags& f) {
   for (int i = 0; i < 4096; ++i) text += random_string() + '\t' + random_string() + '\n';
   const auto pairs = data::parse_pairs(text, "random pairs");
   const data::CharTokenizer tokenizer = data::fit_pair_tokenizer(pairs);
-  nn::EncoderDecoderConfig config = f.model.encoder_decoder_config();
   config.vocab_size = tokenizer.vocab_size();
   const data::PairDataset dataset(pairs, tokenizer, f.model.block, 0.1, "random pairs");
   nn::EncoderDecoder model(config, f.seed);
@@ -248,12 +261,7 @@ void run_bench(const BenchFlags& f) {
   } else {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
-  try {  // before the model, its gradients and optimiser state are allocated
-    train::check_training_memory(
-        train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
-  } catch (const train::MemoryError& e) {
-    throw ValueError(memory_in_flag_terms(e));
-  }
+  check_bench_memory(f.model.config(vocab), f.batch);
   const data::TextDataset dataset(std::move(tokens), f.model.block, 0.1);
   nn::GPT model(f.model.config(vocab), f.seed);
 

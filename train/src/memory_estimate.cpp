@@ -37,6 +37,15 @@ double cgroup_room() {
   return std::max(0.0, max - current);
 }
 
+// The parameters' bytes with their gradients and the optimiser's state.
+MemoryEstimate model_memory(int64_t parameters, const std::string& optimizer, double momentum) {
+  MemoryEstimate e;
+  e.parameters = parameters;
+  const double copies = optimizer == "sgd" ? (momentum > 0.0 ? 3.0 : 2.0) : 4.0;
+  e.model_bytes = 4.0 * copies * static_cast<double>(parameters);
+  return e;
+}
+
 }  // namespace
 
 int64_t parameter_count(const nn::GPTConfig& c) {
@@ -54,10 +63,7 @@ int64_t parameter_count(const nn::GPTConfig& c) {
 
 MemoryEstimate estimate_training_memory(const nn::GPTConfig& c, int64_t micro_batch_rows,
                                         const std::string& optimizer, double momentum) {
-  MemoryEstimate e;
-  e.parameters = parameter_count(c);
-  const double copies = optimizer == "sgd" ? (momentum > 0.0 ? 3.0 : 2.0) : 4.0;
-  e.model_bytes = 4.0 * copies * static_cast<double>(e.parameters);
+  MemoryEstimate e = model_memory(parameter_count(c), optimizer, momentum);
   const double tokens = static_cast<double>(micro_batch_rows) * static_cast<double>(c.block_size);
   const double attention_maps = c.dropout > 0.0 ? 4.0 : 0.0;  // the unfused path's (T,T) buffers
   const double per_token =
@@ -66,6 +72,35 @@ MemoryEstimate estimate_training_memory(const nn::GPTConfig& c, int64_t micro_ba
            attention_maps * static_cast<double>(c.n_head) * static_cast<double>(c.block_size)) +
       3.0 * static_cast<double>(c.vocab_size);
   e.activation_bytes = 4.0 * tokens * per_token;
+  return e;
+}
+
+int64_t parameter_count(const nn::EncoderDecoderConfig& c) {
+  const int64_t C = c.d_model;
+  const auto linear = [&](int64_t in, int64_t out) { return in * out + out; };
+  const int64_t layer_norm = 2 * C, attention = 4 * linear(C, C);
+  const int64_t encoder_layer = attention + layer_norm + linear(C, c.encoder_ffn_dim) +
+                                linear(c.encoder_ffn_dim, C) + layer_norm;
+  const int64_t decoder_layer = 2 * (attention + layer_norm) + linear(C, c.decoder_ffn_dim) +
+                                linear(c.decoder_ffn_dim, C) + layer_norm;
+  const int64_t stack = c.max_position_embeddings * C + layer_norm;  // positions, final norm
+  return c.vocab_size * C + 2 * stack + c.encoder_layers * encoder_layer +
+         c.decoder_layers * decoder_layer;
+}
+
+MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& c, int64_t micro_batch_rows,
+                                        const std::string& optimizer, double momentum) {
+  MemoryEstimate e = model_memory(parameter_count(c), optimizer, momentum);
+  const double C = static_cast<double>(c.d_model), P = static_cast<double>(c.max_position_embeddings);
+  const double per_token =
+      static_cast<double>(c.encoder_layers) *
+          (12.0 * C + 2.0 * static_cast<double>(c.encoder_ffn_dim) +
+           2.0 * static_cast<double>(c.encoder_attention_heads) * P) +
+      static_cast<double>(c.decoder_layers) *
+          (18.0 * C + 2.0 * static_cast<double>(c.decoder_ffn_dim) +
+           4.0 * static_cast<double>(c.decoder_attention_heads) * P) +
+      3.0 * static_cast<double>(c.vocab_size);
+  e.activation_bytes = 4.0 * static_cast<double>(micro_batch_rows) * P * per_token;
   return e;
 }
 

@@ -68,7 +68,8 @@ std::vector<std::string> foreign_entries(const std::string& dir) {
 
 // Before the dataset, model or optimiser state is allocated: an absurd shape or batch (from the
 // command line, or from a trainer_state.json) is refused by its size, not by a failed allocation.
-void check_step_memory(const nn::GPTConfig& config, const TrainOptions& options,
+template <class ModelConfig>
+void check_step_memory(const ModelConfig& config, const TrainOptions& options,
                        const distributed::Communicator& world) {
   const int64_t parts = world.size() * options.grad_accum;
   check_training_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
@@ -343,6 +344,7 @@ Run Run::start(const std::string& dir, nn::EncoderDecoderConfig config, TrainOpt
     config.bos_token_id = config.decoder_start_token_id = data::kBosId;
     config.eos_token_id = data::kEosId;
     config.validate();
+    check_step_memory(config, state.options, world);
     auto dataset = pair_dataset(text, state, tokenizer, config.max_position_embeddings);
     auto model = std::make_unique<nn::EncoderDecoder>(config, state.options.seed);
     Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset), world);
@@ -435,7 +437,11 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
-  if (!saved.model.is_encoder_decoder()) check_step_memory(saved.model.config, state.options, world);
+  if (saved.model.is_encoder_decoder()) {
+    check_step_memory(saved.model.seq2seq_config, state.options, world);
+  } else {
+    check_step_memory(saved.model.config, state.options, world);
+  }
   const int64_t step = state.step;
   Run run = [&] {
     if (saved.model.is_encoder_decoder()) {
