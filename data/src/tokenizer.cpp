@@ -148,10 +148,14 @@ std::vector<std::string> hugging_face_specials(const json& root) {
   std::vector<std::string> specials;
   for (size_t i = 0; i < added->size(); ++i) {
     const json& token = (*added)[i];
-    const bool ok = token.is_object() && token.value("id", json()) == json(i) &&
-                    token.value("content", json()).is_string() && token.value("special", false) &&
-                    !token.value("lstrip", false) && !token.value("rstrip", false) &&
-                    !token.value("single_word", false) && !token.value("normalized", false);
+    // Compared as JSON values: a field of another type is a refused entry, not a type error.
+    const auto holds = [&](const char* key, const json& absent, const json& wanted) {
+      return token.value(key, absent) == wanted;
+    };
+    const bool ok = token.is_object() && holds("id", json(), json(i)) &&
+                    token.value("content", json()).is_string() && holds("special", false, true) &&
+                    holds("lstrip", false, false) && holds("rstrip", false, false) &&
+                    holds("single_word", false, false) && holds("normalized", false, false);
     if (!ok) {
       throw from_json_error(fmt::format(
           "added_tokens is {}; a character-level tokenizer takes only special tokens with ids "
@@ -177,7 +181,7 @@ std::vector<char32_t> hugging_face_vocab(const json& root, const std::vector<std
     require(root, key, nullptr, "");
   }
   const json& model = root["model"];
-  if (!model.is_object() || model.value("type", "") != "BPE") {
+  if (!model.is_object() || model.value("type", json()) != json("BPE")) {
     throw from_json_error(fmt::format("model must be {{\"type\": \"BPE\", ...}} with no merges, got {}",
                                       model.dump().substr(0, 60)));
   }

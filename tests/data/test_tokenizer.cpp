@@ -128,6 +128,11 @@ TEST_CASE("tokenizer from_json refuses Hugging Face tokenizers that are not one 
       {bpe("", R"("normalizer": {"type": "Lowercase"}, )"), "normalizer is"},
       {bpe("", R"("added_tokens": [{"id": 2, "content": "<|endoftext|>"}], )"), "added_tokens is"},
       {R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})", "model must be {\"type\": \"BPE\""},
+      // Fields of another JSON type are refused by the same checks, not as JSON type errors.
+      {R"({"model": {"type": 5, "vocab": {"a": 0}}})", "model must be {\"type\": \"BPE\""},
+      {bpe("", R"("added_tokens": [{"id": 0, "content": "<s>", "special": "yes"}], )"), "added_tokens is"},
+      {bpe("", R"("added_tokens": [{"id": 0, "content": "<s>", "special": true, "lstrip": null}], )"),
+       "added_tokens is"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 2}, "merges": []}})",
        "model.vocab key \"b\": id 2 is not one of 0..1"},
       {R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}, "merges": []}})", "id 0 is not one of"},

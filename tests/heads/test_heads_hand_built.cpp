@@ -64,6 +64,28 @@ TEST_CASE("formation record: heads with every score and the in-context line", "[
   CHECK(std::isnan(heads::first_step_reaching(s.previous_token[0], 0.95)));
 }
 
+TEST_CASE("formation series: a score logged as null (a NaN) counts as none", "[heads][formation]") {
+  const auto record = [](int step, const nlohmann::json& score) {
+    return nlohmann::json{{"step", step},
+                          {"heads", {{{"layer", 0}, {"head", 0}, {"role", "previous-token"},
+                                      {"previous_token", score}, {"induction", score}}}},
+                          {"in_context", {{"ratio", score}}}};
+  };
+  const heads::FormationSeries s = heads::formation_series({record(100, nullptr), record(200, 0.9)});
+  REQUIRE(s.previous_token.size() == 1);
+  REQUIRE(s.previous_token[0].size() == 2);
+  CHECK(s.previous_token[0][0].value == 0.0);
+  CHECK(s.previous_token[0][1].value == Approx(0.9));
+  CHECK(s.induction[0].value == 0.0);
+  CHECK(std::isnan(s.in_context_ratio[0].value));
+  REQUIRE(s.formed.size() == 1);
+  CHECK(s.formed[0].step == 200);
+  CHECK(heads::number_or({{"a", nullptr}}, "a", -1.0) == -1.0);
+  CHECK(heads::number_or({{"a", "x"}}, "a", -1.0) == -1.0);
+  CHECK(heads::number_or({{"a", 2.5}}, "a", -1.0) == 2.5);
+  CHECK(heads::number_or(nlohmann::json::object(), "a", -1.0) == -1.0);
+}
+
 TEST_CASE("ablation: zero removes a head's output exactly, mean leaves its average",
           "[heads][ablation]") {
   auto model = testing::previous_token_model();

@@ -39,6 +39,23 @@ TEST_CASE("log records: objects with a step, in order, each with its line as wri
   CHECK(log.head_records()[0]["step"] == 4);
 }
 
+TEST_CASE("log records: a field of another type or a head index out of range is refused by line and field",
+          "[train][log]") {
+  const std::pair<const char*, const char*> cases[] = {
+      {"{\"step\":1,\"loss\":\"x\"}", "log line 1: field 'loss' is string, not a number"},
+      {"{\"step\":1,\"heads\":[{\"layer\":\"x\"}]}", "field 'heads[0].layer' is string, not an integer in [0, 65535]"},
+      {"{\"step\":1,\"heads\":[{\"head\":65536}]}", "field 'heads[0].head' is number, not an integer in [0, 65535]"},
+      {"{\"step\":1,\"cross_attention\":[{\"layer\":-1}]}", "field 'cross_attention[0].layer'"},
+      {"{\"step\":1,\"in_context\":{\"ratio\":[]}}", "field 'in_context.ratio' is array, not a number"},
+  };
+  for (const auto& [line, message] : cases) {
+    INFO(line);
+    CHECK_THROWS_WITH(LogRecords::parse(line, 10, "log"), Catch::Contains(message));
+  }
+  // A step below 0 (or not a number) is no record of a run: the line is skipped, as a torn one is.
+  CHECK(LogRecords::parse("{\"step\":-1e308,\"loss\":1}\n{\"step\":-1,\"loss\":1}").records().empty());
+}
+
 TEST_CASE("log records up to a step: what a checkpoint at that step had logged", "[train][log]") {
   const LogRecords log = LogRecords::parse(kLog, 2);
   CHECK(log.records().size() == 3);

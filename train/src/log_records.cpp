@@ -11,9 +11,11 @@ namespace tinygpt::train {
 using nlohmann::json;
 namespace {
 
+constexpr int64_t kMaxIndex = 65535;
+
 // Every field a reader of the log takes, of the type it takes it as; `where` is "<source> line N".
 void check_fields(const json& record, const std::string& where) {
-  const auto refuse = [&](const std::string& field, const json& value, const char* expected) {
+  const auto refuse = [&](const std::string& field, const json& value, const std::string& expected) {
     throw ValueError(fmt::format("{}: field '{}' is {}, not {}", where, field, value.type_name(), expected));
   };
   const auto number_or_null = [&](const std::string& field, const json& value) {
@@ -27,8 +29,10 @@ void check_fields(const json& record, const std::string& where) {
         const std::string at = fmt::format("{}[{}]", key, i);
         if (!head.is_object()) refuse(at, head, "an object");
         for (const auto& [name, field] : head.items()) {
-          if (name == "layer" || name == "head") {
-            if (!field.is_number_integer() || field.get<int64_t>() < 0) refuse(at + "." + name, field, "an integer >= 0");
+          if (name == "layer" || name == "head") {  // indices: the CLI takes at most 64 of either
+            if (!field.is_number_integer() || field.get<int64_t>() < 0 || field.get<int64_t>() > kMaxIndex) {
+              refuse(at + "." + name, field, fmt::format("an integer in [0, {}]", kMaxIndex));
+            }
           } else if (name == "role") {
             if (!field.is_string()) refuse(at + "." + name, field, "a string");
           } else {
@@ -55,7 +59,8 @@ LogRecords LogRecords::parse(const std::string& text, int64_t last_step, const s
     ++number;
     json record = json::parse(line, nullptr, false);
     if (record.is_discarded() || !record.is_object() || !record.contains("step") ||
-        !record["step"].is_number() || record["step"].get<double>() > static_cast<double>(last_step)) {
+        !record["step"].is_number() || !(record["step"].get<double>() >= 0) ||
+        record["step"].get<double>() > static_cast<double>(last_step)) {
       continue;
     }
     check_fields(record, fmt::format("{} line {}", source, number));

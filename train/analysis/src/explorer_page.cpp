@@ -9,6 +9,7 @@
 
 #include "explorer_page.hpp"
 #include "tinygpt/analysis/pair_pictures.hpp"
+#include "tinygpt/heads/formation.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/report/explorer.hpp"
 #include "tinygpt/train/log_records.hpp"
@@ -39,11 +40,10 @@ std::optional<report::InContext> in_context_of(const json& object) {
     return std::nullopt;
   }
   report::InContext c;
-  c.first_copy_loss = object["first_copy_loss"].get<double>();
-  c.second_copy_loss = object["second_copy_loss"].get<double>();
-  c.ratio = object.contains("ratio") && object["ratio"].is_number()
-                ? object["ratio"].get<double>()
-                : (c.first_copy_loss > 0 ? c.second_copy_loss / c.first_copy_loss : 0.0);
+  c.first_copy_loss = heads::number_or(object, "first_copy_loss", NAN);
+  c.second_copy_loss = heads::number_or(object, "second_copy_loss", NAN);
+  c.ratio = heads::number_or(object, "ratio",
+                             c.first_copy_loss > 0 ? c.second_copy_loss / c.first_copy_loss : 0.0);
   return c;
 }
 

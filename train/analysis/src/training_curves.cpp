@@ -43,7 +43,8 @@ void draw_alignment_over_time(const train::LogRecords& log, const std::string& r
     for (const nlohmann::json& h : r["cross_attention"]) {
       const auto layer = h.value("layer", int64_t{0});
       if (static_cast<size_t>(layer) >= layer_best.size()) layer_best.resize(static_cast<size_t>(layer) + 1, 0.0);
-      layer_best[static_cast<size_t>(layer)] = std::max(layer_best[static_cast<size_t>(layer)], h.value("alignment", 0.0));
+      layer_best[static_cast<size_t>(layer)] =
+          std::max(layer_best[static_cast<size_t>(layer)], heads::number_or(h, "alignment", 0.0));
     }
     if (layer_best.size() > best.size()) best.resize(layer_best.size());
     for (size_t l = 0; l < layer_best.size(); ++l) best[l].push_back({r["step"].get<double>(), layer_best[l]});

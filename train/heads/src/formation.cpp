@@ -17,7 +17,7 @@ double role_score(const nlohmann::json& head, std::string role) {
   for (char& c : role) {
     if (c == '-') c = '_';
   }
-  return head.value(role, 0.0);
+  return number_or(head, role, 0.0);
 }
 
 bool positional(const std::string& role) {
@@ -33,7 +33,7 @@ FormationSeries formation_series(const std::vector<nlohmann::json>& records) {
     if (r.contains("heads") && r["heads"].is_array()) with_heads.push_back(&r);
   }
   for (const nlohmann::json* r : with_heads) {
-    const double step = r->value("step", 0.0);
+    const double step = number_or(*r, "step", 0.0);
     double induction = 0.0;
     for (const auto& h : (*r)["heads"]) {
       const auto layer = h.value("layer", int64_t{0});
@@ -43,12 +43,12 @@ FormationSeries formation_series(const std::vector<nlohmann::json>& records) {
       }
       auto& series = out.previous_token[static_cast<size_t>(layer)];
       if (series.empty() || series.back().step != step) series.push_back({step, 0.0});
-      series.back().value = std::max(series.back().value, h.value("previous_token", 0.0));
-      induction = std::max(induction, h.value("induction", 0.0));
+      series.back().value = std::max(series.back().value, number_or(h, "previous_token", 0.0));
+      induction = std::max(induction, number_or(h, "induction", 0.0));
     }
     out.induction.push_back({step, induction});
     if (r->contains("in_context")) {
-      out.in_context_ratio.push_back({step, (*r)["in_context"].value("ratio", NAN)});
+      out.in_context_ratio.push_back({step, number_or((*r)["in_context"], "ratio", NAN)});
     }
   }
   if (with_heads.empty()) return out;
@@ -61,13 +61,18 @@ FormationSeries formation_series(const std::vector<nlohmann::json>& records) {
       for (const auto& h : (*r)["heads"]) {
         if (h.value("layer", int64_t{-1}) == f.layer && h.value("head", int64_t{-1}) == f.head &&
             role_score(h, role) >= kRoleThreshold && std::isnan(f.step)) {
-          f.step = r->value("step", 0.0);
+          f.step = number_or(*r, "step", 0.0);
         }
       }
     }
     out.formed.push_back(f);
   }
   return out;
+}
+
+double number_or(const nlohmann::json& record, const std::string& key, double absent) {
+  const auto it = record.find(key);
+  return it != record.end() && it->is_number() ? it->get<double>() : absent;
 }
 
 double first_step_reaching(const std::vector<StepValue>& series, double threshold, bool rising) {

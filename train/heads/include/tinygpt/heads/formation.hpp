@@ -38,6 +38,10 @@ struct FormationSeries {
 };
 FormationSeries formation_series(const std::vector<nlohmann::json>& records);
 
+// The number `key` of a logged record, `absent` when it is missing or null (a score that was NaN
+// is logged as null): what every reader of the log's scores takes, never a JSON type error.
+double number_or(const nlohmann::json& record, const std::string& key, double absent);
+
 // The first step at which `series` reaches `threshold` (at or above when `rising`, at or below
 // otherwise), NaN when it never does.
 double first_step_reaching(const std::vector<StepValue>& series, double threshold, bool rising = true);
