@@ -235,6 +235,28 @@ TEST_CASE("a manifest of an unknown format_version is refused", "[io][commit]") 
              Contains(kManifest) && Contains("format_version 7"));
 }
 
+TEST_CASE("a manifest whose fields have other JSON types is refused in tinygpt's words", "[io][commit]") {
+  ScratchDir dir;
+  commit_files(dir.file(""), kFirst);
+  const std::string good = read_file(dir.file(kManifest));
+  const std::pair<std::string, std::string> cases[] = {
+      {"\"format\": 5", "not a tinygpt checkpoint manifest"},
+      {"\"format\": null", "not a tinygpt checkpoint manifest"},
+      {"\"format\": [\"tinygpt-checkpoint\"]", "not a tinygpt checkpoint manifest"},
+      {"\"format_version\": \"1\"", "unsupported format_version \"1\""}};
+  for (const auto& [field, message] : cases) {
+    CAPTURE(field);
+    const std::string key = field.substr(0, field.find(':') + 1);
+    std::string manifest = good;
+    const size_t at = manifest.find(key);
+    manifest.replace(at, manifest.find_first_of(",\n", at) - at, field);
+    write_file_synced(dir.file(kManifest), manifest);
+    const std::string error = message_of<FormatError>([&] { CommittedFiles files(dir.file("")); });
+    CHECK_THAT(error, Contains(kManifest) && Contains(message));
+    CHECK_THAT(error, !Contains("json.exception"));
+  }
+}
+
 TEST_CASE("an appended file the folder already holds stays in place, and another is staged",
           "[io][commit]") {
   ScratchDir dir;

@@ -93,7 +93,7 @@ Manifest manifest_from_json(const std::string& text, const std::string& path) {
   } catch (const ordered_json::exception& e) {
     throw bad(fmt::format("not valid JSON ({})", e.what()));
   }
-  if (!j.is_object() || j.value("format", "") != std::string(kManifestFormat)) {
+  if (!j.is_object() || j.value("format", ordered_json()) != kManifestFormat) {
     throw bad(fmt::format("not a tinygpt checkpoint manifest (no \"format\": \"{}\")", kManifestFormat));
   }
   const auto version = j.find("format_version");
