@@ -437,19 +437,16 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
-  if (saved.model.is_encoder_decoder()) {
-    check_step_memory(saved.model.seq2seq_config, state.options, world);
-  } else {
-    check_step_memory(saved.model.config, state.options, world);
-  }
   const int64_t step = state.step;
   Run run = [&] {
     if (saved.model.is_encoder_decoder()) {
+      check_step_memory(saved.model.seq2seq_config, state.options, world);
       auto dataset = pair_dataset(text, state, saved.model.tokenizer,
                                   saved.model.seq2seq_config.max_position_embeddings);
       return Run(dir, std::move(state), std::move(saved.model.tokenizer),
                  std::move(saved.model.seq2seq), std::move(dataset), world);
     }
+    check_step_memory(saved.model.config, state.options, world);
     auto dataset = std::make_unique<data::TextDataset>(
         data::make_dataset(text, state.data_source, saved.model.tokenizer,
                            saved.model.config.block_size, state.val_fraction));
