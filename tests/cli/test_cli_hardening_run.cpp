@@ -252,6 +252,45 @@ TEST_CASE("a shape far beyond the machine's memory is refused before allocating,
   CHECK(dir.entries().empty());
 }
 
+TEST_CASE("eval refuses a batch far beyond the machine's memory before it allocates, naming the flags",
+          "[cli][hardening][memory]") {
+  ScratchDir dir;
+  const CliOptions quick{{}, false, std::chrono::milliseconds(20'000)};
+  SECTION("a GPT: windows of --block characters, --batch of them at once") {
+    // 8 MB of text in windows of 65536: ~120 windows of a width-512 model, ~390 GB at once.
+    const std::string data = dir.file("big.txt"), out = dir.file("run");
+    std::string text;
+    while (text.size() < (8u << 20)) text += "the cat sat on the mat. ";
+    write_bytes(data, text);
+    train_tiny_model(out, {"--data", data, "--pos", "rope", "--d-model", "512", "--heads", "4", "--steps", "2"});
+    const CliResult r = run_cli({"eval", "--model", out, "--block", "65536", "--batch", "65536"}, quick);
+    check_one_line_error(r, {"this needs about", "GiB of activations but the machine has",
+                             "GiB available; lower --batch/--block"});
+    CHECK(r.exited_with(1));
+    // --batch counts only the windows there are: on a short text it fits.
+    const std::string small = dir.file("small.txt");
+    write_bytes(small, text.substr(0, 4000));
+    run_ok({"eval", "--model", out, "--data", small, "--block", "64", "--batch", "65536"});
+  }
+  SECTION("an encoder-decoder: pairs of up to --block positions, --batch of them at once") {
+    // 1000 pairs of 2000 characters: ~400 MB each through 8 heads' (P,P) maps.
+    const std::string pairs = dir.file("long.tsv"), out = dir.file("run");
+    std::string text;
+    for (int i = 0; i < 1000; ++i) text += std::string(2000, 'a' + i % 26) + '\t' + std::string(2000, 'b') + '\n';
+    write_bytes(pairs, text);
+    // Trained on ten short pairs, so that its closing greedy decoding of one held-out pair is quick.
+    const std::string few = dir.file("few.tsv");
+    std::string lines;
+    for (int i = 0; i < 10; ++i) lines += "abcdefghijklmnopqrstuvwxyz\tzyxwvutsrqponmlkjihgfedcba\n";
+    write_bytes(few, lines);
+    run_ok(tiny_seq2seq_args(out, {"--data", few, "--heads", "8", "--d-model", "64", "--block", "2048",
+                                   "--batch", "2", "--steps", "2"}));
+    const CliResult r = run_cli({"eval", "--model", out, "--data", pairs, "--split", "all", "--batch", "65536"}, quick);
+    check_one_line_error(r, {"this needs about", "GiB of activations but the machine has", "GiB available; lower --batch"});
+    CHECK(r.exited_with(1));
+  }
+}
+
 TEST_CASE("resuming on data that changed is refused unless --force, and older runs resume as before",
           "[cli][hardening][data]") {
   ScratchDir dir;

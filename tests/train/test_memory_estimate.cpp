@@ -75,12 +75,42 @@ TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's acti
 TEST_CASE("a run far beyond the machine is refused, and the demo's shape is not", "[train][memory]") {
   CHECK(available_memory_bytes() > 0.0);
   try {
-    check_training_memory(estimate_training_memory(shape(64, 8, 8192, 65536, 65), 16, "adamw"));
+    check_memory(estimate_training_memory(shape(64, 8, 8192, 65536, 65), 16, "adamw"));
     FAIL("not refused");
   } catch (const MemoryError& e) {
     CHECK_THAT(e.what(), Catch::Matchers::Contains("GiB available") &&
                              Catch::Matchers::Contains("the layers or the width"));
     CHECK_THAT(e.message("--batch", "--layers"), Catch::Matchers::Contains("lower --batch (activations) or --layers (model)"));
   }
-  CHECK_NOTHROW(check_training_memory(estimate_training_memory(shape(2, 8, 64, 64, 65), 16, "adamw")));
+  CHECK_NOTHROW(check_memory(estimate_training_memory(shape(2, 8, 64, 64, 65), 16, "adamw")));
+}
+
+TEST_CASE("evaluation's estimate is one forward pass's activations, whatever the depth",
+          "[train][memory]") {
+  const nn::GPTConfig two = shape(2, 8, 64, 64, 65), six = shape(6, 8, 64, 64, 65);
+  const MemoryEstimate e = estimate_eval_memory(two, 16, 128);  // a window longer than the context
+  CHECK(e.model_bytes == 0.0);  // the weights are loaded before the check
+  CHECK(e.parameters == parameter_count(two));
+  CHECK(e.activation_bytes == 4.0 * 16 * 128 * (kEvalWidths * 64 + 65));
+  CHECK(estimate_eval_memory(six, 16, 128).activation_bytes == e.activation_bytes);
+  CHECK(estimate_eval_memory(six, 16, 64).activation_bytes < estimate_training_memory(six, 16, "adamw").activation_bytes);
+
+  nn::EncoderDecoderConfig pairs;
+  pairs.vocab_size = 23;
+  pairs.d_model = 32;
+  pairs.encoder_attention_heads = 2;
+  pairs.decoder_attention_heads = 4;
+  const MemoryEstimate p = estimate_eval_memory(pairs, 8, 12);
+  CHECK(p.model_bytes == 0.0);
+  CHECK(p.activation_bytes == 4.0 * 8 * 12 * (32 * 32 + 3 * 4 * 12 + 23));
+
+  try {
+    check_memory(estimate_eval_memory(shape(1, 8, 8192, 16, 65), 65536, 65536));
+    FAIL("not refused");
+  } catch (const MemoryError& error) {
+    const std::string message = error.message("--batch/--block", "--layers");
+    CHECK_THAT(message, Catch::Matchers::StartsWith("this needs about") &&
+                            Catch::Matchers::Contains("GiB of activations but the machine has") &&
+                            Catch::Matchers::EndsWith("GiB available; lower --batch/--block"));
+  }
 }

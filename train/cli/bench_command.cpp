@@ -176,7 +176,7 @@ Precision bench_precision(const BenchFlags& f) {
 template <class ModelConfig>
 void check_bench_memory(const ModelConfig& config, int64_t batch) {
   try {
-    train::check_training_memory(train::estimate_training_memory(config, batch, "adamw"));
+    train::check_memory(train::estimate_training_memory(config, batch, "adamw"));
   } catch (const train::MemoryError& e) {
     throw ValueError(memory_in_flag_terms(e));
   }

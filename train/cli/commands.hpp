@@ -100,7 +100,7 @@ struct Interrupted {
   int signal;
 };
 
-// The flags that set a run's memory: the refusal of train::check_training_memory, or
+// The flags that set a run's memory: the refusal of train::check_memory, or
 // std::bad_alloc, in their terms.
 inline constexpr const char* kActivationFlags = "--batch/--block";
 inline constexpr const char* kModelFlags = "--layers/--d-model";

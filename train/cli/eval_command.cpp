@@ -1,16 +1,19 @@
 // tinygpt eval: deterministic loss and perplexity of a model over a whole split of a text.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "tinygpt/autograd/memory.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/pairs.hpp"
 #include "tinygpt/seq2seq/pair_eval.hpp"
 #include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
 #include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
@@ -28,6 +31,22 @@ struct EvalFlags {
   bool json = false;
 };
 
+// A batch the machine cannot hold is refused before anything is allocated, naming the flags that
+// shrink it (a large --batch used to grow until the out-of-memory killer stepped in).
+void check_eval_memory(const train::MemoryEstimate& estimate, const char* knobs) {
+  try {
+    train::check_memory(estimate);
+  } catch (const train::MemoryError& e) {
+    throw ValueError(e.message(knobs, ""));
+  }
+}
+
+// The caching allocator keeps buffers by size: before a last, shorter batch its cache of the full
+// batches' sizes is handed back, so that one pass's worth is all the loop ever holds.
+void before_batch(int64_t count, int64_t batch) {
+  if (count != batch) empty_cache();
+}
+
 // An encoder-decoder over the pairs of a split: the loss of its targets given the sources
 // (teacher forcing, mean over every predicted token, end token included) and what greedy
 // decoding gets right.
@@ -38,13 +57,21 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
                                 model.config().max_position_embeddings, f.val_fraction, f.data);
   const int64_t n = pairs.size(split);
   if (n == 0) throw ValueError(fmt::format("{}: the {} split holds no pairs", f.data, f.split));
+  int64_t longest = 0;  // positions: a source, or a target with its start or end token
+  for (int64_t i = 0; i < n; ++i) {
+    longest = std::max({longest, static_cast<int64_t>(pairs.source(split, i).size()),
+                        static_cast<int64_t>(pairs.target(split, i).size()) + 1});
+  }
+  check_eval_memory(train::estimate_eval_memory(model.config(), std::min(f.batch, n), longest), "--batch");
   double total = 0.0;
   int64_t tokens = 0;
   {
     NoGradGuard no_grad;
     model.eval();
     for (int64_t first = 0; first < n; first += f.batch) {
-      const data::PairBatch b = pairs.batch(split, first, std::min(f.batch, n - first));
+      const int64_t count = std::min(f.batch, n - first);
+      before_batch(count, f.batch);
+      const data::PairBatch b = pairs.batch(split, first, count);
       int64_t predicted = 0;
       for (const double t : b.targets.to_vector()) predicted += t != nn::EncoderDecoder::kIgnoreIndex;
       total += model.loss(b.source, b.source_lengths, b.inputs, b.targets).item() * static_cast<double>(predicted);
@@ -52,7 +79,7 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
     }
   }
   const double loss = total / static_cast<double>(tokens);
-  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, pairs, loaded.tokenizer, split);
+  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, pairs, loaded.tokenizer, split, 0, f.batch);
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens},
                                       {"pairs", n}, {"exact_match", accuracy.exact_match},
@@ -106,6 +133,8 @@ void run_eval(EvalFlags f) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",
                                  f.data, f.split, block + 1));
   }
+  check_eval_memory(train::estimate_eval_memory(loaded.config, std::min(f.batch, windows), block),
+                    kActivationFlags);
   // Every window has the same length, so the mean of window-batch means weighted by their size
   // is the mean over every predicted token.
   NoGradGuard no_grad;
@@ -113,6 +142,7 @@ void run_eval(EvalFlags f) {
   double total = 0.0;
   for (int64_t first = 0; first < windows; first += f.batch) {
     const int64_t count = std::min(f.batch, windows - first);
+    before_batch(count, f.batch);
     const data::Batch batch = dataset.window_batch(split, first, count);
     total += loaded.model->loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
   }
@@ -149,7 +179,7 @@ void add_eval_command(CLI::App& app) {
                   "window length (default: the model's context); longer than it tests length "
                   "extrapolation, refused for learned positions")
       ->check(integer_in(1, 65536));
-  cmd->add_option("--batch", flags->batch, "windows per forward pass")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
+  cmd->add_option("--batch", flags->batch, "windows per forward pass (an encoder-decoder: pairs, also in greedy decoding)")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
   cmd->add_flag("--json", flags->json,
                 "print {\"loss\", \"perplexity\", \"tokens\"} as JSON; for an encoder-decoder also "

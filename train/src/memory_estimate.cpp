@@ -104,6 +104,26 @@ MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& c, int64
   return e;
 }
 
+MemoryEstimate estimate_eval_memory(const nn::GPTConfig& c, int64_t rows, int64_t block) {
+  MemoryEstimate e;
+  e.parameters = parameter_count(c);
+  const double per_token = static_cast<double>(kEvalWidths * c.n_embd + c.vocab_size);
+  e.activation_bytes = 4.0 * static_cast<double>(rows) * static_cast<double>(block) * per_token;
+  return e;
+}
+
+MemoryEstimate estimate_eval_memory(const nn::EncoderDecoderConfig& c, int64_t rows,
+                                    int64_t positions) {
+  MemoryEstimate e;
+  e.parameters = parameter_count(c);
+  const double P = static_cast<double>(positions);
+  const double heads = static_cast<double>(std::max(c.encoder_attention_heads, c.decoder_attention_heads));
+  const double per_position =
+      32.0 * static_cast<double>(c.d_model) + 3.0 * heads * P + static_cast<double>(c.vocab_size);
+  e.activation_bytes = 4.0 * static_cast<double>(rows) * P * per_position;
+  return e;
+}
+
 double available_memory_bytes() {
   double available = mem_available();
   if (available <= 0.0) {
@@ -117,6 +137,11 @@ namespace {
 
 std::string describe(const MemoryEstimate& e, double available, const std::string& activation_knobs,
                      const std::string& model_knobs) {
+  if (e.model_bytes == 0.0) {
+    return fmt::format("this needs about {:.1f} GiB of activations but the machine has {:.1f} GiB "
+                       "available; lower {}",
+                       e.activation_bytes / kGiB, available / kGiB, activation_knobs);
+  }
   return fmt::format(
       "this run needs about {:.1f} GiB (model {:.1f} GiB, activations {:.1f} GiB) but the machine "
       "has {:.1f} GiB available; lower {} (activations) or {} (model)",
@@ -136,7 +161,7 @@ std::string MemoryError::message(const std::string& activation_knobs,
   return describe(estimate_, available_, activation_knobs, model_knobs);
 }
 
-void check_training_memory(const MemoryEstimate& estimate) {
+void check_memory(const MemoryEstimate& estimate) {
   const double available = available_memory_bytes();
   if (estimate.total_bytes() > available) throw MemoryError(estimate, available);
 }

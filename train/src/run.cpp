@@ -72,7 +72,7 @@ template <class ModelConfig>
 void check_step_memory(const ModelConfig& config, const TrainOptions& options,
                        const distributed::Communicator& world) {
   const int64_t parts = world.size() * options.grad_accum;
-  check_training_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
+  check_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
                                                  options.optimizer, options.momentum));
 }
 

@@ -24,6 +24,18 @@
 // (P,P) maps its unfused attention holds at the backward's peak, two per attention (the decoder
 // has two attentions). Peak RSS of bench --arch encoder-decoder over 7 shapes (C 64-512, H 4-8,
 // P 32-256, 2-4 layers) fitted 43 C + 5.6 H P per pair of layers; this says 46 C + 6 H P.
+//
+// Evaluation (tinygpt eval) keeps no graph, gradients or optimiser state, and the weights are
+// loaded before it is checked, so its estimate is activations alone (model bytes 0):
+//   GPT, `rows` windows of T tokens:       activation bytes = 4 x rows x T x (kEvalWidths x C + V)
+//   encoder-decoder, `rows` pairs whose longest source or target (with its start or end token)
+//   takes P positions:                     activation bytes = 4 x rows x P x (32 C + 3 H P + V)
+// Without a graph each layer's tensors are freed while the next one runs, so layers do not add
+// up: the MLP's 4C buffers and the logits are what peak. Peak RSS, with what the caching
+// allocator and the C library keep of freed buffers, grew per token by 20.7-23.7 C + 0.9-1.0 V
+// (GPT: 1, 2 and 4 layers, C 128-256, T 64-512, V 18-3000, every position scheme and attention)
+// and per pair by 0.81-0.88x the encoder-decoder formula (C 128 and 256, H 4 and 8, 1 and 2
+// layers, P 101).
 #include <cstdint>
 #include <string>
 
@@ -34,6 +46,7 @@
 namespace tinygpt::train {
 
 inline constexpr int64_t kActivationWidths = 20;
+inline constexpr int64_t kEvalWidths = 24;
 
 struct MemoryEstimate {
   int64_t parameters = 0;
@@ -56,6 +69,12 @@ MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& config,
                                         int64_t micro_batch_rows, const std::string& optimizer,
                                         double momentum = 0.0);
 
+// What evaluating `rows` windows of `block` tokens in one forward pass adds to a loaded GPT.
+MemoryEstimate estimate_eval_memory(const nn::GPTConfig& config, int64_t rows, int64_t block);
+// The same for `rows` pairs of at most `positions` positions each, through an encoder-decoder.
+MemoryEstimate estimate_eval_memory(const nn::EncoderDecoderConfig& config, int64_t rows,
+                                    int64_t positions);
+
 // Bytes this process can still allocate without swapping: MemAvailable of /proc/meminfo (else
 // the free physical pages, sysconf), capped by a cgroup v2 memory limit when one is set.
 double available_memory_bytes();
@@ -65,7 +84,9 @@ class MemoryError : public Error {
  public:
   MemoryError(const MemoryEstimate& estimate, double available);
   // "this run needs about X GiB (model Y GiB, activations Z GiB) but the machine has W GiB
-  // available; lower <activation_knobs> (activations) or <model_knobs> (model)".
+  // available; lower <activation_knobs> (activations) or <model_knobs> (model)"; without model
+  // bytes (evaluation) "this needs about Z GiB of activations but the machine has W GiB
+  // available; lower <activation_knobs>".
   std::string message(const std::string& activation_knobs, const std::string& model_knobs) const;
 
  private:
@@ -74,6 +95,6 @@ class MemoryError : public Error {
 };
 
 // Throws MemoryError when the estimate exceeds available_memory_bytes().
-void check_training_memory(const MemoryEstimate& estimate);
+void check_memory(const MemoryEstimate& estimate);
 
 }  // namespace tinygpt::train
