@@ -35,7 +35,11 @@ bool is_unknown_builtin(const std::string& source) {
 std::string absolute_source(const std::string& source) {
   // An unknown "builtin:" name stays as it is, for load_text to refuse by name.
   if (is_builtin_source(source) || is_unknown_builtin(source)) return source;
-  return fs::absolute(source).lexically_normal().string();
+  // A relative path when the working directory has been removed names no file: it stays as it
+  // is, for load_text to refuse as missing.
+  std::error_code ec;
+  const fs::path path = fs::absolute(source, ec);
+  return ec ? source : path.lexically_normal().string();
 }
 
 bool same_source(const std::string& a, const std::string& b) {

@@ -1,8 +1,11 @@
 // Bad input to the real tinygpt binary: every case must end with a non-zero exit code (never a
 // signal), one "tinygpt: error: ..." line on stderr naming the culprit, and no file written or
 // changed: neither a new --out directory nor a byte of an existing checkpoint.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <random>
@@ -249,6 +252,35 @@ TEST_CASE("a run or model folder that cannot be looked at is named with the syst
   check_one_line_error(run_cli(tiny_train_args(dir.file("run"), {"--data", builtin})),
                        {"unknown built-in data " + builtin});
   CHECK(dir.entries() == std::set<std::string>{"loop"});
+}
+
+TEST_CASE("a relative path under a working directory that was removed is refused as missing",
+          "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  // (stderr, exit code) of tinygpt `args` run in a folder removed before it starts.
+  const auto in_removed_folder = [&](const std::string& args) {
+    const std::string gone = dir.file("gone"), err = dir.file("err.txt");
+    fs::create_directory(gone);
+    const int status = std::system(("cd '" + gone + "' && rmdir '" + gone + "' && exec '" + tinygpt_binary() +
+                                    "' " + args + " > /dev/null 2> '" + err + "'").c_str());
+    return std::pair{read_bytes(err), WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+  };
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"train --data text.txt --out '" + dir.file("run") + "'", "'text.txt' does not exist"},
+      {"eval --model '" + model + "' --data text.txt", "'text.txt' does not exist"},
+      {"sample --model run", "model directory run does not exist"},
+      {"heads --model '" + model + "' --html page.html", "cannot create a temporary file beside 'page.html'"}};
+  for (const auto& [args, fault] : cases) {
+    CAPTURE(args);
+    const auto [err, code] = in_removed_folder(args);
+    CHECK(code == 1);
+    CHECK(err.rfind("tinygpt: error: ", 0) == 0);
+    CHECK(std::count(err.begin(), err.end(), '\n') == 1);
+    CHECK_THAT(err, Catch::Matchers::Contains(fault));
+  }
+  CHECK(dir.entries() == std::set<std::string>{"err.txt", "model"});
 }
 
 TEST_CASE("sample, eval and heads refuse a missing or damaged checkpoint, naming the file",

@@ -210,7 +210,9 @@ bool is_checkpoint_file(const std::string& path) {
                                                "config.json",       "tokenizer.json",
                                                "trainer_state.json", "log.jsonl",
                                                io::kManifest};
-  const fs::path p = fs::absolute(path).lexically_normal();
+  std::error_code ec;  // a relative path under a removed working directory: no checkpoint there
+  const fs::path p = fs::absolute(path, ec).lexically_normal();
+  if (ec) return false;
   const std::string name = p.filename().string();
   return (kFiles.count(name) > 0 || name.rfind(".tinygpt", 0) == 0) &&
          has_checkpoint(p.parent_path().string());
