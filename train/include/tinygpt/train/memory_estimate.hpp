@@ -30,6 +30,7 @@
 //   GPT, `rows` windows of T tokens:       activation bytes = 4 x rows x T x (kEvalWidths x C + V)
 //   encoder-decoder, `rows` pairs whose longest source or target (with its start or end token)
 //   takes P positions:                     activation bytes = 4 x rows x P x (32 C + 3 H P + V)
+//   (H: the encoder's or the decoder's head count, the larger)
 // Without a graph each layer's tensors are freed while the next one runs, so layers do not add
 // up: the MLP's 4C buffers and the logits are what peak. Peak RSS, with what the caching
 // allocator and the C library keep of freed buffers, grew per token by 20.7-23.7 C + 0.9-1.0 V
