@@ -171,17 +171,6 @@ Precision bench_precision(const BenchFlags& f) {
   return parse_precision(f.precision);
 }
 
-// Before the model, its gradients and optimiser state are allocated: a shape the machine cannot
-// hold is refused by its size, in the flags' words, for either architecture.
-template <class ModelConfig>
-void check_bench_memory(const ModelConfig& config, int64_t batch) {
-  try {
-    train::check_memory(train::estimate_training_memory(config, batch, "adamw"));
-  } catch (const train::MemoryError& e) {
-    throw ValueError(memory_in_flag_terms(e));
-  }
-}
-
 // bench --arch encoder-decoder: the default encoder-decoder's training steps on random pairs
 // whose source and target both fill the positions (--block - 1 characters of --vocab, the target
 // with its start and end token): the shapes to compare with torch.nn.Transformer.
@@ -192,7 +181,9 @@ void run_bench_seq2seq(const BenchFlags& f) {
   if (length < 1) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
   nn::EncoderDecoderConfig config = f.model.encoder_decoder_config();
   config.vocab_size = f.vocab + 3;  // at most: --vocab characters and <pad>, <s>, </s>
-  check_bench_memory(config, f.batch);
+  // Before the pairs, model and optimiser state exist: a shape the machine cannot hold is
+  // refused by its size, in the flags' words.
+  check_memory_in_flag_terms(train::estimate_training_memory(config, f.batch, "adamw"));
   Generator gen(f.seed);
   std::string text;
   const auto random_string = [&] {
@@ -261,7 +252,7 @@ void run_bench(const BenchFlags& f) {
   } else {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
-  check_bench_memory(f.model.config(vocab), f.batch);
+  check_memory_in_flag_terms(train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
   const data::TextDataset dataset(std::move(tokens), f.model.block, 0.1);
   nn::GPT model(f.model.config(vocab), f.seed);
 

@@ -105,6 +105,10 @@ struct Interrupted {
 inline constexpr const char* kActivationFlags = "--batch/--block";
 inline constexpr const char* kModelFlags = "--layers/--d-model";
 std::string memory_in_flag_terms(const train::MemoryError& e);
+// train::check_memory, its refusal a ValueError naming `activation_flags` (and kModelFlags when
+// the estimate counts a model).
+void check_memory_in_flag_terms(const train::MemoryEstimate& estimate,
+                                const char* activation_flags = kActivationFlags);
 
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>

@@ -210,6 +210,14 @@ std::string memory_in_flag_terms(const train::MemoryError& e) {
   return e.message(kActivationFlags, kModelFlags);
 }
 
+void check_memory_in_flag_terms(const train::MemoryEstimate& estimate, const char* activation_flags) {
+  try {
+    train::check_memory(estimate);
+  } catch (const train::MemoryError& e) {
+    throw ValueError(e.message(activation_flags, kModelFlags));
+  }
+}
+
 std::string wrap_words(const std::string& text, size_t width) {
   std::string out;
   size_t line_start = 0;

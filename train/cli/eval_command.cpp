@@ -31,16 +31,6 @@ struct EvalFlags {
   bool json = false;
 };
 
-// A batch the machine cannot hold is refused before anything is allocated, naming the flags that
-// shrink it (a large --batch used to grow until the out-of-memory killer stepped in).
-void check_eval_memory(const train::MemoryEstimate& estimate, const char* knobs) {
-  try {
-    train::check_memory(estimate);
-  } catch (const train::MemoryError& e) {
-    throw ValueError(e.message(knobs, ""));
-  }
-}
-
 // The caching allocator keeps buffers by size: before a last, shorter batch its cache of the full
 // batches' sizes is handed back, so that one pass's worth is all the loop ever holds.
 void before_batch(int64_t count, int64_t batch) {
@@ -62,7 +52,10 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
     longest = std::max({longest, static_cast<int64_t>(pairs.source(split, i).size()),
                         static_cast<int64_t>(pairs.target(split, i).size()) + 1});
   }
-  check_eval_memory(train::estimate_eval_memory(model.config(), std::min(f.batch, n), longest), "--batch");
+  // A batch the machine cannot hold is refused before its first pass (a large --batch used to
+  // grow until the out-of-memory killer stepped in).
+  check_memory_in_flag_terms(train::estimate_eval_memory(model.config(), std::min(f.batch, n), longest),
+                             "--batch");
   double total = 0.0;
   int64_t tokens = 0;
   {
@@ -133,8 +126,7 @@ void run_eval(EvalFlags f) {
     throw ValueError(fmt::format("{}: the {} split is shorter than one window of {} characters",
                                  f.data, f.split, block + 1));
   }
-  check_eval_memory(train::estimate_eval_memory(loaded.config, std::min(f.batch, windows), block),
-                    kActivationFlags);
+  check_memory_in_flag_terms(train::estimate_eval_memory(loaded.config, std::min(f.batch, windows), block));
   // Every window has the same length, so the mean of window-batch means weighted by their size
   // is the mean over every predicted token.
   NoGradGuard no_grad;

@@ -73,7 +73,7 @@ void check_step_memory(const ModelConfig& config, const TrainOptions& options,
                        const distributed::Communicator& world) {
   const int64_t parts = world.size() * options.grad_accum;
   check_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
-                                                 options.optimizer, options.momentum));
+                                        options.optimizer, options.momentum));
 }
 
 // Where a new run may write, checked before anything is read or written: a new or empty folder,
