@@ -48,8 +48,8 @@ TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double
     if (size(split) < needed) {
       throw ValueError(fmt::format(
           "TextDataset: the {} split has {} tokens but block_size {} needs at least {} (the "
-          "text has {} tokens, val_fraction {}); use a longer text, a smaller block_size or "
-          "another val_fraction",
+          "text has {} tokens, val_fraction {}); use a longer text, a shorter context or "
+          "another validation share",
           split_name(split), size(split), block_size, needed, n, val_fraction));
     }
   }

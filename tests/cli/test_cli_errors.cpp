@@ -417,6 +417,41 @@ TEST_CASE("eval refuses text the model cannot read, naming the file", "[cli][err
   CHECK(snapshot(model) == before);
 }
 
+TEST_CASE("bench refuses a --data file it cannot use, naming the file and the flag", "[cli][errors][bench]") {
+  ScratchDir dir;
+  const std::string data = dir.file("data.txt");
+  SECTION("missing file") {
+    check_one_line_error(run_cli({"bench", "--data", data}), {"'" + data + "' does not exist"});
+  }
+  SECTION("not UTF-8") {
+    write_bytes(data, "ab\xff");
+    check_one_line_error(run_cli({"bench", "--data", data}), {"'" + data + "' is not UTF-8 text"});
+  }
+  SECTION("text shorter than a context window") {
+    write_bytes(data, "0123456789abcdef");
+    check_one_line_error(run_cli({"bench", "--data", data, "--block", "16"}),
+                         {data + ": the train split has 14 tokens but --block 16 needs at least 17"});
+  }
+}
+
+// The CLI drops the library's class and function names from its messages ("TextDataset: "), and
+// keeps a file whose name could pass for one.
+TEST_CASE("a data file named like a C++ class or function keeps its name in the message", "[cli][errors]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  train_tiny_model(model);
+  CliOptions in_dir;
+  in_dir.cwd = dir.file(".");
+  for (const std::string name : {"Notes", "my_notes"}) {
+    CAPTURE(name);
+    write_bytes(dir.file(name), "the cat.\n");  // too short for any window
+    const std::string named = dir.file(name) + ": the ";
+    check_one_line_error(run_cli({"train", "--data", name, "--out", "run"}, in_dir), {named + "train split"});
+    check_one_line_error(run_cli({"eval", "--model", model, "--data", name}, in_dir), {named + "val split"});
+    check_one_line_error(run_cli({"bench", "--data", name, "--block", "8"}, in_dir), {named + "train split"});
+  }
+}
+
 TEST_CASE("heads refuses a model whose context is too short to probe", "[cli][errors]") {
   ScratchDir dir;
   const std::string model = dir.file("model");

@@ -182,7 +182,7 @@ TEST_CASE("sample refuses a model whose logits are not finite, printing no text"
   for (const std::vector<std::string>& more : {std::vector<std::string>{}, {"--prompt", "the "}, {"--json"}}) {
     CAPTURE(more);
     const CliResult r = run_cli(concat({"sample", "--model", huge, "--tokens", "5"}, more));
-    check_one_line_error(r, {huge + ": generate: the logits for output token 0 are not finite"});
+    check_one_line_error(r, {huge + ": the logits for output token 0 are not finite"});
     CHECK(r.exited_with(1));
   }
 }

@@ -248,12 +248,18 @@ void run_bench(const BenchFlags& f) {
     const auto tokenizer = data::CharTokenizer::fit(text);
     tokens = tokenizer.encode(text);
     vocab = tokenizer.vocab_size();
-    source = f.data;
+    source = data::absolute_source(f.data);
   } else {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
   check_memory_in_flag_terms(train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
-  const data::TextDataset dataset(std::move(tokens), f.model.block, 0.1);
+  const data::TextDataset dataset = with_context(source, [&] {
+    try {
+      return data::TextDataset(std::move(tokens), f.model.block, 0.1);
+    } catch (const ValueError& e) {
+      throw ValueError(in_flag_terms(e.what()));
+    }
+  });
   nn::GPT model(f.model.config(vocab), f.seed);
 
   train::Trainer trainer(model, dataset, bench_options(f));

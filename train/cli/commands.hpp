@@ -73,8 +73,15 @@ struct ModelFlags {
 
 // A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in
 // the command line's terms: "GPTConfig: n_kv_head 3 does not divide n_head 2" becomes
-// "--kv-heads 3 does not divide --heads 2". The checks live in the library; only the names change.
+// "GPTConfig: --kv-heads 3 does not divide --heads 2" (and in_user_terms drops "GPTConfig: ").
+// The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
+
+// Any error as the command line shows it. The library starts a message, or a part of one after
+// the path or flag the CLI put before it, with the class or function that raised it
+// ("CharTokenizer::encode: ", "read_text_file: "): a C++ caller's clue, noise to a user, so
+// those names are dropped; paths and flags ("/a/b.txt: ", "--prompt: ") stay.
+std::string in_user_terms(const std::string& message);
 
 // SIGINT and SIGTERM while it lives: the handler records the signal (a second one ends the
 // process at once, unless it is the same signal within a second: one request delivered twice);

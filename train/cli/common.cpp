@@ -1,10 +1,12 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <optional>
 #include <regex>
 #include <sstream>
+#include <system_error>
 
 #include "commands.hpp"
 
@@ -197,13 +199,32 @@ std::string in_flag_terms(const std::string& message) {
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}};
-  std::string out = std::regex_replace(message, std::regex("^(GPTConfig|EncoderDecoderConfig|train|TrainOptions): "), "");
+  std::string out = message;
   for (const auto& [name, flag] : kFlags) {
     // Only a name followed by its value ("batch 4"), not the same word in a sentence.
     out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),
                              std::string("$1") + flag);
   }
   return out;
+}
+
+std::string in_user_terms(const std::string& message) {
+  // A class (CamelCase, maybe with ::member; not an environment variable in capitals), a
+  // snake_case function with at least one '_' (no flag or word of a sentence looks like either),
+  // or one of the library's one-word operations.
+  static const std::regex internal_name(
+      R"((?:[A-Z][A-Z0-9]*[a-z][A-Za-z0-9]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|generate|ablation|attribute|optimizer|train)(?:::\w+)*)");
+  constexpr size_t kLongestName = 100;  // and std::regex recurses per character: keep it short
+  std::string out;
+  size_t start = 0;
+  for (size_t end; (end = message.find(": ", start)) != std::string::npos; start = end + 2) {
+    const std::string part = message.substr(start, end - start);
+    std::error_code ec;  // a file or folder the user named ("Notes", "my_run") is theirs
+    const bool internal = part.size() <= kLongestName && std::regex_match(part, internal_name) &&
+                          !std::filesystem::exists(part, ec);
+    if (!internal) out += part + ": ";
+  }
+  return out + message.substr(start);
 }
 
 std::string memory_in_flag_terms(const train::MemoryError& e) {

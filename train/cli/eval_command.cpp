@@ -116,7 +116,7 @@ void run_eval(EvalFlags f) {
   // Only the split asked for must hold a window; the message is in the flags' terms.
   const data::TextDataset dataset = [&] {
     try {
-      return data::make_dataset(text, f.data, loaded.tokenizer, block, f.val_fraction, split);
+      return data::make_dataset(text, data::absolute_source(f.data), loaded.tokenizer, block, f.val_fraction, split);
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e.what()));
     }

@@ -31,6 +31,9 @@ std::string one_line(std::string text) {
   return text;
 }
 
+// An error's message as the user reads it: in the command line's terms, on one line.
+std::string shown(const std::string& message) { return one_line(tinygpt::cli::in_user_terms(message)); }
+
 // CLI11 reports a missing or unknown subcommand, or an unknown flag before it, as "A subcommand
 // is required", which names neither the word it did not know nor the ones it would have. This
 // says what is wrong with the first argument, or returns "" if it is a subcommand or --help.
@@ -64,7 +67,7 @@ void settle_openmp_waiting(char** argv) {
 }
 
 int report_usage_error(const std::string& message, const char* command) {
-  fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", one_line(message), command);
+  fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", shown(message), command);
   return 2;
 }
 
@@ -78,9 +81,9 @@ int report_failure(const std::exception& e) {
   const bool shared = dynamic_cast<const tinygpt::distributed::CollectiveError*>(&e) != nullptr ||
                       dynamic_cast<const tinygpt::train::DivergedError*>(&e) != nullptr;
   if (world.size() == 1 || (shared && world.is_root())) {
-    fmt::print(stderr, "tinygpt: error: {}\n", one_line(e.what()));
+    fmt::print(stderr, "tinygpt: error: {}\n", shown(e.what()));
   } else if (!shared) {
-    fmt::print(stderr, "tinygpt: error: rank {}: {}\n", world.rank(), one_line(e.what()));
+    fmt::print(stderr, "tinygpt: error: rank {}: {}\n", world.rank(), shown(e.what()));
     std::fflush(stderr);
     world.abort(1);
   }

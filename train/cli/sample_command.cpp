@@ -38,7 +38,7 @@ void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
   nn::SampleOptions options = f.options;
   if (!f.temperature_given) options.temperature = 0.0;
   const auto start = std::chrono::steady_clock::now();
-  const std::vector<int64_t> ids = with_context(f.model, [&] { return nn::generate(*loaded.seq2seq, source, options); });
+  const std::vector<int64_t> ids = with_context("--model " + f.model, [&] { return nn::generate(*loaded.seq2seq, source, options); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string text = loaded.tokenizer.decode(ids);
   if (f.json) {

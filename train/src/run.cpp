@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
-#include <regex>
 
 #include <nlohmann/json.hpp>
 
@@ -369,9 +368,8 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
     try {
       loaded->tokenizer.encode(text);
     } catch (const ValueError& e) {
-      const std::string fault = std::regex_replace(e.what(), std::regex("^CharTokenizer::encode: "), "");
       throw ValueError(fmt::format("{}: {}; a fine-tuned model keeps the vocabulary of {}",
-                                   state.data_source, fault, init->dir));
+                                   state.data_source, e.what(), init->dir));
     }
     config = loaded->config;
     if (init->dropout) config.dropout = *init->dropout;
