@@ -2,9 +2,13 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
 
 namespace {
 
@@ -130,8 +134,26 @@ TEST_CASE("bench reports how the steps ran in the same words for both architectu
   }
 }
 
-TEST_CASE("bench rejects a width that the heads do not divide") {
-  const Run run = run_tinygpt("bench --d-model 10 --heads 4 --steps 1 --peak-size 0");
-  CHECK(run.status != 0);
-  CHECK(run.out.find("divisible") != std::string::npos);
+// bench builds its model from the flags train takes, and refuses what train refuses: in the same
+// words, with the same usage exit status, before it times anything.
+TEST_CASE("bench refuses the model shapes train refuses, in the same words", "[cli][errors]") {
+  using namespace tinygpt::testing;
+  ScratchDir dir;
+  const std::vector<std::vector<std::string>> shapes = {
+      {"--d-model", "10", "--heads", "4"},
+      {"--heads", "4", "--kv-heads", "3"},
+      {"--attention", "window"},
+      {"--window", "4"},
+      {"--stride", "3"},
+      {"--arch", "encoder-decoder", "--d-model", "10", "--heads", "4"}};
+  const auto without_help = [](std::string err) { return err.substr(0, err.find(" (see 'tinygpt ")); };
+  for (const auto& shape : shapes) {
+    CAPTURE(shape);
+    const CliResult bench = run_cli(concat({"bench", "--steps", "1", "--peak-size", "0"}, shape));
+    const CliResult train = run_cli(concat({"train", "--out", dir.file("run"), "--steps", "1"}, shape));
+    check_one_line_error(bench, {"(see 'tinygpt bench --help')"});
+    CHECK(bench.exit_code == 2);
+    CHECK(train.exit_code == 2);
+    CHECK(without_help(bench.err) == without_help(train.err));
+  }
 }

@@ -237,6 +237,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
 }
 
 void run_bench(const BenchFlags& f) {
+  f.model.check();  // the shapes train refuses, in the same words
   if (f.arch == "encoder-decoder") return run_bench_seq2seq(f);
   set_num_threads(f.threads);
   const Precision precision = bench_precision(f);
