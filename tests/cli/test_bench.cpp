@@ -145,7 +145,10 @@ TEST_CASE("bench refuses the model shapes train refuses, in the same words", "[c
       {"--attention", "window"},
       {"--window", "4"},
       {"--stride", "3"},
-      {"--arch", "encoder-decoder", "--d-model", "10", "--heads", "4"}};
+      {"--arch", "encoder-decoder", "--d-model", "10", "--heads", "4"},
+      {"--arch", "encoder-decoder", "--pos", "rope"},
+      {"--arch", "encoder-decoder", "--attention", "linear"},
+      {"--arch", "encoder-decoder", "--kv-heads", "2"}};
   const auto without_help = [](std::string err) { return err.substr(0, err.find(" (see 'tinygpt ")); };
   for (const auto& shape : shapes) {
     CAPTURE(shape);
@@ -156,4 +159,8 @@ TEST_CASE("bench refuses the model shapes train refuses, in the same words", "[c
     CHECK(train.exit_code == 2);
     CHECK(without_help(bench.err) == without_help(train.err));
   }
+  // An encoder-decoder's steps run on random pairs: a text would be silently ignored.
+  const CliResult text = run_cli({"bench", "--arch", "encoder-decoder", "--data", "builtin:toy", "--steps", "1"});
+  check_one_line_error(text, {"--data: --arch encoder-decoder times random pairs"});
+  CHECK(text.exit_code == 2);
 }

@@ -236,9 +236,12 @@ void run_bench_seq2seq(const BenchFlags& f) {
              tokens_per_s, rss, timed.last_loss);
 }
 
-void run_bench(const BenchFlags& f) {
-  f.model.check();  // the shapes train refuses, in the same words
-  if (f.arch == "encoder-decoder") return run_bench_seq2seq(f);
+void run_bench(const BenchFlags& f, const CLI::App& cmd) {
+  f.model.check(f.arch, cmd);  // the shapes and flags train refuses, in the same words
+  if (f.arch == "encoder-decoder") {
+    if (cmd.count("--data") > 0) throw UsageError("--data: --arch encoder-decoder times random pairs; it takes no text");
+    return run_bench_seq2seq(f);
+  }
   set_num_threads(f.threads);
   const Precision precision = bench_precision(f);
   std::vector<int64_t> tokens;
@@ -434,7 +437,7 @@ void add_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--profile", flags->profile, "also print the time per op (forward and backward) of the timed steps");
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");
-  cmd->callback([flags] { run_bench(*flags); });
+  cmd->callback([flags, cmd] { run_bench(*flags, *cmd); });
 }
 
 }  // namespace tinygpt::cli

@@ -66,9 +66,9 @@ struct ModelFlags {
   // --block positions for a source and for a target, feed-forward width 4 --d-model.
   nn::EncoderDecoderConfig encoder_decoder_config() const;
   static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
-  // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid, e.g. --kv-heads 3
-  // with --heads 2.
-  void check() const;
+  // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid for --arch `arch`, e.g.
+  // --kv-heads 3 with --heads 2, and for an encoder-decoder any GPT-only flag given on `cmd`.
+  void check(const std::string& arch, const CLI::App& cmd) const;
 };
 
 // A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in

@@ -167,7 +167,29 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
   return "full";
 }
 
-void ModelFlags::check() const {
+namespace {
+
+// The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
+// positions learned, its heads one key/value head each).
+constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
+                                         "--global-tokens", "--stride"};
+
+}  // namespace
+
+void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
+  if (arch == "encoder-decoder") {
+    for (const char* flag : kGptOnlyFlags) {
+      if (cmd.count(flag) > 0) throw UsageError(fmt::format("{} is a GPT's flag; --arch encoder-decoder does not take it", flag));
+    }
+    try {
+      nn::EncoderDecoderConfig c = encoder_decoder_config();
+      c.vocab_size = 4;  // any vocabulary with the special tokens
+      c.validate();
+    } catch (const ValueError& e) {
+      throw UsageError(in_flag_terms(e.what()));
+    }
+    return;
+  }
   if (attention == "window" && window == 0) {
     throw UsageError("--attention window needs --window W (the keys each query sees)");
   }

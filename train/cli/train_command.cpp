@@ -244,11 +244,6 @@ constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--bl
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
                                        "--stride"};
 
-// The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
-// positions learned, its heads one key/value head each).
-constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
-                                         "--global-tokens", "--stride", "--init-from"};
-
 // An encoder-decoder's defaults for the flags not given: the GPT demo's suit its model, not this
 // one. The default model learns builtin:reverse to exact match >= 0.99 on the held-out pairs in
 // about two minutes on 2 cores (docs/SEQ2SEQ.md).
@@ -276,18 +271,10 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
     }
     return;  // the run's own settings were checked when it started
   }
-  if (f.arch == "encoder-decoder") {
-    for (const char* flag : kGptOnlyFlags) {
-      if (cmd.count(flag) > 0) throw UsageError(fmt::format("{} is a GPT's flag; --arch encoder-decoder does not take it", flag));
-    }
-    try {
-      nn::EncoderDecoderConfig c = f.model.encoder_decoder_config();
-      c.vocab_size = 4;  // any vocabulary with the special tokens
-      c.validate();
-    } catch (const ValueError& e) {
-      throw UsageError(in_flag_terms(e.what()));
-    }
-  } else if (!f.init_from.empty()) {
+  if (f.arch == "encoder-decoder" && !f.init_from.empty()) {
+    throw UsageError("--init-from is a GPT's flag; --arch encoder-decoder does not take it");
+  }
+  if (!f.init_from.empty()) {
     for (const char* flag : kShapeFlags) {
       if (cmd.count(flag) > 0) {
         throw UsageError(fmt::format("{}: a model fine-tuned with --init-from keeps the shape of "
@@ -295,7 +282,7 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
       }
     }
   } else {
-    f.model.check();
+    f.model.check(f.arch, cmd);
   }
   try {
     f.options.validate();
