@@ -107,15 +107,18 @@ TEST_CASE("tinygpt runs with subnormal floats flushed to zero, and bench says so
   CHECK(table.out.find("subnormals flushed to zero") != std::string::npos);
 }
 
-TEST_CASE("bench reports how the steps ran in the same words for both architectures", "[cli]") {
+TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same words for both architectures", "[cli]") {
   const std::string seq2seq =
       "bench --arch encoder-decoder --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 "
       "--steps 2 --warmup 0";
   for (const std::string& command : {std::string(kTiny), seq2seq}) {
-    const Run json = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --json");
+    const Run json = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --json --profile");
     INFO(json.out);
     REQUIRE(json.status == 0);
     const auto j = nlohmann::json::parse(json.out);
+    REQUIRE(j["profile"].is_array());
+    CHECK_FALSE(j["profile"].empty());
+    for (const auto& op : j["profile"]) CHECK(op["forward_ms_per_step"].get<double>() >= 0.0);
     for (const char* key : {"ms_per_step", "ms_min", "ms_max", "threads", "flush_denormals",
                             "precision", "bf16_products", "gemm_backend", "gemm_kernel"}) {
       CHECK(j.contains(key));
@@ -124,11 +127,11 @@ TEST_CASE("bench reports how the steps ran in the same words for both architectu
     CHECK(j["omp_wait_policy"] == "");
     CHECK(j["ms_min"].get<double>() <= j["ms_per_step"].get<double>());
     CHECK(j["ms_per_step"].get<double>() <= j["ms_max"].get<double>());
-    const Run table = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command);
+    const Run table = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --profile");
     INFO(table.out);
     REQUIRE(table.status == 0);
     for (const char* text : {"GOMP_SPINCOUNT=77", "OMP_WAIT_POLICY=unset", "products        f32",
-                             "ms/step", "median (min"}) {
+                             "ms/step", "median (min", "per-op time, ms per step"}) {
       CHECK(table.out.find(text) != std::string::npos);
     }
   }
@@ -136,7 +139,7 @@ TEST_CASE("bench reports how the steps ran in the same words for both architectu
 
 // bench builds its model from the flags train takes, and refuses what train refuses: in the same
 // words, with the same usage exit status, before it times anything.
-TEST_CASE("bench refuses the model shapes train refuses, in the same words", "[cli][errors]") {
+TEST_CASE("bench refuses the model shapes train refuses, in the same words, and flags it would ignore", "[cli][errors]") {
   using namespace tinygpt::testing;
   ScratchDir dir;
   const std::vector<std::vector<std::string>> shapes = {
@@ -159,8 +162,15 @@ TEST_CASE("bench refuses the model shapes train refuses, in the same words", "[c
     CHECK(train.exit_code == 2);
     CHECK(without_help(bench.err) == without_help(train.err));
   }
-  // An encoder-decoder's steps run on random pairs: a text would be silently ignored.
+  // A flag bench would silently ignore is refused: a text for an encoder-decoder (its steps run
+  // on random pairs), --vocab with a text, a product probe with no MFU to report.
   const CliResult text = run_cli({"bench", "--arch", "encoder-decoder", "--data", "builtin:toy", "--steps", "1"});
   check_one_line_error(text, {"--data: --arch encoder-decoder times random pairs"});
   CHECK(text.exit_code == 2);
+  const CliResult vocab = run_cli({"bench", "--data", "builtin:toy", "--vocab", "50", "--steps", "1"});
+  check_one_line_error(vocab, {"--vocab: --data sets the vocabulary"});
+  CHECK(vocab.exit_code == 2);
+  const CliResult peak = run_cli({"bench", "--arch", "encoder-decoder", "--peak-size", "64", "--steps", "1"});
+  check_one_line_error(peak, {"--peak-size: --arch encoder-decoder reports no MFU"});
+  CHECK(peak.exit_code == 2);
 }

@@ -79,19 +79,27 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
   return ids;
 }
 
-// Timed steps of a trainer after untimed warm-up ones: each step's seconds, and the last loss.
+// Timed steps of a trainer after untimed warm-up ones: each step's seconds, the last loss, the
+// allocator's counts before and after them, and (with `profile`) each op's share of them.
 struct TimedSteps {
   std::vector<double> seconds;
   double last_loss = NAN;
+  MemoryStats warm, end;
+  std::vector<OpProfileEntry> profile;
 };
-TimedSteps time_steps(train::Trainer& trainer, int64_t warmup, int64_t steps) {
+TimedSteps time_steps(train::Trainer& trainer, int64_t warmup, int64_t steps, bool profile) {
   for (int64_t i = 0; i < warmup; ++i) trainer.step();
   TimedSteps out;
+  out.warm = memory_stats();
+  set_op_profiling(profile);
   for (int64_t i = 0; i < steps; ++i) {
     const auto start = Clock::now();
     out.last_loss = trainer.step().loss;
     out.seconds.push_back(seconds_since(start));
   }
+  set_op_profiling(false);
+  out.end = memory_stats();
+  if (profile) out.profile = op_profile();
   return out;
 }
 
@@ -147,6 +155,28 @@ void print_products(Precision precision) {
   fmt::print("  products        {}: {} ({} kernel)\n", kind, backend.library, backend.kernel);
 }
 
+// Per op, the forward and backward time of the timed steps (bench --profile), largest first.
+json profile_json(const std::vector<OpProfileEntry>& profile, int64_t steps) {
+  json ops = json::array();
+  for (const auto& e : profile) {
+    ops.push_back({{"op", e.name},
+                   {"forward_ms_per_step", 1000.0 * e.forward_seconds / steps},
+                   {"backward_ms_per_step", 1000.0 * e.backward_seconds / steps}});
+  }
+  return ops;
+}
+void print_profile(const std::vector<OpProfileEntry>& profile, int64_t steps) {
+  fmt::print("\n  per-op time, ms per step (forward | backward | total), largest first:\n");
+  double total = 0.0;
+  for (const auto& e : profile) total += e.forward_seconds + e.backward_seconds;
+  for (const auto& e : profile) {
+    const double fw = 1000.0 * e.forward_seconds / steps;
+    const double bw = 1000.0 * e.backward_seconds / steps;
+    fmt::print("  {:<28} {:9.3f} {:9.3f} {:9.3f}  {:5.1f}%\n", e.name, fw, bw, fw + bw,
+               100.0 * (e.forward_seconds + e.backward_seconds) / total);
+  }
+}
+
 // The Trainer's options for a bench: --warmup + --steps steps of --batch in --precision, a
 // learning-rate warmup of at most 100 steps, and no evaluation.
 train::TrainOptions bench_options(const BenchFlags& f) {
@@ -198,7 +228,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
   const data::PairDataset dataset(pairs, tokenizer, f.model.block, 0.1, "random pairs");
   nn::EncoderDecoder model(config, f.seed);
   train::Trainer trainer(std::make_unique<train::PairObjective>(model, dataset), bench_options(f));
-  const TimedSteps timed = time_steps(trainer, f.warmup, f.steps);
+  const TimedSteps timed = time_steps(trainer, f.warmup, f.steps, f.profile);
   const StepTimes times = step_times(timed);
   const int64_t tokens = f.batch * (2 * length + 1);  // source and target positions per step
   const double tokens_per_s = static_cast<double>(tokens) / (times.median_ms / 1000.0);
@@ -219,6 +249,7 @@ void run_bench_seq2seq(const BenchFlags& f) {
     j.update(step_times_json(times));
     j.update(run_settings_json());
     j.update(products_json(precision));
+    if (f.profile) j["profile"] = profile_json(timed.profile, f.steps);
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -234,13 +265,22 @@ void run_bench_seq2seq(const BenchFlags& f) {
   print_step_times(times);
   fmt::print("  tokens/s        {:.0f}\n  peak RSS        {:.1f} MB\n  final loss      {:.6f}\n",
              tokens_per_s, rss, timed.last_loss);
+  if (f.profile) print_profile(timed.profile, f.steps);
 }
 
 void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   f.model.check(f.arch, cmd);  // the shapes and flags train refuses, in the same words
   if (f.arch == "encoder-decoder") {
-    if (cmd.count("--data") > 0) throw UsageError("--data: --arch encoder-decoder times random pairs; it takes no text");
+    if (cmd.count("--data") > 0) {
+      throw UsageError("--data: --arch encoder-decoder times random pairs; it takes no text");
+    }
+    if (cmd.count("--peak-size") > 0) {
+      throw UsageError("--peak-size: --arch encoder-decoder reports no MFU, so it measures no product rate");
+    }
     return run_bench_seq2seq(f);
+  }
+  if (cmd.count("--data") > 0 && cmd.count("--vocab") > 0) {
+    throw UsageError("--vocab: --data sets the vocabulary, to the text's characters");
   }
   set_num_threads(f.threads);
   const Precision precision = bench_precision(f);
@@ -275,13 +315,9 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   const double flops_per_token = train::training_flops_per_token(cfg);
   const double flops_per_step = flops_per_token * static_cast<double>(tokens_per_step);
 
-  for (int64_t i = 0; i < f.warmup; ++i) trainer.step();
-  const MemoryStats warm = memory_stats();
-  if (f.profile) set_op_profiling(true);
-  const TimedSteps timed = time_steps(trainer, 0, f.steps);
+  const TimedSteps timed = time_steps(trainer, f.warmup, f.steps, f.profile);
   const StepTimes times = step_times(timed);
-  set_op_profiling(false);
-  const MemoryStats end = memory_stats();
+  const MemoryStats& end = timed.end;
   const double rss = peak_rss_mb();  // before the product probe's buffers
   empty_cache();
   const double products = f.peak_size > 0 ? train::measure_f32_products(f.peak_size) : NAN;
@@ -302,8 +338,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   const double tokens_per_s = static_cast<double>(tokens_per_step) / (ms / 1000.0);
   const double gflops = flops_per_step / (ms / 1000.0) / 1e9;
   const double mfu = train::model_flops_utilization(flops_per_step, ms / 1000.0, peak * 1e9);
-  const int64_t steady_allocs = end.system_allocations - warm.system_allocations;
-  const auto profile = op_profile();
+  const int64_t steady_allocs = end.system_allocations - timed.warm.system_allocations;
 
   if (f.json) {
     json j = {
@@ -340,15 +375,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
     j.update(step_times_json(times));
     j.update(run_settings_json());
     j.update(products_json(precision));
-    if (f.profile) {
-      json ops = json::array();
-      for (const auto& e : profile) {
-        ops.push_back({{"op", e.name},
-                       {"forward_ms_per_step", 1000.0 * e.forward_seconds / f.steps},
-                       {"backward_ms_per_step", 1000.0 * e.backward_seconds / f.steps}});
-      }
-      j["profile"] = ops;
-    }
+    if (f.profile) j["profile"] = profile_json(timed.profile, f.steps);
     fmt::print("{}\n", j.dump());
     return;
   }
@@ -387,17 +414,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
              static_cast<double>(end.peak_bytes_in_use) / kMiB,
              static_cast<double>(end.bytes_cached) / kMiB);
   fmt::print("  final loss      {:.6f}\n", timed.last_loss);
-  if (f.profile) {
-    fmt::print("\n  per-op time, ms per step (forward | backward | total), largest first:\n");
-    double total = 0.0;
-    for (const auto& e : profile) total += e.forward_seconds + e.backward_seconds;
-    for (const auto& e : profile) {
-      const double fw = 1000.0 * e.forward_seconds / f.steps;
-      const double bw = 1000.0 * e.backward_seconds / f.steps;
-      fmt::print("  {:<28} {:9.3f} {:9.3f} {:9.3f}  {:5.1f}%\n", e.name, fw, bw, fw + bw,
-                 100.0 * (e.forward_seconds + e.backward_seconds) / total);
-    }
-  }
+  if (f.profile) print_profile(timed.profile, f.steps);
 }
 
 }  // namespace
@@ -416,7 +433,7 @@ void add_bench_command(CLI::App& app) {
       "through the same OpenMP-split matmul; a line says so when it is below half the peak.");
   cmd->add_option("--arch", flags->arch,
                   "gpt, or encoder-decoder: its steps on random pairs whose source and target fill "
-                  "--block positions (ms/step, tokens/s, peak RSS; the model flags --layers, "
+                  "--block positions (ms/step, tokens/s, peak RSS, --profile; the model flags --layers, "
                   "--heads, --d-model, --block, --dropout)")
       ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
   flags->model.add_to(*cmd);
@@ -427,7 +444,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); each product runs on one of them")->check(CLI::Range(0, 256))->capture_default_str();
   cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)")->type_name("FILE");
   cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->check(seed_value())->capture_default_str();
-  cmd->add_option("--peak-size", flags->peak_size, "side of the square f32 product whose rate is measured through matmul (0: skip)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
+  cmd->add_option("--peak-size", flags->peak_size, "side of the square f32 product whose rate is measured through matmul (0: skip; gpt only)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();
   cmd->add_option("--precision", flags->precision,
                   "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation; all "
                   "else f32, as torch.autocast); MFU is against the peak of the units that run the "
