@@ -1,7 +1,7 @@
 // A training run as a hostile but realistic user meets it (issue 15, phase B), through the real
 // binary: a second run into a folder in use, signals, a folder that became read-only, shapes far
-// beyond the machine's memory, data changed under a run, a one-character corpus, and the log
-// written a line at a time.
+// beyond the machine's memory, a save that cannot be written, data changed under a run, a
+// one-character corpus, and the log written a line at a time.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "io/file_size_limit.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;
@@ -230,6 +231,38 @@ TEST_CASE("resume into a folder it cannot write fails before training, naming th
     CHECK(read_bytes(err) == "tinygpt: error: cannot write in directory " + out + ": Permission denied\n");
   }
   CHECK(snapshot(out) == before);
+}
+
+// A full disk, or here a file size limit the child inherits (writes past it fail with EFBIG),
+// stops a save halfway: the run's last checkpoint stays as it was and the message says so.
+TEST_CASE("a save that cannot be written keeps the last checkpoint, and says which", "[cli][hardening]") {
+  ScratchDir dir;
+  const std::string run = dir.file("run"), fresh = dir.file("fresh");
+  train_tiny_model(run);  // checkpoints at steps 10 and 20
+  DirSnapshot before = snapshot(run);
+  // train's progress lines come first on stderr; the error is the last line.
+  const auto check_ends_in_error = [](const CliResult& r, const std::string& error) {
+    INFO(r.describe());
+    CHECK(r.exit_code == 1);
+    REQUIRE_FALSE(r.err_lines().empty());
+    CHECK(r.err_lines().back() == "tinygpt: error: " + error);
+  };
+  {
+    const FileSizeLimit limit(10000);  // below model.safetensors, above the log
+    check_ends_in_error(run_cli({"train", "--resume", run, "--steps", "30", "--threads", "1"}),
+                        "saving step 30 failed: cannot write '" + run + "/.tinygpt-staging/model.safetensors': "
+                        "File too large; the checkpoint of step 20 in " + run + " is intact");
+    check_ends_in_error(run_cli(tiny_train_args(fresh)),
+                        "saving step 10 failed: cannot write '" + fresh + "/.tinygpt-staging/model.safetensors': "
+                        "File too large; the run saved nothing in " + fresh);
+  }
+  CHECK_FALSE(fs::exists(fresh));
+  DirSnapshot after = snapshot(run);
+  CHECK(after.at("log.jsonl").rfind(before.at("log.jsonl"), 0) == 0);  // the steps since, written as they ran
+  before.erase("log.jsonl");
+  after.erase("log.jsonl");
+  CHECK(after == before);
+  run_ok({"train", "--resume", run, "--steps", "30", "--threads", "1"});
 }
 
 TEST_CASE("a shape far beyond the machine's memory is refused before allocating, naming the flags",

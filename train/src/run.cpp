@@ -518,13 +518,15 @@ EvalStats Run::evaluate(const std::string& extra_fields) {
 }
 
 void Run::save() {
+  const int64_t kept_step = state_.step;  // what a failed save leaves on disk (0: nothing)
   state_.options = trainer_->options();
   state_.step = trainer_->steps_done();
   state_.data_rng = trainer_->data_generator().state();
   state_.dropout_rng = trainer_->objective().dropout_generator().state();
   // The root rank writes; a failure there stops every rank.
   world_->together([&] {
-    if (world_->is_root()) {
+    if (!world_->is_root()) return;
+    try {
       // The best weights first: the run's own record never names a best save that did not happen.
       if (state_.keep_best && best_unsaved_) {
         commit_model(best_dir(), nullptr, nullptr, {}, state_.options.precision);
@@ -533,6 +535,13 @@ void Run::save() {
       }
       commit_model(dir_, &trainer_->optimizer(), &state_, {{kLogFile, log_.text()}}, "");
       log_.write_through(log_path());  // the file committed (in place, or new after --force)
+    } catch (const io::IOError& e) {  // a full disk, say: what the user has is named
+      throw io::IOError(
+          kept_step > 0
+              ? fmt::format("saving step {} failed: {}; the checkpoint of step {} in {} is intact",
+                            state_.step, e.what(), kept_step, dir_)
+              : fmt::format("saving step {} failed: {}; the run saved nothing in {}", state_.step,
+                            e.what(), dir_));
     }
   });
   best_unsaved_ = false;

@@ -108,7 +108,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   TemporaryFile temporary(temporary_path);
   FileDescriptor file(fd);
   write_sync_close(file, bytes,
-                   fmt::format("'{}' (write_file_atomic, temporary '{}')", path, temporary.path()));
+                   fmt::format("'{}' (through its temporary copy '{}')", path, temporary.path()));
   if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
     fail("write_file_atomic: cannot rename '{}' over '{}'", temporary.path(), path);
   }
@@ -120,7 +120,7 @@ void write_file_synced(const std::string& path, std::string_view bytes) {
   // Never through a symbolic link: a link planted in a folder must not redirect the write.
   FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
   if (file.get() < 0) fail("write_file_synced: cannot create '{}'", path);
-  write_sync_close(file, bytes, fmt::format("'{}' (write_file_synced)", path));
+  write_sync_close(file, bytes, fmt::format("'{}'", path));
 }
 
 void check_writable(const std::string& dir) {
