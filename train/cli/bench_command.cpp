@@ -297,13 +297,14 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
   check_memory_in_flag_terms(train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
-  const data::TextDataset dataset = with_context(source, [&] {
+  // A text too short for --block is named, in the flags' terms.
+  const data::TextDataset dataset = [&] {
     try {
       return data::TextDataset(std::move(tokens), f.model.block, 0.1);
     } catch (const ValueError& e) {
-      throw ValueError(in_flag_terms(e.what()));
+      throw ValueError(fmt::format("{}: {}", source, in_flag_terms(e.what())));
     }
-  });
+  }();
   nn::GPT model(f.model.config(vocab), f.seed);
 
   train::Trainer trainer(model, dataset, bench_options(f));

@@ -179,7 +179,9 @@ constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "
 void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
   if (arch == "encoder-decoder") {
     for (const char* flag : kGptOnlyFlags) {
-      if (cmd.count(flag) > 0) throw UsageError(fmt::format("{} is a GPT's flag; --arch encoder-decoder does not take it", flag));
+      if (cmd.count(flag) == 0) continue;
+      throw UsageError(
+          fmt::format("{} is a GPT's flag; --arch encoder-decoder does not take it", flag));
     }
     try {
       nn::EncoderDecoderConfig c = encoder_decoder_config();
