@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "cli_helpers.hpp"
+#include "io/file_size_limit.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;
@@ -124,4 +125,42 @@ TEST_CASE("heads makes the folders it writes into, and names the one it cannot m
   }
   const CliResult attributed = run_cli({"heads", "--model", gpt, "--attribute", "3", "--out", dir.file("afile")});
   check_one_line_error(attributed, {"cannot create heatmap directory " + dir.file("afile") + ": Not a directory"});
+}
+
+TEST_CASE("heatmaps a full disk interrupts leave the earlier set as it was, and none half drawn",
+          "[cli][hardening][heads]") {
+  ScratchDir dir;
+  const std::string gpt = dir.file("gpt"), wider = dir.file("wider"), pairs = dir.file("pairs");
+  train_tiny_model(gpt);  // its set: layer0.png and layer0_head{0,1}.png in gpt/heads
+  train_tiny_model(wider, {"--layers", "2", "--seed", "7"});
+  run_ok(tiny_seq2seq_args(pairs, {"--steps", "2"}));
+  const std::string pics = gpt + "/heads";
+  const DirSnapshot before = snapshot(pics);
+  REQUIRE(before.size() == 3);
+  {
+    // Every heatmap fits (14 KB at most here); the explorer page (~50 KB), written after them, does not.
+    const FileSizeLimit limit(20000);
+    const std::string page = dir.file("page.html");
+    const CliResult r = run_cli({"heads", "--model", wider, "--out", pics, "--html", page, "--threads", "1"});
+    check_one_line_error(r, {"cannot write", page, "File too large"});
+    CHECK(r.exited_with(1));
+    CHECK(snapshot(pics) == before);
+    CHECK_FALSE(fs::exists(page));
+    // A folder the command made for pictures it then could not keep goes with them.
+    for (const std::string& run : {gpt, pairs}) {
+      CAPTURE(run);
+      const std::string fresh = dir.file(fs::path(run).filename().string() + "-new");
+      check_one_line_error(run_cli({"heads", "--model", run, "--out", fresh, "--html", page, "--threads", "1"}),
+                           {"cannot write", page, "File too large"});
+      CHECK_FALSE(fs::exists(fresh));
+    }
+  }
+  // Drawn whole, the new set replaces the old one; a smaller set then removes the pictures it
+  // did not draw again.
+  run_ok({"heads", "--model", wider, "--out", pics, "--threads", "1"});
+  CHECK(fs::is_regular_file(pics + "/layer1_head1.png"));
+  CHECK(snapshot(pics).size() == 6);
+  CHECK(snapshot(pics) != before);
+  run_ok({"heads", "--model", gpt, "--out", pics, "--threads", "1"});
+  CHECK(snapshot(pics) == before);
 }

@@ -78,11 +78,16 @@ void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded,
   if (!out.heatmap_dir.empty() || !out.html.empty()) {
     const seq2seq::PairAttention first =
         seq2seq::pair_attention(model, data, loaded.tokenizer, run->data_source, split, 0);
-    if (!out.heatmap_dir.empty()) pictures = analysis::draw_pair_heatmaps(first, out.heatmap_dir);
+    std::optional<analysis::HeatmapSet> drawn;
+    if (!out.heatmap_dir.empty()) {
+      drawn.emplace(out.heatmap_dir);
+      analysis::draw_pair_heatmaps(first, *drawn);
+    }
     if (!out.html.empty()) {
       analysis::save_pair_explorer_page(out.html, model_dir, model, loaded.tokenizer, first, heads,
                                         ablation ? &*ablation : nullptr);
     }
+    if (drawn) pictures = drawn->commit();  // once the page is written too
   }
   nlohmann::json cross = nlohmann::json::array();
   for (size_t i = 0; i < heads.cross.size(); ++i) {

@@ -223,10 +223,12 @@ void report_pairs(train::Run& run, std::FILE* out) {
   const seq2seq::PairAttention first =
       seq2seq::pair_attention(model, run.pairs(), run.tokenizer(), run.data_source(), val, 0);
   const fs::path dir(run.dir());
-  analysis::draw_pair_heatmaps(first, (dir / analysis::kHeatmapDir).string());
-  fmt::print(out, "heatmaps: {}\n", (dir / analysis::kHeatmapDir).string());
+  analysis::HeatmapSet pictures((dir / analysis::kHeatmapDir).string());
+  analysis::draw_pair_heatmaps(first, pictures);
   analysis::save_pair_explorer_page((dir / "report.html").string(), run.dir(), model, run.tokenizer(), first,
                                     heads, &ablation);
+  pictures.commit();  // once the page is written too
+  fmt::print(out, "heatmaps: {}\n", (dir / analysis::kHeatmapDir).string());
   fmt::print(out, "attention explorer: {}\n", (dir / "report.html").string());
 }
 

@@ -1,6 +1,6 @@
 #include <unistd.h>
 
-#include <filesystem>
+#include <optional>
 
 #include "explorer_page.hpp"
 #include "tinygpt/analysis/run_report.hpp"
@@ -18,11 +18,9 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   for (int64_t id : set.picture) labels.push_back(tokenizer.token(id));
   const int t = static_cast<int>(set.picture.size());
 
-  // The pictures go into a real folder, never through a link planted in its place.
   const bool draw = !out_dir.empty();
-  if (draw) {
-    prepare_heatmap_dir(out_dir);
-  }
+  std::optional<HeatmapSet> pictures;
+  if (draw) pictures.emplace(out_dir);
   const heads::HeadScores* strongest = nullptr;
   for (size_t layer = 0; layer < maps.size(); ++layer) {
     const int64_t heads = maps[layer].size(0);
@@ -33,22 +31,22 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
       const auto& s = report.heads[static_cast<size_t>(static_cast<int64_t>(layer) * heads + h)];
       const std::string title = fmt::format("layer {} head {}: {} {:.2f}", layer, h, s.role, s.role_score);
       if (draw) {
-        plot::save_attention_heatmap(
-            (std::filesystem::path(out_dir) / fmt::format("layer{}_head{}.png", layer, h)).string(),
-            a, t, labels, title);
+        plot::save_attention_heatmap(pictures->path(fmt::format("layer{}_head{}.png", layer, h)), a, t,
+                                     labels, title);
       }
       grid.emplace_back(a, a + t * t);
       titles.push_back(fmt::format("head {}: {} {:.2f}", h, s.role, s.role_score));
       if (strongest == nullptr || s.role_score > strongest->role_score) strongest = &s;
     }
     if (draw) {
-      plot::save_head_grid((std::filesystem::path(out_dir) / fmt::format("layer{}.png", layer)).string(),
-                           grid, t, labels, titles, fmt::format("layer {}", layer));
+      plot::save_head_grid(pictures->path(fmt::format("layer{}.png", layer)), grid, t, labels, titles,
+                           fmt::format("layer {}", layer));
     }
   }
   if (!out.html.empty()) {
     save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
   }
+  if (draw) pictures->commit();  // once the page is written too: a failure leaves the earlier set
   if (out.json) return report;  // the caller prints the JSON
   std::FILE* text = out.text;
   fmt::print(text, "{}", report.table());

@@ -1,7 +1,5 @@
 // Heatmap grids of an encoder-decoder reading one pair: its encoder's and decoder's
 // self-attention and its cross-attention, a PNG per layer.
-#include <filesystem>
-
 #include <fmt/format.h>
 
 #include "tinygpt/analysis/pair_pictures.hpp"
@@ -27,16 +25,13 @@ std::vector<std::string> head_titles(size_t n) {
 
 }  // namespace
 
-std::vector<std::string> draw_pair_heatmaps(const seq2seq::PairAttention& pair, const std::string& dir) {
+void draw_pair_heatmaps(const seq2seq::PairAttention& pair, HeatmapSet& pictures) {
   const std::string title = fmt::format("\"{}\" -> \"{}\"", pair.source_text, pair.target_text);
-  prepare_heatmap_dir(dir);
-  std::vector<std::string> files;
   const auto self_grids = [&](const char* stack, const std::vector<Tensor>& weights,
                               const std::vector<std::string>& labels) {
     for (size_t l = 0; l < weights.size(); ++l) {
       const auto heads = heads_of(weights[l]);
-      files.push_back((std::filesystem::path(dir) / fmt::format("{}_layer{}.png", stack, l)).string());
-      plot::save_head_grid(files.back(), heads, static_cast<int>(labels.size()), labels, head_titles(heads.size()),
+      plot::save_head_grid(pictures.path(fmt::format("{}_layer{}.png", stack, l)), heads, static_cast<int>(labels.size()), labels, head_titles(heads.size()),
                            fmt::format("{} self-attention, layer {}: {}", stack, l, title));
     }
   };
@@ -44,11 +39,9 @@ std::vector<std::string> draw_pair_heatmaps(const seq2seq::PairAttention& pair, 
   self_grids("decoder", pair.decoder, pair.inputs);
   for (size_t l = 0; l < pair.cross.size(); ++l) {
     const auto heads = heads_of(pair.cross[l]);
-    files.push_back((std::filesystem::path(dir) / fmt::format("cross_layer{}.png", l)).string());
-    plot::save_cross_attention_grid(files.back(), heads, pair.inputs, pair.source, head_titles(heads.size()),
+    plot::save_cross_attention_grid(pictures.path(fmt::format("cross_layer{}.png", l)), heads, pair.inputs, pair.source, head_titles(heads.size()),
                                     fmt::format("cross-attention, layer {}: {}", l, title));
   }
-  return files;
 }
 
 }  // namespace tinygpt::analysis

@@ -81,24 +81,6 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   if (text != nullptr) fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));
 }
 
-void remove_heatmaps(const std::string& dir) {
-  static const std::regex kDrawn(R"(((encoder_|decoder_|cross_)?layer\d+(_head\d+)?|attribution_pos\d+)\.png)");
-  std::error_code ec;
-  if (std::filesystem::is_symlink(dir, ec) || !std::filesystem::is_directory(dir, ec)) return;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.is_regular_file(ec) && std::regex_match(entry.path().filename().string(), kDrawn)) {
-      std::filesystem::remove(entry.path(), ec);
-    }
-  }
-  if (std::filesystem::is_empty(dir, ec)) std::filesystem::remove(dir, ec);
-}
-
-void prepare_heatmap_dir(const std::string& dir) {
-  io::refuse_symlink(dir);
-  remove_heatmaps(dir);
-  io::create_directory(dir, "heatmap directory");
-}
-
 void remove_report(const std::string& run_dir) {
   const std::filesystem::path page = std::filesystem::path(run_dir) / "report.html";
   std::error_code ec;

@@ -5,15 +5,16 @@
 #include <string>
 #include <vector>
 
+#include "tinygpt/analysis/heatmap_set.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/seq2seq/pair_heads.hpp"
 
 namespace tinygpt::analysis {
 
-// A grid per layer in `dir`: encoder_layer<L>.png and decoder_layer<L>.png (self-attention) and
-// cross_layer<L>.png (target positions down, source positions across); returns the files.
-std::vector<std::string> draw_pair_heatmaps(const seq2seq::PairAttention& pair, const std::string& dir);
+// A grid per layer into `pictures`: encoder_layer<L>.png and decoder_layer<L>.png (self-attention)
+// and cross_layer<L>.png (target positions down, source positions across).
+void draw_pair_heatmaps(const seq2seq::PairAttention& pair, HeatmapSet& pictures);
 
 // The page for `pair` (seq2seq::pair_attention): the encoder's self-attention on its source in
 // the main view with the encoder heads' roles, the cross-attention view (where the decoder looks

@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <string>
 
+#include "tinygpt/analysis/heatmap_set.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/heads/probe_set.hpp"
@@ -36,16 +37,6 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
 
 // The heatmaps' folder in a run's folder: <run_dir>/heads.
 inline constexpr const char* kHeatmapDir = "heads";
-
-// The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
-// attribution_pos<P>.png) and draw_pair_heatmaps draws ({encoder,decoder,cross}_layer<L>.png),
-// removed; other files stay, and the folder goes if it is left empty.
-void remove_heatmaps(const std::string& dir);
-
-// `dir` made ready for a new set of heatmaps: refused if it is a symbolic link (the pictures go
-// into a real folder, never through a link), the earlier set removed (a model with more layers
-// or heads drew more), and the folder made.
-void prepare_heatmap_dir(const std::string& dir);
 
 // The end-of-run report of `run_dir` (report.html and the heatmaps) removed: once a run has
 // saved a checkpoint it no longer describes (a run it replaced, or an earlier step it resumed).

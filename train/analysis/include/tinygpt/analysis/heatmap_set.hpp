@@ -1,0 +1,38 @@
+#pragma once
+// The folder of heatmaps a model's report draws: each new set replaces the earlier one whole.
+#include <string>
+#include <vector>
+
+namespace tinygpt::analysis {
+
+// The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
+// attribution_pos<P>.png) and draw_pair_heatmaps draws ({encoder,decoder,cross}_layer<L>.png),
+// removed, with any set a killed command was drawing; other files stay, and the folder goes if it
+// is left empty.
+void remove_heatmaps(const std::string& dir);
+
+// A new set of heatmaps for `dir`, whole or not at all. The pictures are drawn into a hidden
+// folder inside `dir` (path() says where) and commit() moves them over the earlier set, then
+// removes what is left of it (a model with more layers or heads drew more). Until then the
+// earlier set is untouched: a disk that fills while the pictures are drawn, or any error, leaves
+// it as it was, and the destructor removes the drawn pictures (and `dir`, if it made it).
+// Refuses `dir` if it is a symbolic link: the pictures go into a real folder, never through a link.
+class HeatmapSet {
+ public:
+  explicit HeatmapSet(std::string dir);
+  HeatmapSet(const HeatmapSet&) = delete;
+  HeatmapSet& operator=(const HeatmapSet&) = delete;
+  ~HeatmapSet();
+
+  // Where to draw the picture `name` (a name remove_heatmaps knows); it lands in `dir` at commit().
+  std::string path(const std::string& name);
+  // The pictures moved into `dir`; returns their final paths, in the order path() was asked.
+  std::vector<std::string> commit();
+
+ private:
+  std::string dir_, stage_;
+  std::vector<std::string> names_;
+  bool made_dir_ = false, committed_ = false;
+};
+
+}  // namespace tinygpt::analysis
