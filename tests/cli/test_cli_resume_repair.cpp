@@ -97,3 +97,35 @@ TEST_CASE("train --resume --force repairs a missing or damaged log, keeping its 
     steps += 1;
   }
 }
+
+TEST_CASE("eval and heads on a run whose text changed since it trained say so, for both architectures",
+          "[cli][hardening]") {
+  ScratchDir dir;
+  const std::string text = dir.file("data.txt"), pairs = dir.file("pairs.tsv");
+  write_bytes(text, some_text());
+  std::string pair_lines;
+  for (int i = 0; i < 40; ++i) pair_lines += std::string(1, static_cast<char>('a' + i % 7)) + "xy\tyx\n";
+  write_bytes(pairs, pair_lines);
+  const std::string gpt = dir.file("gpt"), seq2seq = dir.file("seq2seq");
+  train_tiny_model(gpt, {"--data", text});
+  run_ok(tiny_seq2seq_args(seq2seq, {"--data", pairs, "--steps", "2"}));
+  const std::vector<std::vector<std::string>> commands = {
+      {"eval", "--model", gpt}, {"heads", "--model", gpt, "--json"},
+      {"eval", "--model", seq2seq}, {"heads", "--model", seq2seq, "--json"}};
+  for (const auto& args : commands) {  // the text as it was: no note
+    CAPTURE(args);
+    CHECK(run_ok(args).err.empty());
+  }
+  write_bytes(text, some_text() + "the dog sees a cat.\n");
+  write_bytes(pairs, pair_lines + "gxy\tyx\n");
+  for (const auto& args : commands) {
+    CAPTURE(args);
+    const std::string source = args[2] == gpt ? text : pairs;
+    const uint64_t was = args[2] == gpt ? some_text().size() : pair_lines.size();
+    const CliResult r = run_ok(args);
+    CHECK(r.err == "tinygpt: note: " + source + " changed since the run trained on it (" + std::to_string(was) +
+                       " bytes then, " + std::to_string(read_bytes(source).size()) +
+                       " now): the scores are on the text as it is now, not on the run's splits\n");
+    CHECK_FALSE(r.out.empty());
+  }
+}

@@ -11,6 +11,7 @@
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::cli {
@@ -127,17 +128,10 @@ auto with_context(const std::string& context, F&& f) {
   }
 }
 
-// f() reading the text a run trained on, where its record says; when it is not there, the
-// message ends saying that `flag` names another text (eval --data, heads --text).
-template <class F>
-std::string with_data_hint(const char* flag, F&& f) {
-  try {
-    return f();
-  } catch (const ValueError& e) {
-    throw ValueError(fmt::format("{}; the text the model trained on is not there: pass {} to read "
-                                 "another", e.what(), flag));
-  }
-}
+// The text the run of `state` trained on, read where its record says. When it is not there, the
+// message ends saying that `flag` names another text (eval --data, heads --text); when its bytes
+// changed since the run recorded them, a note on stderr says the scores are the new text's.
+std::string read_run_text(const train::RunState& state, const char* flag);
 
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,

@@ -9,6 +9,8 @@
 #include <system_error>
 
 #include "commands.hpp"
+#include "tinygpt/io/sha256.hpp"
+#include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
 
@@ -282,6 +284,24 @@ std::string wrap_words(const std::string& text, size_t width) {
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::CharTokenizer& tokenizer) {
   return with_context(flag, [&] { return tokenizer.encode(text); });
+}
+
+std::string read_run_text(const train::RunState& state, const char* flag) {
+  std::string text;
+  try {
+    text = train::load_run_text(state);
+  } catch (const ValueError& e) {
+    throw ValueError(fmt::format("{}; the text the model trained on is not there: pass {} to read "
+                                 "another", e.what(), flag));
+  }
+  // Runs saved before the text's size and hash were recorded have none to compare.
+  if (!state.data_sha256.empty() &&
+      (text.size() != state.data_bytes || io::sha256_hex(text) != state.data_sha256)) {
+    fmt::print(stderr, "tinygpt: note: {} changed since the run trained on it ({} bytes then, {} now): "
+               "the scores are on the text as it is now, not on the run's splits\n",
+               state.data_source, state.data_bytes, text.size());
+  }
+  return text;
 }
 
 }  // namespace tinygpt::cli

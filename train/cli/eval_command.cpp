@@ -91,17 +91,18 @@ void run_eval(EvalFlags f) {
   if (loaded.is_encoder_decoder() && f.block > 0) {
     throw UsageError(fmt::format("--block: {} is an encoder-decoder, which reads whole pairs", f.model));
   }
-  const bool runs_own_text = f.data.empty();
-  if (runs_own_text) {  // the run's own text, split as it was in training
+  std::string text;
+  if (f.data.empty()) {  // the run's own text, split as it was in training
     const std::optional<train::RunState> run = train::trained_on(f.model);
     if (!run) {
       throw UsageError(fmt::format("{} does not say what it was trained on; pass --data", f.model));
     }
     f.data = run->data_source;
     if (!f.val_fraction_given) f.val_fraction = run->val_fraction;
+    text = read_run_text(*run, "--data");
+  } else {
+    text = data::load_text(f.data);
   }
-  const std::string text = runs_own_text ? with_data_hint("--data", [&] { return data::load_text(f.data); })
-                                         : data::load_text(f.data);
   const data::Split split = f.split == "train" ? data::Split::train
                             : f.split == "all" ? data::Split::all
                                                : data::Split::val;

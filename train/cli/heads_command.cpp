@@ -47,7 +47,7 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
   if (!run) throw UsageError(fmt::format("{} does not say what it was trained on; pass --text", dir));
   const train::RunState& state = *run;
   const data::TextDataset dataset =
-      data::make_dataset(with_data_hint("--text", [&] { return train::load_run_text(state); }),
+      data::make_dataset(read_run_text(state, "--text"),
                          state.data_source, loaded.tokenizer,
                          loaded.config.block_size, state.val_fraction);
   return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);

@@ -65,7 +65,7 @@ void print_self_heads(const char* stack, const std::vector<seq2seq::SelfHeadScor
 void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded, const PairHeadsOutput& out) {
   const std::optional<train::RunState> run = train::trained_on(model_dir);
   if (!run) throw UsageError(fmt::format("{} does not say what it was trained on", model_dir));
-  const std::string text = with_data_hint("--data", [&] { return train::load_run_text(*run); });
+  const std::string text = read_run_text(*run, "--data");
   nn::EncoderDecoder& model = *loaded.seq2seq;
   const data::PairDataset data(data::parse_pairs(text, run->data_source), loaded.tokenizer,
                                model.config().max_position_embeddings, run->val_fraction, run->data_source);
