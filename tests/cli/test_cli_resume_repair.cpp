@@ -128,4 +128,14 @@ TEST_CASE("eval and heads on a run whose text changed since it trained say so, f
                        " now): the scores are on the text as it is now, not on the run's splits\n");
     CHECK_FALSE(r.out.empty());
   }
+  // A change that makes the command fail: its one line says the text changed.
+  write_bytes(text, some_text() + "Zebra\n");
+  const std::string changed = " changed since the run trained on it (" + std::to_string(some_text().size()) +
+                              " bytes then, " + std::to_string(read_bytes(text).size()) + " now)";
+  for (const std::vector<std::string>& args : {commands[0], commands[1]}) {
+    CAPTURE(args);
+    const CliResult r = run_cli(args);
+    check_one_line_error(r, {"'Z'", "; " + text + changed});
+    CHECK(r.exited_with(1));
+  }
 }

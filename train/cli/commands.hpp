@@ -3,6 +3,9 @@
 // callback that runs it; errors are thrown as tinygpt::Error and reported by main().
 #include <signal.h>
 
+#include <string>
+#include <vector>
+
 #include <CLI/CLI.hpp>
 
 #include "tinygpt/data/data_source.hpp"
@@ -83,6 +86,16 @@ std::string in_flag_terms(const std::string& message);
 // ("CharTokenizer::encode: ", "read_text_file: "): a C++ caller's clue, noise to a user, so
 // those names are dropped; paths and flags ("/a/b.txt: ", "--prompt: ") stay.
 std::string in_user_terms(const std::string& message);
+
+// A fact about the command's input that bears on its result (a run's text that changed since it
+// trained), held until the command ends: main prints "tinygpt: note: <fact>: <consequence>" after
+// a command that succeeded, or ends a failure's one line with "; <fact>", which may explain it.
+struct InputNote {
+  std::string fact, consequence;
+};
+void add_input_note(InputNote note);
+// The notes added so far, in order; main reads them once the command has ended.
+const std::vector<InputNote>& input_notes();
 
 // SIGINT and SIGTERM while it lives: the handler records the signal (a second one ends the
 // process at once, unless it is the same signal within a second: one request delivered twice);

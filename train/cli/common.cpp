@@ -297,11 +297,22 @@ std::string read_run_text(const train::RunState& state, const char* flag) {
   // Runs saved before the text's size and hash were recorded have none to compare.
   if (!state.data_sha256.empty() &&
       (text.size() != state.data_bytes || io::sha256_hex(text) != state.data_sha256)) {
-    fmt::print(stderr, "tinygpt: note: {} changed since the run trained on it ({} bytes then, {} now): "
-               "the scores are on the text as it is now, not on the run's splits\n",
-               state.data_source, state.data_bytes, text.size());
+    add_input_note({fmt::format("{} changed since the run trained on it ({} bytes then, {} now)",
+                                state.data_source, state.data_bytes, text.size()),
+                    "the scores are on the text as it is now, not on the run's splits"});
   }
   return text;
 }
+
+namespace {
+std::vector<InputNote>& notes() {
+  static std::vector<InputNote> held;
+  return held;
+}
+}  // namespace
+
+void add_input_note(InputNote note) { notes().push_back(std::move(note)); }
+
+const std::vector<InputNote>& input_notes() { return notes(); }
 
 }  // namespace tinygpt::cli

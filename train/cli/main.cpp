@@ -31,8 +31,13 @@ std::string one_line(std::string text) {
   return text;
 }
 
-// An error's message as the user reads it: in the command line's terms, on one line.
-std::string shown(const std::string& message) { return one_line(tinygpt::cli::in_user_terms(message)); }
+// An error's message as the user reads it: in the command line's terms, with the facts about its
+// input that may explain it, on one line.
+std::string shown(const std::string& message) {
+  std::string text = tinygpt::cli::in_user_terms(message);
+  for (const tinygpt::cli::InputNote& note : tinygpt::cli::input_notes()) text += "; " + note.fact;
+  return one_line(text);
+}
 
 // CLI11 reports a missing or unknown subcommand, or an unknown flag before it, as "A subcommand
 // is required", which names neither the word it did not know nor the ones it would have. This
@@ -132,6 +137,9 @@ int main(int argc, char** argv) {
         tinygpt::cli::kActivationFlags, tinygpt::cli::kModelFlags)));
   } catch (const std::exception& e) {
     return report_failure(e);
+  }
+  for (const tinygpt::cli::InputNote& note : tinygpt::cli::input_notes()) {
+    fmt::print(stderr, "tinygpt: note: {}: {}\n", note.fact, note.consequence);
   }
   return 0;
 }
