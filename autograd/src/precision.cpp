@@ -26,18 +26,25 @@ bool intel_cpu() {
   return std::memcmp(vendor, "GenuineIntel", 12) == 0;
 }
 
+bool onednn_uses_amx() { return dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx; }
+
 Bf16Products default_bf16_products() {
+  const bool amx = onednn_uses_amx();
   if (const char* value = std::getenv("TINYGPT_BF16_PRODUCTS")) {
-    for (Bf16Products p : {Bf16Products::dot_pairs, Bf16Products::f32_fma}) {
-      if (std::strcmp(value, bf16_products_name(p)) == 0) return p;
+    for (Bf16Products p : {Bf16Products::dot_pairs, Bf16Products::f32_fma, Bf16Products::amx}) {
+      if (std::strcmp(value, bf16_products_name(p)) != 0) continue;
+      if (p == Bf16Products::amx && !amx) {
+        throw ValueError("TINYGPT_BF16_PRODUCTS: amx needs the AMX tiles, which oneDNN does not "
+                         "use on this CPU");
+      }
+      return p;
     }
-    throw ValueError(fmt::format("TINYGPT_BF16_PRODUCTS: '{}' is not one of dot_pairs, f32_fma",
-                                 value));
+    throw ValueError(fmt::format(
+        "TINYGPT_BF16_PRODUCTS: '{}' is not one of dot_pairs, f32_fma, amx", value));
   }
-  // With AMX visible oneDNN's bf16 kernels use its tiles, far above the f32 rate.
-  const bool slow_pairs =
-      intel_cpu() && dnnl_get_effective_cpu_isa() != dnnl_cpu_isa_avx512_core_amx;
-  return slow_pairs ? Bf16Products::f32_fma : Bf16Products::dot_pairs;
+  if (!intel_cpu()) return Bf16Products::dot_pairs;
+  // AMX tiles run far above the f32 rate; Intel's vdpbf16ps at half of it.
+  return amx ? Bf16Products::amx : Bf16Products::f32_fma;
 }
 
 // Unset until first asked (the environment is read then).
@@ -89,13 +96,21 @@ void set_matmul_precision(Precision precision) {
 Precision matmul_precision() { return g_precision.load(std::memory_order_relaxed); }
 
 const char* bf16_products_name(Bf16Products products) {
-  return products == Bf16Products::f32_fma ? "f32_fma" : "dot_pairs";
+  switch (products) {
+    case Bf16Products::f32_fma: return "f32_fma";
+    case Bf16Products::amx: return "amx";
+    default: return "dot_pairs";
+  }
 }
 
 const char* bf16_products_description(Bf16Products products) {
-  return products == Bf16Products::f32_fma
-             ? "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower"
-             : "the CPU's bf16 dot products";
+  switch (products) {
+    case Bf16Products::f32_fma:
+      return "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower";
+    case Bf16Products::amx:
+      return "the AMX tiles, the attention's small products on the f32 FMAs";
+    default: return "the CPU's bf16 dot products";
+  }
 }
 
 Bf16Products bf16_products() {
@@ -105,6 +120,14 @@ Bf16Products bf16_products() {
     g_bf16_products.store(value, std::memory_order_relaxed);
   }
   return static_cast<Bf16Products>(value);
+}
+
+std::vector<Bf16Products> available_bf16_products() {
+  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+  if (isa != dnnl_cpu_isa_avx512_core_bf16 && !onednn_uses_amx()) return {};
+  std::vector<Bf16Products> units = {Bf16Products::dot_pairs, Bf16Products::f32_fma};
+  if (onednn_uses_amx()) units.push_back(Bf16Products::amx);
+  return units;
 }
 
 void set_bf16_products(Bf16Products products) {

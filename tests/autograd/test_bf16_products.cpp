@@ -69,9 +69,10 @@ std::pair<std::vector<double>, std::vector<double>> attention_and_grad(const Ten
   return {y.to_vector(), x.grad().to_vector()};
 }
 
-// Every case runs on both kernels of bf16 products (precision.hpp), whichever this CPU defaults to.
+// Every case runs on each kernel of bf16 products this CPU has (precision.hpp), whichever it
+// defaults to.
 Bf16Products each_bf16_products() {
-  return GENERATE(Bf16Products::dot_pairs, Bf16Products::f32_fma);
+  return GENERATE(from_range(available_bf16_products()));
 }
 
 Tensor abs_f64(const Tensor& x) {

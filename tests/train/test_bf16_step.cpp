@@ -57,7 +57,7 @@ TEST_CASE("a bf16 step's loss and gradients stay within 1% of f32's", "[train][b
   const LossAndGrads f32 = loss_and_grads(model, x, y);
   LossAndGrads bf16;
   {
-    const Bf16ProductsGuard units(GENERATE(Bf16Products::dot_pairs, Bf16Products::f32_fma));
+    const Bf16ProductsGuard units(GENERATE(from_range(available_bf16_products())));
     const PrecisionGuard precision(Precision::bf16);
     bf16 = loss_and_grads(model, x, y);
   }

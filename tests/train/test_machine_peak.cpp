@@ -16,9 +16,9 @@ TEST_CASE("the machine's f32 and bf16 peaks are measured on registers", "[train]
   CHECK(f32.gflops > 1.0);
   CHECK_FALSE(f32.kernel.empty());
   const auto bf16 = train::measure_bf16_peak();
-  CHECK(bf16.has_value() == train::cpu_has_avx512_bf16());
+  CHECK(bf16.has_value() == (train::cpu_has_avx512_bf16() || train::amx_usable()));
   if (bf16) {
-    CHECK(bf16->kernel == "avx512_bf16 vdpbf16ps");
+    CHECK(bf16->kernel == (train::amx_usable() ? "amx_bf16 tdpbf16ps" : "avx512_bf16 vdpbf16ps"));
     // Two products per f32 lane and instruction: about twice f32's, whatever the load.
     CHECK(bf16->gflops > 1.0);
   }

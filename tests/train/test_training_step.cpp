@@ -1,6 +1,7 @@
 // The parallel parts of a training step: gradient clipping and whole Trainer steps give the same
 // numbers on any thread count (resuming a run relies on exactness), and a warm step allocates
 // nothing from the system.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -62,12 +63,19 @@ TEST_CASE("clip_grad_norm: the global norm in double, the same on 1 and 2 thread
 TEST_CASE("training steps are bit-identical on 1 and 2 threads and allocate nothing once warm "
           "in f32 and in bf16",
           "[train][slow]") {
-  // bf16 on both kernels of its products (Bf16Products), whichever this CPU defaults to.
-  const std::string run = GENERATE(as<std::string>{}, "f32", "bf16 dot_pairs", "bf16 f32_fma");
+  // bf16 on each kernel of its products this CPU has (Bf16Products), whichever it defaults to.
+  const std::string run = GENERATE(as<std::string>{}, "f32", "bf16 dot_pairs", "bf16 f32_fma", "bf16 amx");
   const std::string precision = run.substr(0, run.find(' '));
-  if (precision == "bf16" && !bf16_unsupported_reason().empty()) return;
-  const Bf16ProductsGuard units(run == "bf16 dot_pairs" ? Bf16Products::dot_pairs
-                                                        : Bf16Products::f32_fma);
+  Bf16Products units_here = bf16_products();
+  if (precision == "bf16") {
+    const std::vector<Bf16Products> units = available_bf16_products();
+    const auto named = std::find_if(units.begin(), units.end(), [&](Bf16Products u) {
+      return run == std::string("bf16 ") + bf16_products_name(u);
+    });
+    if (named == units.end()) return;  // not on this CPU
+    units_here = *named;
+  }
+  const Bf16ProductsGuard units(units_here);
   // Large enough that matmul splits its products across threads, including the tied LM head's
   // narrow weight gradient (which OpenBLAS would compute with other kernels if split too thin).
   std::vector<int64_t> tokens(5000);

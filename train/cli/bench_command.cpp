@@ -327,11 +327,12 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   if (precision == Precision::bf16 && !bf16_peak) {
     throw ValueError("bench --precision bf16: no bf16 peak to measure MFU against on this CPU");
   }
-  // MFU against the peak of the units the products run on: bf16's dot products, or the f32 FMAs
-  // (f32, and bf16 operands widened where the dot products are the slower, bf16_products()).
-  const bool on_pairs =
-      precision == Precision::bf16 && bf16_products() == Bf16Products::dot_pairs;
-  const double peak = on_pairs ? bf16_peak->gflops : f32_peak.gflops;
+  // MFU against the peak of the units the products run on: the CPU's bf16 units (dot products or
+  // AMX tiles), or the f32 FMAs (f32, and bf16 operands widened where the bf16 units are the
+  // slower, bf16_products()).
+  const bool on_bf16_units =
+      precision == Precision::bf16 && bf16_products() != Bf16Products::f32_fma;
+  const double peak = on_bf16_units ? bf16_peak->gflops : f32_peak.gflops;
   // The probe's products run in f32 whatever --precision is: they are judged by the f32 peak.
   const std::string slow_note = train::slow_products_note(products, f32_peak.gflops);
 
@@ -403,7 +404,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
     fmt::print("  f32 products    {:.1f} GFLOP/s = {:.2f} of the peak ({}^3 through matmul)\n",
                products, products / f32_peak.gflops, f.peak_size);
   }
-  fmt::print("  MFU             {:.3f} (of the {} peak)\n", mfu, on_pairs ? "bf16" : "f32");
+  fmt::print("  MFU             {:.3f} (of the {} peak)\n", mfu, on_bf16_units ? "bf16" : "f32");
   if (!slow_note.empty()) fmt::print("  note            {}\n", slow_note);
   fmt::print("  peak RSS        {:.1f} MB\n", rss);
   fmt::print("  KV cache        {} bytes at context {}, batch 1 (2 x layers x kv_heads x T x d_head "

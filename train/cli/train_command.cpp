@@ -534,8 +534,8 @@ void add_train_command(CLI::App& app) {
                   "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation, as "
                   "torch.autocast; weights, gradients, optimiser state, layer norm, softmax and "
                   "the loss stay f32; needs avx512_bf16; the products run on the CPU's bf16 dot "
-                  "products, or widened to f32 on its FMAs where those are faster, "
-                  "TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma to choose). The checkpoint is f32 "
+                  "products or AMX tiles, or widened to f32 on its FMAs where those are faster, "
+                  "TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma|amx to choose). The checkpoint is f32 "
                   "either way; a resumed run keeps its own unless --force")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();

@@ -66,7 +66,8 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 // model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
 // Precision::bf16) every product's operands are rounded as gemm() rounds them, and the tiles
 // are bf16 ones where the products run on the bf16 dot products (bf16_products()), or the f32
-// ones on the operands widened back. Otherwise gemm.
+// ones on the operands widened back (f32_fma, and amx: these products are too small for its
+// tiles). Otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
@@ -79,7 +80,7 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
                                      band, n - rows);
       return;
     }
-    if (band != Band::none && bf16_products() == Bf16Products::f32_fma && detail::use_avx512()) {
+    if (band != Band::none && detail::use_avx512()) {
       const detail::WidenedPair w = detail::widened_pair(ta, tb, m, cols, k, a, lda, b, ldb);
       detail::attention_product(ta, tb, m, cols, k, alpha, w.a, w.lda, w.b, w.ldb, beta, c, ldc,
                                 band, n - rows);

@@ -86,7 +86,7 @@ void gemm_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, c
 // B (k, n) laid out once as oneDNN's matmul reads it (its blocked layout on AVX-512: blocks of 64
 // columns of pairs of rows), for the row panels of one product to share: each panel's product
 // would otherwise copy all of B into that layout itself. `data` holds packed_b_bytes(k, n) bytes
-// written by pack_b. Bf16Products::dot_pairs only.
+// written by pack_b. Not under Bf16Products::f32_fma, whose operands are widened instead.
 struct PackedB {
   const void* data = nullptr;
 };

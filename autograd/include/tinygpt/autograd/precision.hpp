@@ -6,6 +6,7 @@
 // One setting for the process: the products run on OpenMP's threads.
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace tinygpt {
 
@@ -23,24 +24,31 @@ std::string bf16_unsupported_reason();
 void set_matmul_precision(Precision precision);
 Precision matmul_precision();
 
-// Where Precision::bf16's products run. Both keep its contract -- operands rounded to bf16, sums
+// Where Precision::bf16's products run. All keep its contract -- operands rounded to bf16, sums
 // in f32 -- but not its bits (the sums run in a different order):
 //   dot_pairs  the CPU's bf16 dot products (vdpbf16ps: two bf16 products per f32 lane) on
 //              oneDNN's bf16 kernels and the fused attention's bf16 tiles;
 //   f32_fma    the rounded operands widened back to f32, which is exact, on the f32 kernels: a
-//              product of two bf16 values is exact in f32, so only the order of the sums differs.
-// The default is the faster on this CPU, told by its vendor (a timing could differ between runs
-// and so break bit-identical resumes): dot_pairs runs at twice the f32 rate on AMD's Zen 4 but at
-// half of it on an Intel Xeon without AMX (measured: 164-169 vs 330-345 GFLOP/s on 2 cores), so
-// f32_fma on Intel unless oneDNN can use AMX. TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma overrides
-// it; set_bf16_products (tests, comparisons) too.
-enum class Bf16Products { dot_pairs, f32_fma };
-const char* bf16_products_name(Bf16Products products);  // "dot_pairs", "f32_fma"
+//              product of two bf16 values is exact in f32, so only the order of the sums differs;
+//   amx        oneDNN's bf16 kernels on the AMX tiles (tdpbf16ps), and the fused attention's small
+//              products on its f32 tiles, operands widened, as f32_fma.
+// The default is the faster on this CPU, told by its vendor and instruction set (a timing could
+// differ between runs and so break bit-identical resumes): dot_pairs runs at twice the f32 rate
+// on AMD's Zen 4 but at half of it on an Intel Xeon (measured: 164-169 vs 330-345 GFLOP/s on 2
+// cores), so amx on an Intel CPU whose AMX oneDNN uses, else f32_fma on Intel.
+// TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma|amx overrides it; set_bf16_products (tests,
+// comparisons) too.
+enum class Bf16Products { dot_pairs, f32_fma, amx };
+const char* bf16_products_name(Bf16Products products);  // "dot_pairs", "f32_fma", "amx"
 // Where they run, for people: "the CPU's bf16 dot products", "the f32 FMAs, ...".
 const char* bf16_products_description(Bf16Products products);
-// Throws ValueError naming the choices when TINYGPT_BF16_PRODUCTS holds neither.
+// Throws ValueError naming the choices when TINYGPT_BF16_PRODUCTS holds none of them, or names amx
+// where oneDNN does not use AMX.
 Bf16Products bf16_products();
 void set_bf16_products(Bf16Products products);
+// The choices this machine can run: none without bf16 products (bf16_unsupported_reason), else
+// dot_pairs and f32_fma, and amx where oneDNN uses AMX.
+std::vector<Bf16Products> available_bf16_products();
 
 // Sets a precision for a scope and puts the previous one back.
 class PrecisionGuard {

@@ -16,11 +16,14 @@ struct MachinePeak {
 // f32 multiply-add peak: AVX-512 FMA, else AVX2 FMA, else SSE multiply and add.
 MachinePeak measure_f32_peak();
 
-// bf16 dot-product peak (vdpbf16ps: bf16 pairs accumulated in f32), or nothing when the CPU has
-// no avx512_bf16.
+// bf16 peak: AMX's tiles (tdpbf16ps) where amx_usable(), else the bf16 dot products (vdpbf16ps:
+// bf16 pairs accumulated in f32), or nothing when the CPU has no avx512_bf16.
 std::optional<MachinePeak> measure_bf16_peak();
 
 bool cpu_has_avx512_bf16();
+
+// The CPU has amx_tile and amx_bf16 and Linux grants this process their state (asked once).
+bool amx_usable();
 
 // GFLOP/s of one f32 (n x n) @ (n x n) product through tinygpt's matmul op, i.e. the f32 backend
 // split over the OpenMP team exactly as training's products are: the best of 5 after a warm-up.
