@@ -28,6 +28,11 @@ bool intel_cpu() {
 
 bool onednn_uses_amx() { return dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_amx; }
 
+// oneDNN runs bf16 products natively here: with the avx512_bf16 instructions, or AMX.
+bool onednn_runs_bf16() {
+  return onednn_uses_amx() || dnnl_get_effective_cpu_isa() == dnnl_cpu_isa_avx512_core_bf16;
+}
+
 Bf16Products default_bf16_products() {
   const bool amx = onednn_uses_amx();
   if (const char* value = std::getenv("TINYGPT_BF16_PRODUCTS")) {
@@ -67,8 +72,7 @@ Precision parse_precision(const std::string& name) {
 }
 
 std::string bf16_unsupported_reason() {
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  if (isa == dnnl_cpu_isa_avx512_core_bf16 || isa == dnnl_cpu_isa_avx512_core_amx) {
+  if (onednn_runs_bf16()) {
     try {
       bf16_products();
       return {};
@@ -123,8 +127,7 @@ Bf16Products bf16_products() {
 }
 
 std::vector<Bf16Products> available_bf16_products() {
-  const dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-  if (isa != dnnl_cpu_isa_avx512_core_bf16 && !onednn_uses_amx()) return {};
+  if (!onednn_runs_bf16()) return {};
   std::vector<Bf16Products> units = {Bf16Products::dot_pairs, Bf16Products::f32_fma};
   if (onednn_uses_amx()) units.push_back(Bf16Products::amx);
   return units;

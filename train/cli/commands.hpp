@@ -143,7 +143,7 @@ auto with_context(const std::string& context, F&& f) {
 
 // The text the run of `state` trained on, read where its record says. When it is not there, the
 // message ends saying that `flag` names another text (eval --data, heads --text); when its bytes
-// changed since the run recorded them, a note on stderr says the scores are the new text's.
+// changed since the run recorded them, an InputNote says so.
 std::string read_run_text(const train::RunState& state, const char* flag);
 
 // The ids of a flag's text; an error names the flag and the character the model does not know.

@@ -294,9 +294,7 @@ std::string read_run_text(const train::RunState& state, const char* flag) {
     throw ValueError(fmt::format("{}; the text the model trained on is not there: pass {} to read "
                                  "another", e.what(), flag));
   }
-  // Runs saved before the text's size and hash were recorded have none to compare.
-  if (!state.data_sha256.empty() &&
-      (text.size() != state.data_bytes || io::sha256_hex(text) != state.data_sha256)) {
+  if (state.text_differs(text.size(), io::sha256_hex(text))) {
     add_input_note({fmt::format("{} changed since the run trained on it ({} bytes then, {} now)",
                                 state.data_source, state.data_bytes, text.size()),
                     "the scores are on the text as it is now, not on the run's splits"});

@@ -429,8 +429,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   const std::string text = load_run_text(state);
   const std::string sha256 = io::sha256_hex(text);
-  if (!state.data_sha256.empty() && (sha256 != state.data_sha256 || text.size() != state.data_bytes) &&
-      !changes.accept_changed_data) {
+  if (state.text_differs(text.size(), sha256) && !changes.accept_changed_data) {
     throw DataChangedError(state.data_source, state.data_bytes, state.data_sha256, text.size(), sha256);
   }
   state.data_bytes = text.size();  // runs saved without the record get it now

@@ -31,7 +31,8 @@ void draw_pair_heatmaps(const seq2seq::PairAttention& pair, HeatmapSet& pictures
                               const std::vector<std::string>& labels) {
     for (size_t l = 0; l < weights.size(); ++l) {
       const auto heads = heads_of(weights[l]);
-      plot::save_head_grid(pictures.path(fmt::format("{}_layer{}.png", stack, l)), heads, static_cast<int>(labels.size()), labels, head_titles(heads.size()),
+      plot::save_head_grid(pictures.path(fmt::format("{}_layer{}.png", stack, l)), heads,
+                           static_cast<int>(labels.size()), labels, head_titles(heads.size()),
                            fmt::format("{} self-attention, layer {}: {}", stack, l, title));
     }
   };
@@ -39,7 +40,8 @@ void draw_pair_heatmaps(const seq2seq::PairAttention& pair, HeatmapSet& pictures
   self_grids("decoder", pair.decoder, pair.inputs);
   for (size_t l = 0; l < pair.cross.size(); ++l) {
     const auto heads = heads_of(pair.cross[l]);
-    plot::save_cross_attention_grid(pictures.path(fmt::format("cross_layer{}.png", l)), heads, pair.inputs, pair.source, head_titles(heads.size()),
+    plot::save_cross_attention_grid(pictures.path(fmt::format("cross_layer{}.png", l)), heads,
+                                    pair.inputs, pair.source, head_titles(heads.size()),
                                     fmt::format("cross-attention, layer {}: {}", l, title));
   }
 }

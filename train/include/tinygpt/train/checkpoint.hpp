@@ -33,6 +33,10 @@ struct RunState {
   // data is noticed; runs saved before they were recorded have none (data_sha256 empty).
   uint64_t data_bytes = 0;
   std::string data_sha256;
+  // Whether a text of `bytes` bytes with this SHA-256 is not the one recorded (never, without one).
+  bool text_differs(uint64_t bytes, const std::string& sha256) const {
+    return !data_sha256.empty() && (bytes != data_bytes || sha256 != data_sha256);
+  }
   double val_fraction = 0.1;
   int64_t step = 0;
   int64_t ranks = 1;  // processes of the data-parallel run that saved it (informational)
