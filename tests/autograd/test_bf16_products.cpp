@@ -3,6 +3,7 @@
 // entry is within bf16's rounding of the exact product: |c - exact| <= 2^-7 sum_k |a_ik b_kj|
 // (two roundings of at most 2^-9 relative each, with room for f32's sums), and differs from f32's
 // -- on the CPU's bf16 dot products and on the f32 FMAs alike (Bf16Products).
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -35,18 +36,21 @@ void check_bf16_product(const Tensor& got, const Tensor& f32, const Tensor& exac
 
 Tensor f64(const Tensor& x) { return x.to(DType::f64); }
 
+// x as f32, rounded to bfloat16 (nearest even).
+double bf16_of(double x) {
+  const float f = static_cast<float>(x);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
+}
+
 // x rounded to bfloat16 (nearest even), held in f32.
 Tensor round_bf16(const Tensor& x) {
   std::vector<double> v = x.to_vector();
-  for (double& e : v) {
-    const float f = static_cast<float>(e);
-    uint32_t bits;
-    std::memcpy(&bits, &f, sizeof bits);
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-    float r;
-    std::memcpy(&r, &bits, sizeof r);
-    e = r;
-  }
+  for (double& e : v) e = bf16_of(e);
   return Tensor::from(v, x.shape(), DType::f32);
 }
 
@@ -284,6 +288,77 @@ TEST_CASE("bf16 fused attention is within bf16 rounding of f32 on bf16 inputs ac
       CHECK(eg < 5e-3);
       if (t > 1 && d > 1) CHECK(low.first != y32);
     }
+  }
+}
+
+namespace {
+
+// One head of causal attention in f64, the products' operands rounded as Precision::bf16 rounds
+// them: Q, K, V (given rounded), P in Y = P V, dY, and dS; the softmax, the row sums rowsum(dY Y)
+// and dS itself from unrounded values. qkv (T, 3 C) and dy (T, C) rows; head h of width d.
+void reference_head(const std::vector<double>& qkv, const std::vector<double>& dy, int64_t t,
+                    int64_t c, int64_t d, int64_t h, std::vector<double>& y,
+                    std::vector<double>& dqkv) {
+  const auto q = [&](int64_t i, int64_t e) { return qkv[i * 3 * c + h * d + e]; };
+  const auto k = [&](int64_t i, int64_t e) { return qkv[i * 3 * c + c + h * d + e]; };
+  const auto v = [&](int64_t i, int64_t e) { return qkv[i * 3 * c + 2 * c + h * d + e]; };
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+  for (int64_t i = 0; i < t; ++i) {
+    std::vector<double> p(static_cast<size_t>(i + 1)), dp(p.size());
+    double top = -1e300, sum = 0.0;
+    for (int64_t j = 0; j <= i; ++j) {
+      double s = 0.0;
+      for (int64_t e = 0; e < d; ++e) s += q(i, e) * k(j, e);
+      p[j] = s * scale;
+      top = std::max(top, p[j]);
+    }
+    for (double& e : p) sum += e = std::exp(e - top);
+    for (double& e : p) e /= sum;
+    double delta = 0.0;
+    for (int64_t e = 0; e < d; ++e) {
+      double out = 0.0;
+      for (int64_t j = 0; j <= i; ++j) out += bf16_of(p[j]) * v(j, e);
+      y[i * c + h * d + e] = out;
+      delta += dy[i * c + h * d + e] * out;
+    }
+    for (int64_t j = 0; j <= i; ++j) {
+      double dpj = 0.0;
+      for (int64_t e = 0; e < d; ++e) {
+        const double g = bf16_of(dy[i * c + h * d + e]);
+        dpj += g * v(j, e);
+        dqkv[j * 3 * c + 2 * c + h * d + e] += bf16_of(p[j]) * g;  // dV += P^T dY
+      }
+      const double ds = bf16_of(p[j] * (dpj - delta) * scale);
+      for (int64_t e = 0; e < d; ++e) {
+        dqkv[i * 3 * c + h * d + e] += ds * k(j, e);          // dQ = dS K
+        dqkv[j * 3 * c + c + h * d + e] += ds * q(i, e);      // dK += dS^T Q
+      }
+    }
+  }
+}
+
+}  // namespace
+
+// Pins down which values the products read rounded, on every kind of bf16 products: within f32's
+// sums of the f64 reference above (2e-5), where leaving P or dY unrounded is off by ~1e-3.
+TEST_CASE("bf16 fused attention's products read Q, K, V, P, dY and dS rounded to bf16, and "
+          "nothing else", "[ops][bf16][attention]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
+  for (const int64_t d : {17, 64}) {
+    const int64_t t = 130, heads = 2, c = heads * d;
+    INFO("d = " << d);
+    Generator gen(static_cast<uint64_t>(40 + d));
+    const Tensor qkv = round_bf16(Tensor::randn({1, t, 3 * c}, gen));
+    const Tensor dy = Tensor::randn({1, t, c}, gen);
+    std::vector<double> y(static_cast<size_t>(t * c)), dqkv(static_cast<size_t>(t * 3 * c));
+    for (int64_t h = 0; h < heads; ++h) {
+      reference_head(qkv.to_vector(), dy.to_vector(), t, c, d, h, y, dqkv);
+    }
+    const PrecisionGuard precision(Precision::bf16);
+    const auto [got_y, got_dqkv] = attention_and_grad(qkv, dy, heads);
+    CHECK(relative_error(got_y, y) < 2e-5);
+    CHECK(relative_error(got_dqkv, dqkv) < 2e-5);
   }
 }
 

@@ -64,26 +64,17 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
 // whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
 // model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
-// Precision::bf16) every product's operands are rounded as gemm() rounds them, and the tiles
-// are bf16 ones where the products run on the bf16 dot products (bf16_products()), or the f32
-// ones on the operands widened back (f32_fma, and amx: these products are too small for its
-// tiles). Otherwise gemm.
+// Precision::bf16 on the bf16 dot products, bf16_products()) every product's operands are
+// rounded as gemm() rounds them, on bf16 tiles. Otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
                    int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
                    T* c, int64_t ldc) {
   if constexpr (std::is_same_v<In, bf16>) {
-    if (band != Band::none && bf16_products() == Bf16Products::dot_pairs &&
-        detail::use_avx512_bf16()) {
+    if (band != Band::none && detail::use_avx512_bf16()) {
       detail::attention_product_bf16(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc,
                                      band, n - rows);
-      return;
-    }
-    if (band != Band::none && detail::use_avx512()) {
-      const detail::WidenedPair w = detail::widened_pair(ta, tb, m, cols, k, a, lda, b, ldb);
-      detail::attention_product(ta, tb, m, cols, k, alpha, w.a, w.lda, w.b, w.ldb, beta, c, ldc,
-                                band, n - rows);
       return;
     }
   } else if constexpr (std::is_same_v<T, float>) {
@@ -94,6 +85,28 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
     }
   }
   gemm(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
+// Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products f32_fma and amx:
+// vdpbf16ps runs at half the f32 rate there, and these products are too small for AMX's tiles),
+// a head's Q, K and V are widened to f32 once, into `out` (3 T d values), and its products run
+// on the f32 tiles, each operand that is not one of them rounded to bf16 first (round_bf16).
+// Widening each product's operands instead made the medium model's bf16 attention slower than
+// its f32 one (112 ms a step against 82): every block of queries widened all its keys again.
+bool widens_heads() { return bf16_products() != Bf16Products::dot_pairs; }
+
+Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, float* out) {
+  detail::widen_bf16(h.q, t, d, h.ld, out);
+  detail::widen_bf16(h.k, t, d, h.ld, out + t * d);
+  detail::widen_bf16(h.v, t, d, h.ld, out + 2 * t * d);
+  return {out, out + t * d, out + 2 * t * d, d, true};
+}
+
+// rows x cols of x (leading dimension ld) rounded to bf16 values kept in f32, packed into `out`
+// (in place when out == x and ld == cols). bf16 values are only ever held in f32.
+template <class T>
+void round_bf16(const T* x, int64_t rows, int64_t cols, int64_t ld, T* out) {
+  if constexpr (std::is_same_v<T, float>) detail::widen_bf16(x, rows, cols, ld, out);
 }
 
 // ALiBi: adds -slope (i - j) to the scores of query position i against its first `valid`
@@ -156,6 +169,7 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       const T inv = T(1) / sum;
 #pragma omp simd
       for (int64_t j = 0; j < valid; ++j) row[j] *= inv;
+      if (hd.bf16_values) round_bf16(row, 1, valid, n, row);  // P, an operand of P V
       std::fill(row + valid, row + n, T(0));
       lse[i] = top + std::log(sum);
     }
@@ -171,22 +185,30 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
 // log-sum-exp: dV += P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K,
 // dK += dS^T Q. dK and dV are added to (the caller zeroes them, then runs the query heads that
 // share them one after another), summed over the blocks in order, so the result does not depend
-// on the thread count. dQ is overwritten, or added to with add_to_dq.
+// on the thread count. dQ is overwritten, or added to with add_to_dq. With hd.bf16_values the
+// products read the block's dY rounded into `dy16` (kBlock d values).
 template <class T, class In>
 void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
                    int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                   const AttentionPattern& pattern, T* p, T* ds, bool add_to_dq = false) {
+                   const AttentionPattern& pattern, T* p, T* ds, T* dy16, bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
+    const T* dy_product = dy_block;  // dY as the products read it
+    int64_t ld_product = ldy;
+    if (hd.bf16_values) {
+      round_bf16(dy_block, rows, d, ldy, dy16);
+      dy_product = dy16;
+      ld_product = d;
+    }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
       block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
                         hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
       block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1),
-                        dy_block, ldy, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
+                        dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
     // here their loads overlap (inside the row loop below they took half of this function).
@@ -215,12 +237,16 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
         prow[j] = simd::exp(std::min(prow[j] - row_lse, T(0)));
         dsrow[j] = prow[j] * (dsrow[j] - delta) * scale;
       }
+      if (hd.bf16_values) {  // operands of the products below, rounded once dS is formed
+        round_bf16(prow, 1, valid, n, prow);
+        round_bf16(dsrow, 1, valid, n, dsrow);
+      }
       std::fill(prow + valid, prow + n, T(0));
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
       block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
-                        p + col, n, dy_block, ldy, T(1), dh.v + key * dh.ld, dh.ld);
+                        p + col, n, dy_product, ld_product, T(1), dh.v + key * dh.ld, dh.ld);
       block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
                         ds + col, n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
                         dh.q + i0 * dh.ld, dh.ld);
@@ -238,7 +264,8 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
 // the view gets slope S, and its log-sum-exps come out S slope too high.
 template <class T>
 Head<T> strided_class(const Head<T>& h, int64_t r, int64_t stride) {
-  return {h.q + (r + stride) * h.ld, h.k + r * h.ld, h.v + r * h.ld, h.ld * stride};
+  return {h.q + (r + stride) * h.ld, h.k + r * h.ld, h.v + r * h.ld, h.ld * stride,
+          h.bf16_values};
 }
 
 // Rows of the class r < T - S: queries r + S, r + 2S, ... below t.
@@ -280,9 +307,9 @@ void forward_strided_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, i
 template <class T, class In>
 void backward_strided_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
                            int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                           int64_t stride, T* p, T* ds, T* class_lse) {
+                           int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
   backward_head(hd, dh, y, dy, ldy, lse, t, d, scale, slope,
-                AttentionPattern::sliding_window(stride), p, ds);
+                AttentionPattern::sliding_window(stride), p, ds, dy16);
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
     for (int64_t a = 0; a < rows; ++a) {
@@ -291,7 +318,7 @@ void backward_strided_head(const Head<const In>& hd, const Head<T>& dh, const T*
     const int64_t first = (r + stride) * ldy;
     backward_head(strided_class(hd, r, stride), strided_class(dh, r, stride), y + first,
                   dy + first, ldy * stride, class_lse, rows, d, scale,
-                  slope * static_cast<T>(stride), AttentionPattern{}, p, ds, true);
+                  slope * static_cast<T>(stride), AttentionPattern{}, p, ds, dy16, true);
   }
 }
 
@@ -346,8 +373,10 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   // qkv; the backward pass keeps that rounding instead of qkv (half the memory).
   const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
   const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
+  const bool widen = keep_bf16 && widens_heads();
+  const int64_t wide = widen ? 3 * t * d : 0;  // one head's Q, K and V widened
   if (b * t * c > 0) {
-    Tensor scratch = Tensor::empty({threads, panel + extra}, qkv.dtype());
+    Tensor scratch = Tensor::empty({threads, panel + extra + wide}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
       const T* pqkv = qkv.data<T>();
@@ -355,7 +384,8 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
       T* pl = lse.data<T>();
       const T scale = T(1) / std::sqrt(static_cast<T>(d));
       const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_head<T>(b, n_heads, scratch, panel + extra, [&](int64_t bi, int64_t hi, T* s) {
+      for_each_head<T>(b, n_heads, scratch, panel + extra + wide, [&](int64_t bi, int64_t hi,
+                                                                     T* s) {
         T* yh = py + y_offset(bi, hi, layout);
         T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
@@ -367,7 +397,10 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
           }
         };
         if constexpr (std::is_same_v<T, float>) {
-          if (qkv16.data != nullptr) return forward(head_of(qkv16.data, bi, hi, layout));
+          if (qkv16.data != nullptr) {
+            const Head<const bf16> h16 = head_of(qkv16.data, bi, hi, layout);
+            return widen ? forward(widened_head(h16, t, d, s + panel + extra)) : forward(h16);
+          }
         }
         forward(head_of(pqkv, bi, hi, layout));
       });
@@ -376,11 +409,13 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   const Tensor kept = keep_bf16 ? Tensor{} : qkv.detach();
   return record("causal_self_attention", y, {qkv},
                 [kept, qkv16, shape = qkv.shape(), dtype = qkv.dtype(), y = y.detach(), lse, layout,
-                 n_heads, alibi, pattern, panel, extra](const Tensor& g) {
+                 n_heads, alibi, pattern, panel, extra, widen](const Tensor& g) {
     const int64_t b = shape[0], t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(shape, dtype);
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
-    const int64_t per_thread = 2 * panel + extra;
+    // p, ds, the strided pattern's extra, and with `widen` the head widened and a block of dY
+    const int64_t wide = widen ? 3 * t * d + kBlock * d : 0;
+    const int64_t per_thread = 2 * panel + extra + wide;
     Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype);
     dispatch_float(dtype, "causal_self_attention", [&](auto tag) {
       using T = decltype(tag);
@@ -396,16 +431,22 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
         const Head<T> dh = head_of(pd, bi, hi, layout);
         const T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
+        T* head_wide = widen ? s + 2 * panel + extra : nullptr;
+        T* dy16 = widen ? head_wide + 3 * t * d : nullptr;
         auto backward = [&](const auto& hd) {
           if (pattern.kind == AttentionPattern::Kind::strided) {
             backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
-                                  pattern.stride, s, s + panel, s + 2 * panel);
+                                  pattern.stride, s, s + panel, s + 2 * panel, dy16);
           } else {
-            backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s, s + panel);
+            backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s,
+                          s + panel, dy16);
           }
         };
         if constexpr (std::is_same_v<T, float>) {
-          if (pqkv == nullptr) return backward(head_of(qkv16.data, bi, hi, layout));
+          if (pqkv == nullptr) {
+            const Head<const bf16> h16 = head_of(qkv16.data, bi, hi, layout);
+            return widen ? backward(widened_head(h16, t, d, head_wide)) : backward(h16);
+          }
         }
         backward(head_of(pqkv, bi, hi, layout));
       });

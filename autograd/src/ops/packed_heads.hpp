@@ -19,11 +19,13 @@ struct Layout {
 };
 
 // One (batch, head) pair's matrices inside qkv: row i of Q is q + i * ld, of K k + i * ld, of V
-// v + i * ld, with ld = W. Its rows of y (B,T,C) start at y_offset, C apart.
+// v + i * ld, with ld = W. Its rows of y (B,T,C) start at y_offset, C apart. `bf16_values`: f32
+// holding bf16 values (under Precision::bf16), so the products' other operands are rounded too.
 template <class T>
 struct Head {
   T *q, *k, *v;
   int64_t ld;
+  bool bf16_values = false;
 };
 
 template <class T>
