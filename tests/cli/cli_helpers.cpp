@@ -8,7 +8,7 @@ namespace tinygpt::testing {
 
 void check_in_user_terms(const std::string& line) {
   static const std::regex internal_name(
-      R"(\b[A-Za-z]\w*::\w+|(^|: )([a-z]+(_[a-z]+)+|generate|ablation|attribute|optimizer|train): |\b(GPTConfig|TrainOptions|TextDataset|PairDataset|CharTokenizer)\b|block_size [0-9])");
+      R"(\b[A-Za-z]\w*::\w+|(^|: )([a-z]+(_[a-z]+)+|generate|ablation|attribute|optimizer|train): |\b(GPTConfig|TrainOptions|TextDataset|PairDataset|CharTokenizer)\b|\b(block_size|val_fraction) [0-9])");
   CHECK_FALSE(std::regex_search(line, internal_name));
 }
 

@@ -155,7 +155,8 @@ void check_one_line_error(const CliResult& r, const std::vector<std::string>& fr
 
 // A CLI error speaks the user's language: it names no C++ class or function of the library
 // ("CharTokenizer::encode: ", "read_text_file: ", "TextDataset: ") and no setting by its field
-// name where a flag sets it ("block_size 64" is "--block 64").
+// name where a flag sets it ("block_size 64" is "--block 64", "val_fraction 0.1"
+// "--val-fraction 0.1").
 void check_in_user_terms(const std::string& line);
 
 // The explorer page's data, as embedded by tinygpt::report (its browser behaviour is tested by

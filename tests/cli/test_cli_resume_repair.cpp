@@ -138,4 +138,17 @@ TEST_CASE("eval and heads on a run whose text changed since it trained say so, f
     check_one_line_error(r, {"'Z'", "; " + text + changed});
     CHECK(r.exited_with(1));
   }
+  // A text shrunk below one window: the dataset's refusal in this command's terms. eval sets the
+  // window with --block; heads has no such flag, the context is the model's.
+  write_bytes(text, "the dog.\n");
+  for (const std::vector<std::string>& args : {commands[0], commands[1]}) {
+    CAPTURE(args);
+    const CliResult r = run_cli(args);
+    const bool eval = args[0] == "eval";
+    check_one_line_error(r, {eval ? "--block " : "the model's context of ",
+                             eval ? "--val-fraction 0.1" : "the run's validation share 0.1",
+                             text + " changed since the run trained on it"});
+    if (!eval) CHECK_THAT(r.err, !Catch::Matchers::Contains("use a longer text"));
+    CHECK(r.exited_with(1));
+  }
 }

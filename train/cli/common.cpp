@@ -224,7 +224,7 @@ std::string in_flag_terms(const std::string& message) {
       {"steps", "--steps"},          {"optimizer", "--optimizer"},  {"precision", "--precision"},
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
-      {"max_position_embeddings", "--block"}};
+      {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"}};
   std::string out = message;
   for (const auto& [name, flag] : kFlags) {
     // Only a name followed by its value ("batch 4"), not the same word in a sentence.

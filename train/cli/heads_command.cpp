@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <limits>
 #include <optional>
+#include <regex>
 
 #include "commands.hpp"
 #include "pair_report.hpp"
@@ -35,6 +36,17 @@ struct HeadsFlags {
   int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
 };
 
+// The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
+// context and validation share were set when it trained, not by a flag of this command, so the
+// advice to change them goes too.
+std::string in_run_terms(const std::string& message) {
+  std::string out = std::regex_replace(message, std::regex("block_size (\\d+)"),
+                                       "the model's context of $1");
+  out = std::regex_replace(out, std::regex("val_fraction ([-0-9.e]+)"),
+                           "the run's validation share $1");
+  return std::regex_replace(out, std::regex("; use a longer text.*$"), "");
+}
+
 // The probes of a checkpoint: --text if given, else the run's own validation windows (its data
 // and split as trainer_state.json records them, as training probed them).
 heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedModel& loaded,
@@ -46,11 +58,14 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
   const std::optional<train::RunState> run = train::trained_on(dir);
   if (!run) throw UsageError(fmt::format("{} does not say what it was trained on; pass --text", dir));
   const train::RunState& state = *run;
-  const data::TextDataset dataset =
-      data::make_dataset(read_run_text(state, "--text"),
-                         state.data_source, loaded.tokenizer,
-                         loaded.config.block_size, state.val_fraction);
-  return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
+  const std::string text_now = read_run_text(state, "--text");
+  try {
+    const data::TextDataset dataset = data::make_dataset(
+        text_now, state.data_source, loaded.tokenizer, loaded.config.block_size, state.val_fraction);
+    return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
+  } catch (const ValueError& e) {
+    throw ValueError(in_run_terms(e.what()));
+  }
 }
 
 // The mean rank correlation with gradient x input over every query position with at least two
