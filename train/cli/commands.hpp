@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -80,6 +81,12 @@ struct ModelFlags {
 // "GPTConfig: --kv-heads 3 does not divide --heads 2" (and in_user_terms drops "GPTConfig: ").
 // The checks live in the library; only the names change.
 std::string in_flag_terms(const std::string& message);
+
+// `message` with each setting's field name that is followed by its value ("batch 4", not the same
+// word in a sentence) replaced by the user's words for it: in_flag_terms' mechanism, for callers
+// whose words are not flags.
+using SettingNames = std::vector<std::pair<const char*, const char*>>;
+std::string with_setting_names(const std::string& message, const SettingNames& names);
 
 // Any error as the command line shows it. The library starts a message, or a part of one after
 // the path or flag the CLI put before it, with the class or function that raised it

@@ -212,8 +212,17 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
   }
 }
 
+std::string with_setting_names(const std::string& message, const SettingNames& names) {
+  std::string out = message;
+  for (const auto& [name, words] : names) {
+    out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),
+                             std::string("$1") + words);
+  }
+  return out;
+}
+
 std::string in_flag_terms(const std::string& message) {
-  static const std::pair<const char*, const char*> kFlags[] = {
+  static const SettingNames kFlags = {
       {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},
       {"n_layer", "--layers"},       {"block_size", "--block"},     {"dropout", "--dropout"},
       {"min_lr", "--min-lr"},        {"lr", "--lr"},                {"batch", "--batch"},
@@ -225,13 +234,7 @@ std::string in_flag_terms(const std::string& message) {
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"}};
-  std::string out = message;
-  for (const auto& [name, flag] : kFlags) {
-    // Only a name followed by its value ("batch 4"), not the same word in a sentence.
-    out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),
-                             std::string("$1") + flag);
-  }
-  return out;
+  return with_setting_names(message, kFlags);
 }
 
 std::string in_user_terms(const std::string& message) {

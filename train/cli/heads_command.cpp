@@ -40,11 +40,10 @@ struct HeadsFlags {
 // context and validation share were set when it trained, not by a flag of this command, so the
 // advice to change them goes too.
 std::string in_run_terms(const std::string& message) {
-  std::string out = std::regex_replace(message, std::regex("block_size (\\d+)"),
-                                       "the model's context of $1");
-  out = std::regex_replace(out, std::regex("val_fraction ([-0-9.e]+)"),
-                           "the run's validation share $1");
-  return std::regex_replace(out, std::regex("; use a longer text.*$"), "");
+  static const SettingNames kRun = {{"block_size", "the model's context of"},
+                                    {"val_fraction", "the run's validation share"}};
+  return std::regex_replace(with_setting_names(message, kRun), std::regex("; use a longer text.*$"),
+                            "");
 }
 
 // The probes of a checkpoint: --text if given, else the run's own validation windows (its data
@@ -59,13 +58,15 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
   if (!run) throw UsageError(fmt::format("{} does not say what it was trained on; pass --text", dir));
   const train::RunState& state = *run;
   const std::string text_now = read_run_text(state, "--text");
-  try {
-    const data::TextDataset dataset = data::make_dataset(
-        text_now, state.data_source, loaded.tokenizer, loaded.config.block_size, state.val_fraction);
-    return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
-  } catch (const ValueError& e) {
-    throw ValueError(in_run_terms(e.what()));
-  }
+  const data::TextDataset dataset = [&] {
+    try {
+      return data::make_dataset(text_now, state.data_source, loaded.tokenizer,
+                                loaded.config.block_size, state.val_fraction);
+    } catch (const ValueError& e) {
+      throw ValueError(in_run_terms(e.what()));
+    }
+  }();
+  return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
 }
 
 // The mean rank correlation with gradient x input over every query position with at least two

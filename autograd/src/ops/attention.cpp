@@ -94,6 +94,7 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
 // Widening each product's operands instead made the medium model's bf16 attention slower than
 // its f32 one (112 ms a step against 82): every block of queries widened all its keys again.
 bool widens_heads() { return bf16_products() != Bf16Products::dot_pairs; }
+int64_t widened_head_values(int64_t t, int64_t d) { return 3 * t * d; }
 
 Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, float* out) {
   detail::widen_bf16(h.q, t, d, h.ld, out);
@@ -374,7 +375,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
   const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
   const bool widen = keep_bf16 && widens_heads();
-  const int64_t wide = widen ? 3 * t * d : 0;  // one head's Q, K and V widened
+  const int64_t wide = widen ? widened_head_values(t, d) : 0;
   if (b * t * c > 0) {
     Tensor scratch = Tensor::empty({threads, panel + extra + wide}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
@@ -414,7 +415,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
     Tensor dqkv = Tensor::empty(shape, dtype);
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
     // p, ds, the strided pattern's extra, and with `widen` the head widened and a block of dY
-    const int64_t wide = widen ? 3 * t * d + kBlock * d : 0;
+    const int64_t wide = widen ? widened_head_values(t, d) + kBlock * d : 0;
     const int64_t per_thread = 2 * panel + extra + wide;
     Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype);
     dispatch_float(dtype, "causal_self_attention", [&](auto tag) {
@@ -432,7 +433,7 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
         const T* lh = pl + (bi * n_heads + hi) * t;
         const T slope = slopes[static_cast<size_t>(hi)];
         T* head_wide = widen ? s + 2 * panel + extra : nullptr;
-        T* dy16 = widen ? head_wide + 3 * t * d : nullptr;
+        T* dy16 = widen ? head_wide + widened_head_values(t, d) : nullptr;
         auto backward = [&](const auto& hd) {
           if (pattern.kind == AttentionPattern::Kind::strided) {
             backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
