@@ -75,7 +75,8 @@ TEST_CASE("heads --ablate, --ablate-heads and --attribute from the CLI", "[cli][
   CHECK(std::filesystem::exists(dir.file("pics/attribution_pos5.png")));
 
   for (const auto& bad : std::vector<std::vector<std::string>>{
-           {"--ablate", "half"}, {"--ablate-heads", "2.0"}, {"--ablate-heads", "x"}, {"--attribute", "999"}}) {
+           {"--ablate", "half"}, {"--ablate-heads", "2.0"}, {"--ablate-heads", "x"}, {"--ablate-heads", ""},
+           {"--attribute", "999"}}) {
     std::vector<std::string> args = {"heads", "--model", model};
     args.insert(args.end(), bad.begin(), bad.end());
     const CliResult r = run_cli(args);

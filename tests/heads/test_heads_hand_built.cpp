@@ -120,6 +120,12 @@ TEST_CASE("ablation: head lists and modes are parsed strictly", "[heads][ablatio
   CHECK_THROWS_WITH(heads::parse_head_list("2.0", 2, 8), Catch::Contains("2.0") && Catch::Contains("2 layers"));
   CHECK_THROWS_WITH(heads::parse_head_list("0.1,0.1", 2, 8), Catch::Contains("twice"));
   CHECK_THROWS_WITH(heads::parse_head_list("01x", 2, 8), Catch::Contains("LAYER.HEAD"));
+  CHECK_THROWS_WITH(heads::parse_head_list("", 2, 8), Catch::Contains("names no head"));
+  // Each message says it is about the head list, once (the CLI puts the flag's name before it).
+  for (const char* bad : {"2.0", "0.1,0.1", "01x", ""}) {
+    CHECK_THROWS_WITH(heads::parse_head_list(bad, 2, 8),
+                      Catch::Contains("head list") && !Catch::Contains("head list:"));
+  }
   CHECK_THROWS_AS(heads::parse_ablation_mode("half"), ValueError);
   CHECK(heads::parse_ablation_mode("mean") == heads::AblationMode::mean);
 }

@@ -209,7 +209,7 @@ void add_heads_command(CLI::App& app) {
       return heads::parse_ablation_mode(flags->ablate.empty() ? "zero" : flags->ablate);
     });
     std::vector<heads::HeadRef> removed;
-    if (!flags->ablate_heads.empty()) {
+    if (cmd->count("--ablate-heads") > 0) {  // an empty list too: it names no head
       removed = with_context("--ablate-heads", [&] {
         return heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
       });

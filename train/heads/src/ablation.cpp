@@ -27,18 +27,18 @@ std::vector<HeadRef> parse_head_list(const std::string& list, int64_t n_layer, i
     char dot = 0;
     std::istringstream in(item);
     if (!(in >> h.layer >> dot >> h.head) || dot != '.' || !(in >> std::ws).eof()) {
-      throw ValueError(fmt::format("head list: '{}' is not LAYER.HEAD (e.g. 1.7)", item));
+      throw ValueError(fmt::format("'{}' in the head list is not LAYER.HEAD (e.g. 1.7)", item));
     }
     if (h.layer < 0 || h.layer >= n_layer || h.head < 0 || h.head >= n_head) {
-      throw ValueError(fmt::format("head list: {} is outside the model ({} layers of {} heads)",
-                                   item, n_layer, n_head));
+      throw ValueError(fmt::format("head {} in the head list is outside the model ({} layers of "
+                                   "{} heads)", item, n_layer, n_head));
     }
     for (const HeadRef& seen : heads) {
-      if (seen == h) throw ValueError(fmt::format("head list: {} is listed twice", item));
+      if (seen == h) throw ValueError(fmt::format("head {} is in the head list twice", item));
     }
     heads.push_back(h);
   }
-  if (heads.empty()) throw ValueError(fmt::format("head list: no head in '{}'", list));
+  if (heads.empty()) throw ValueError(fmt::format("the head list '{}' names no head", list));
   return heads;
 }
 
