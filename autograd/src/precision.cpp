@@ -112,7 +112,7 @@ const char* bf16_products_description(Bf16Products products) {
     case Bf16Products::f32_fma:
       return "the f32 FMAs, operands widened: this CPU's bf16 dot products are the slower";
     case Bf16Products::amx:
-      return "the AMX tiles, the attention's small products on the f32 FMAs";
+      return "the AMX tiles";
     default: return "the CPU's bf16 dot products";
   }
 }

@@ -64,8 +64,8 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
 // whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
 // model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
-// Precision::bf16 on the bf16 dot products, bf16_products()) every product's operands are
-// rounded as gemm() rounds them, on bf16 tiles. Otherwise gemm.
+// Precision::bf16 on the bf16 dot products or the AMX tiles, bf16_products()) every product's
+// operands are rounded as gemm() rounds them, on bf16 tiles. Otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
@@ -87,13 +87,14 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
   gemm(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products f32_fma and amx:
-// vdpbf16ps runs at half the f32 rate there, and these products are too small for AMX's tiles),
-// a head's Q, K and V are widened to f32 once, into `out` (3 T d values), and its products run
-// on the f32 tiles, each operand that is not one of them rounded to bf16 first (round_bf16).
-// Widening each product's operands instead made the medium model's bf16 attention slower than
-// its f32 one (112 ms a step against 82): every block of queries widened all its keys again.
-bool widens_heads() { return bf16_products() != Bf16Products::dot_pairs; }
+// Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products::f32_fma: vdpbf16ps
+// runs at half the f32 rate there), a head's Q, K and V are widened to f32 once, into `out`
+// (3 T d values), and its products run on the f32 tiles, each operand that is not one of them
+// rounded to bf16 first (round_bf16). Widening each product's operands instead made the medium
+// model's bf16 attention slower than its f32 one (112 ms a step against 82): every block of
+// queries widened all its keys again. Under amx the products run on the AMX tiles
+// (attention_products.hpp) and read the head's bf16 values as they are.
+bool widens_heads() { return bf16_products() == Bf16Products::f32_fma; }
 int64_t widened_head_values(int64_t t, int64_t d) { return 3 * t * d; }
 
 Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, float* out) {

@@ -1,6 +1,8 @@
 #include "attention_products.hpp"
 
 #include <immintrin.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -13,6 +15,7 @@
 #include "gemm_bf16.hpp"
 #include "transpose_16x16.hpp"
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/autograd/precision.hpp"
 
 namespace tinygpt::detail {
 namespace {
@@ -121,16 +124,19 @@ constexpr std::array<std::array<TileFn<Terms>, 4>, kRows> tile_table(
 template <class Terms, bool kTransA>
 constexpr auto kTiles = tile_table<Terms, kTransA>(std::make_integer_sequence<int, kRows>{});
 
-// out (k, n) = the transpose of b (n, k), leading dimension ldb: whole 16 x 16 blocks in
-// registers, the edges element by element (a scalar loop took 1.3 us for the small model's
-// 64 x 32 keys, a third of the product).
-TINYGPT_AVX512 void transpose(const float* b, int64_t ldb, int64_t n, int64_t k, float* out) {
+// out (k, n; rows of ldo) = the transpose of b (n, k), leading dimension ldb: whole 16 x 16
+// blocks in registers, the edges element by element (a scalar loop took 1.3 us for the small
+// model's 64 x 32 keys, a third of the product).
+TINYGPT_AVX512 void transpose(const float* b, int64_t ldb, int64_t n, int64_t k, float* out,
+                              int64_t ldo) {
   const int64_t n16 = n - n % 16, k16 = k - k % 16;
   for (int64_t j = 0; j < n16; j += 16) {
-    for (int64_t e = 0; e < k16; e += 16) transpose_16x16(b + j * ldb + e, ldb, out + e * n + j, n);
+    for (int64_t e = 0; e < k16; e += 16) {
+      transpose_16x16(b + j * ldb + e, ldb, out + e * ldo + j, ldo);
+    }
   }
   for (int64_t j = 0; j < n; ++j) {
-    for (int64_t e = j < n16 ? k16 : 0; e < k; ++e) out[e * n + j] = b[j * ldb + e];
+    for (int64_t e = j < n16 ? k16 : 0; e < k; ++e) out[e * ldo + j] = b[j * ldb + e];
   }
 }
 
@@ -164,30 +170,29 @@ TINYGPT_AVX512_BF16 void product(bool ta, int64_t m, int64_t n, int64_t k, float
   }
 }
 
-// out (ceil(rows / 2), cols) words = pairs of x's rows (x (rows, cols), leading dimension ld):
-// word (e, j) holds x(2e, j) in its low half and x(2e + 1, j) in its high half (0 past the last
-// row), as bf16.
+// out (ceil(rows / 2), cols; rows of ldo) words = pairs of x's rows (x (rows, cols), leading
+// dimension ld): word (e, j) holds x(2e, j) in its low half and x(2e + 1, j) in its high half (0
+// past the last row), as bf16.
 template <class Src>
 TINYGPT_AVX512_BF16 void pair_rows(const Src* x, int64_t ld, int64_t rows, int64_t cols,
-                                   Word32* out) {
+                                   Word32* out, int64_t ldo) {
   for (int64_t e = 0; 2 * e < rows; ++e) {
     const Src* low = x + 2 * e * ld;
     const Src* high = 2 * e + 1 < rows ? low + ld : nullptr;
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
       const __m512i word = paired_bf16(low + j, high != nullptr ? high + j : nullptr, mask);
-      _mm512_mask_storeu_epi32(out + e * cols + j, mask, word);
+      _mm512_mask_storeu_epi32(out + e * ldo + j, mask, word);
     }
   }
 }
 
-// out (rows, ceil(cols / 2)) words = x's rows as bf16 (rounded from f32), a zero after an odd
-// count.
+// out (rows, ceil(cols / 2); rows of ldo) words = x's rows as bf16 (rounded from f32), a zero
+// after an odd count.
 template <class Src>
-void row_pairs(const Src* x, int64_t ld, int64_t rows, int64_t cols, Word32* out) {
-  const int64_t words = (cols + 1) / 2;
+void row_pairs(const Src* x, int64_t ld, int64_t rows, int64_t cols, Word32* out, int64_t ldo) {
   for (int64_t r = 0; r < rows; ++r) {
-    bf16* row = reinterpret_cast<bf16*>(out + r * words);
+    bf16* row = reinterpret_cast<bf16*>(out + r * ldo);
     if constexpr (std::is_same_v<Src, float>) {
       to_bf16(x + r * ld, 1, cols, cols, row);
     } else {
@@ -211,33 +216,172 @@ bool whole_words(const Src* x, int64_t ld, int64_t cols) {
          reinterpret_cast<uintptr_t>(x) % 4 == 0;
 }
 
+// The AMX tiles (Bf16Products::amx): eight tiles of 16 rows x 64 bytes, C's 16 x 16 f32 blocks
+// in tiles 0-3 (a 2 x 2 block of them at most), A's 16 rows of 16 words (32 terms) in 4-5, B's 16
+// words of 16 columns in 6-7. Every operand is padded to whole tiles with zeros.
+#define TINYGPT_AMX \
+  TINYGPT_AVX512_TARGET("avx512f,avx512vl,avx512bw,avx512dq,avx512bf16,amx-tile,amx-bf16")
+constexpr int64_t kTile = 16;
+int64_t whole_tiles(int64_t x) { return (x + kTile - 1) / kTile * kTile; }
+
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+
+// The calling thread's tiles configured while it lives and released after, as oneDNN's AMX
+// kernels do around each of their calls.
+class Tiles {
+ public:
+  TINYGPT_AMX Tiles() {
+    TileConfig cfg;
+    for (int t = 0; t < 8; ++t) {
+      cfg.rows[t] = kTile;
+      cfg.bytes_per_row[t] = 64;
+    }
+    // ldtilecfg told that it reads cfg: GCC's builtin is not, and drops the stores that fill it.
+    asm volatile("ldtilecfg %0" : : "m"(cfg));
+  }
+  TINYGPT_AMX ~Tiles() { _tile_release(); }
+  Tiles(const Tiles&) = delete;
+  Tiles& operator=(const Tiles&) = delete;
+};
+
+// Linux hands a thread the tiles' state only once the process has asked (oneDNN asks too; the
+// request is idempotent).
+bool tiles_granted() {
+  static const bool granted = [] {
+    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
+  return granted;
+}
+
+// kR x kC tiles of sums (rows of lds) = A's 16 kR rows (rows of lda words) times B's 16 kC
+// columns (rows of ldb words), over words [w0, w1), multiples of 16.
+template <int kR, int kC>
+TINYGPT_AMX void tile_block(const Word32* a, int64_t lda, const Word32* b, int64_t ldb,
+                            int64_t w0, int64_t w1, float* sums, int64_t lds) {
+  _tile_zero(0);
+  if constexpr (kC == 2) _tile_zero(1);
+  if constexpr (kR == 2) _tile_zero(2);
+  if constexpr (kR == 2 && kC == 2) _tile_zero(3);
+  for (int64_t e = w0; e < w1; e += kTile) {
+    _tile_loadd(4, a + e, lda * 4);
+    if constexpr (kR == 2) _tile_loadd(5, a + kTile * lda + e, lda * 4);
+    _tile_loadd(6, b + e * ldb, ldb * 4);
+    if constexpr (kC == 2) _tile_loadd(7, b + e * ldb + kTile, ldb * 4);
+    _tile_dpbf16ps(0, 4, 6);
+    if constexpr (kC == 2) _tile_dpbf16ps(1, 4, 7);
+    if constexpr (kR == 2) _tile_dpbf16ps(2, 5, 6);
+    if constexpr (kR == 2 && kC == 2) _tile_dpbf16ps(3, 5, 7);
+  }
+  _tile_stored(0, sums, lds * 4);
+  if constexpr (kC == 2) _tile_stored(1, sums + kTile, lds * 4);
+  if constexpr (kR == 2) _tile_stored(2, sums + kTile * lds, lds * 4);
+  if constexpr (kR == 2 && kC == 2) _tile_stored(3, sums + kTile * lds + kTile, lds * 4);
+}
+
+// C = alpha A B + beta C for the part `band` needs, A (mp, wp) and B (wp, np) words padded to
+// whole tiles; the blocks of 32 rows skip the column tiles and words their band leaves out, as
+// product() does for its 4-row tiles. Sums in f32, as oneDNN's AMX kernels make them.
+TINYGPT_AMX void amx_product(int64_t m, int64_t n, int64_t k, float alpha, const Word32* a,
+                             const Word32* b, int64_t wp, int64_t np, float beta, float* c,
+                             int64_t ldc, Band band, int64_t offset) {
+  thread_local std::vector<float> sums_buffer;
+  const int64_t mp = whole_tiles(m);
+  float* sums = scratch(sums_buffer, mp * np);
+  {
+    const Tiles tiles;
+    for (int64_t i0 = 0; i0 < mp; i0 += 2 * kTile) {
+      const bool two_rows = i0 + kTile < mp;
+      const int64_t below = std::min(m, i0 + 2 * kTile) + offset;  // past the block's last key
+      int64_t columns = np, k0 = 0, k1 = k;
+      if (band == Band::columns) columns = whole_tiles(std::min(n, below));
+      if (band == Band::k_upper) k1 = std::min(k, below);
+      if (band == Band::k_lower) k0 = std::clamp(i0 - offset, int64_t{0}, k);
+      // Terms past the band inside a tile's 32 are A's zeros (see Band), or the padding.
+      const int64_t w0 = k0 / 2 / kTile * kTile, w1 = std::max(w0, whole_tiles((k1 + 1) / 2));
+      for (int64_t j0 = 0; j0 < columns; j0 += 2 * kTile) {
+        const bool two_cols = j0 + kTile < columns;
+        const Word32* ai = a + i0 * wp;
+        const Word32* bj = b + j0;
+        float* s = sums + i0 * np + j0;
+        if (two_rows && two_cols) tile_block<2, 2>(ai, wp, bj, np, w0, w1, s, np);
+        if (two_rows && !two_cols) tile_block<2, 1>(ai, wp, bj, np, w0, w1, s, np);
+        if (!two_rows && two_cols) tile_block<1, 2>(ai, wp, bj, np, w0, w1, s, np);
+        if (!two_rows && !two_cols) tile_block<1, 1>(ai, wp, bj, np, w0, w1, s, np);
+      }
+    }
+  }
+  const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
+  for (int64_t r = 0; r < m; ++r) {
+    const int64_t cols = band == Band::columns ? std::min(n, r + offset + 1) : n;
+    for (int64_t j = 0; j < cols; j += 16) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
+      float* out = c + r * ldc + j;
+      __m512 value = _mm512_mul_ps(scale, _mm512_loadu_ps(sums + r * np + j));
+      if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_maskz_loadu_ps(mask, out), value);
+      _mm512_mask_storeu_ps(out, mask, value);
+    }
+  }
+}
+
+// Zeros in x (rows_p, cols_p) outside its first rows x cols.
+void zero_padding(Word32* x, int64_t rows, int64_t cols, int64_t rows_p, int64_t cols_p) {
+  for (int64_t r = 0; r < rows; ++r) std::fill(x + r * cols_p + cols, x + (r + 1) * cols_p, 0u);
+  std::fill(x + rows * cols_p, x + rows_p * cols_p, 0u);
+}
+
 template <class A, class B>
 void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
                   int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
                   Band band, int64_t offset) {
-  thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows;
+  thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows, a_rows;
+  const bool amx = bf16_products() == Bf16Products::amx && tiles_granted();
   const int64_t words = (k + 1) / 2;
+  // The AMX tiles read whole tiles of 16 x 16 words: the packed operands are padded to them.
+  const int64_t wp = amx ? whole_tiles(words) : words, np = amx ? whole_tiles(n) : n;
+  const int64_t mp = amx ? whole_tiles(m) : m;
   // B: (words, n), pairs of op(B)'s rows; a transposed B (n, k) is its rows' words, transposed.
-  Word32* bw = scratch(b_buffer, words * n);
+  Word32* bw = scratch(b_buffer, wp * np);
   const auto transposed = [&](const Word32* rows, int64_t ld_words) {
     transpose(reinterpret_cast<const float*>(rows), ld_words, n, words,
-              reinterpret_cast<float*>(bw));
+              reinterpret_cast<float*>(bw), np);
   };
   if (!tb) {
-    pair_rows(b, ldb, k, n, bw);
+    pair_rows(b, ldb, k, n, bw, np);
   } else if (whole_words(b, ldb, k)) {
     transposed(reinterpret_cast<const Word32*>(b), ldb / 2);
   } else {
     Word32* rows = scratch(b_rows, n * words);
-    row_pairs(b, ldb, n, k, rows);
+    row_pairs(b, ldb, n, k, rows, words);
     transposed(rows, words);
+  }
+  if (amx) {  // A: (m, words), pairs along its rows
+    zero_padding(bw, words, n, wp, np);
+    Word32* aw = scratch(a_buffer, mp * wp);
+    if (ta) {  // pairs of the stored A^T's rows, transposed
+      Word32* rows = scratch(a_rows, words * m);
+      pair_rows(a, lda, k, m, rows, m);
+      transpose(reinterpret_cast<const float*>(rows), m, words, m, reinterpret_cast<float*>(aw),
+                wp);
+    } else {
+      row_pairs(a, lda, m, k, aw, wp);
+    }
+    zero_padding(aw, m, words, mp, wp);
+    amx_product(m, n, k, alpha, aw, bw, wp, np, beta, c, ldc, band, offset);
+    return;
   }
   // A: (m, words) pairs along its rows, or (words, m) pairs of the rows of the stored A^T.
   const Word32* aw = nullptr;
   int64_t lda_words = words;
   if (ta) {
     Word32* out = scratch(a_buffer, words * m);
-    pair_rows(a, lda, k, m, out);
+    pair_rows(a, lda, k, m, out, m);
     aw = out;
     lda_words = m;
   } else if (whole_words(a, lda, k)) {
@@ -245,7 +389,7 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     lda_words = lda / 2;
   } else {
     Word32* out = scratch(a_buffer, m * words);
-    row_pairs(a, lda, m, k, out);
+    row_pairs(a, lda, m, k, out, words);
     aw = out;
   }
   product<Bf16Pairs>(ta, m, n, k, alpha, aw, lda_words, bw, n, beta, c, ldc, band, offset);
@@ -261,7 +405,7 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
   if (tb) {  // B is (n, k): its transpose, (k, n), in this thread's scratch
     thread_local std::vector<float> packed;
     float* out = scratch(packed, n * k);
-    transpose(b, ldb, n, k, out);
+    transpose(b, ldb, n, k, out, n);
     b = out;
     ldb = n;
   }

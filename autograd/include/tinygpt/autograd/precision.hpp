@@ -31,7 +31,7 @@ Precision matmul_precision();
 //   f32_fma    the rounded operands widened back to f32, which is exact, on the f32 kernels: a
 //              product of two bf16 values is exact in f32, so only the order of the sums differs;
 //   amx        oneDNN's bf16 kernels on the AMX tiles (tdpbf16ps), and the fused attention's small
-//              products on its f32 tiles, operands widened, as f32_fma.
+//              products on tiles of its own (attention_products.cpp).
 // The default is the faster on this CPU, told by its vendor and instruction set (a timing could
 // differ between runs and so break bit-identical resumes): dot_pairs runs at twice the f32 rate
 // on AMD's Zen 4 but at half of it on an Intel Xeon (measured: 164-169 vs 330-345 GFLOP/s on 2
