@@ -3,6 +3,8 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cpuid.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstdlib>
@@ -55,6 +57,18 @@ Bf16Products default_bf16_products() {
 // Unset until first asked (the environment is read then).
 std::atomic<int> g_bf16_products{-1};
 }  // namespace
+
+bool amx_tiles_usable() {
+  static const bool usable = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
+    if ((d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
+    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
+    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
+    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
+  }();
+  return usable;
+}
 
 const char* precision_name(Precision precision) {
   return precision == Precision::bf16 ? "bf16" : "f32";

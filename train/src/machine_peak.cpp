@@ -3,8 +3,6 @@
 #include <cpuid.h>
 #include <immintrin.h>
 #include <omp.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
@@ -18,6 +16,7 @@
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt::train {
@@ -151,6 +150,8 @@ double measure(Kernel kernel, double flops_per_iteration, long iterations = kIte
 
 }  // namespace
 
+bool amx_usable() { return amx_tiles_usable(); }
+
 bool cpu_has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (!__builtin_cpu_supports("avx512f") || __get_cpuid_count(7, 1, &a, &b, &c, &d) == 0) {
@@ -159,18 +160,6 @@ bool cpu_has_avx512_bf16() {
   return (a & (1u << 5)) != 0;  // CPUID.(7,1):EAX bit 5 = AVX512_BF16
 }
 
-bool amx_usable() {
-  // CPUID.(7,0):EDX bits 24 and 22; Linux hands out the tile data state only on request.
-  static const bool usable = [] {
-    unsigned a = 0, b = 0, c = 0, d = 0;
-    if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
-    if ((d & (1u << 24)) == 0 || (d & (1u << 22)) == 0) return false;
-    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
-    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
-    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
-  }();
-  return usable;
-}
 
 MachinePeak measure_f32_peak() {
   if (__builtin_cpu_supports("avx512f")) {
@@ -183,7 +172,7 @@ MachinePeak measure_f32_peak() {
 }
 
 std::optional<MachinePeak> measure_bf16_peak() {
-  if (amx_usable()) {
+  if (amx_tiles_usable()) {
     return MachinePeak{measure(dot_amx, 4 * 16 * 16 * 32 * 2.0, kAmxIterations), "amx_bf16 tdpbf16ps"};
   }
   if (!cpu_has_avx512_bf16()) return std::nullopt;

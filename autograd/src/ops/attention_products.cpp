@@ -1,8 +1,6 @@
 #include "attention_products.hpp"
 
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -249,17 +247,6 @@ class Tiles {
   Tiles& operator=(const Tiles&) = delete;
 };
 
-// Linux hands a thread the tiles' state only once the process has asked (oneDNN asks too; the
-// request is idempotent).
-bool tiles_granted() {
-  static const bool granted = [] {
-    constexpr long kRequestPermission = 0x1023;  // ARCH_REQ_XCOMP_PERM
-    constexpr long kTileData = 18;               // XFEATURE_XTILEDATA
-    return syscall(SYS_arch_prctl, kRequestPermission, kTileData) == 0;
-  }();
-  return granted;
-}
-
 // kR x kC tiles of sums (rows of lds) = A's 16 kR rows (rows of lda words) times B's 16 kC
 // columns (rows of ldb words), over words [w0, w1), multiples of 16.
 template <int kR, int kC>
@@ -341,7 +328,7 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
                   int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
                   Band band, int64_t offset) {
   thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows, a_rows;
-  const bool amx = bf16_products() == Bf16Products::amx && tiles_granted();
+  const bool amx = bf16_products() == Bf16Products::amx && amx_tiles_usable();
   const int64_t words = (k + 1) / 2;
   // The AMX tiles read whole tiles of 16 x 16 words: the packed operands are padded to them.
   const int64_t wp = amx ? whole_tiles(words) : words, np = amx ? whole_tiles(n) : n;

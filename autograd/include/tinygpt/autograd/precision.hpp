@@ -50,6 +50,10 @@ void set_bf16_products(Bf16Products products);
 // dot_pairs and f32_fma, and amx where oneDNN uses AMX.
 std::vector<Bf16Products> available_bf16_products();
 
+// Whether this CPU has the AMX tiles with bf16 (CPUID.(7,0):EDX bits 24 and 22) and Linux has
+// granted this process their state (asked once; oneDNN asks too, and the request is idempotent).
+bool amx_tiles_usable();
+
 // Sets a precision for a scope and puts the previous one back.
 class PrecisionGuard {
  public:

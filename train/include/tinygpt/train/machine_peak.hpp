@@ -22,7 +22,8 @@ std::optional<MachinePeak> measure_bf16_peak();
 
 bool cpu_has_avx512_bf16();
 
-// The CPU has amx_tile and amx_bf16 and Linux grants this process their state (asked once).
+// The CPU has amx_tile and amx_bf16 and Linux grants this process their state: autograd's
+// amx_tiles_usable() (precision.hpp), which the fused attention's AMX products ask too.
 bool amx_usable();
 
 // GFLOP/s of one f32 (n x n) @ (n x n) product through tinygpt's matmul op, i.e. the f32 backend
