@@ -3,6 +3,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cpuid.h>
+#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -69,6 +70,28 @@ bool amx_tiles_usable() {
   }();
   return usable;
 }
+
+namespace {
+struct alignas(64) TileConfig {
+  uint8_t palette = 1, start_row = 0;
+  uint8_t reserved[14] = {};
+  uint16_t bytes_per_row[16] = {};
+  uint8_t rows[16] = {};
+};
+}  // namespace
+
+__attribute__((target("amx-tile"))) AmxTiles::AmxTiles() {
+  TileConfig config;
+  for (int t = 0; t < 8; ++t) {
+    config.rows[t] = 16;
+    config.bytes_per_row[t] = 64;
+  }
+  // ldtilecfg told that it reads the configuration: GCC 12's _tile_loadconfig is not, and drops
+  // the stores that fill it.
+  asm volatile("ldtilecfg %0" : : "m"(config));
+}
+
+__attribute__((target("amx-tile"))) AmxTiles::~AmxTiles() { _tile_release(); }
 
 const char* precision_name(Precision precision) {
   return precision == Precision::bf16 ? "bf16" : "f32";

@@ -362,6 +362,33 @@ TEST_CASE("bf16 fused attention's products read Q, K, V, P, dY and dS rounded to
   }
 }
 
+// The products pack their operands into per-thread scratch (padded with zeros to whole tiles on
+// AMX), which the next call reuses: a call on NaN and infinities, whose words fill that scratch,
+// must leave the next call's results bit for bit as they were (0 x inf in the padding is NaN).
+TEST_CASE("bf16 fused attention after a call on non-finite inputs gives the same bits as before",
+          "[ops][bf16][attention]") {
+  if (!bf16_unsupported_reason().empty()) return;
+  const Bf16ProductsGuard units(each_bf16_products());
+  const PrecisionGuard precision(Precision::bf16);
+  Generator gen(77);
+  std::vector<double> poison(static_cast<size_t>(2 * 200 * 3 * 2 * 80));
+  for (size_t i = 0; i < poison.size(); ++i) {
+    poison[i] = i % 3 == 0 ? std::nan("") : (i % 3 == 1 ? HUGE_VAL : -HUGE_VAL);
+  }
+  const Tensor bad = Tensor::from(poison, {2, 200, 3 * 2 * 80}, DType::f32);
+  const Tensor bad_dy = Tensor::full({2, 200, 2 * 80}, HUGE_VAL, DType::f32);
+  for (const auto& [d, t] : {std::pair<int64_t, int64_t>{17, 66}, {7, 5}, {33, 130}}) {
+    INFO("d = " << d << ", T = " << t);
+    const Tensor qkv = Tensor::randn({2, t, 3 * 2 * d}, gen);
+    const Tensor dy = Tensor::randn({2, t, 2 * d}, gen);
+    const auto before = attention_and_grad(qkv, dy, 2);
+    attention_and_grad(bad, bad_dy, 2);
+    const auto after = attention_and_grad(qkv, dy, 2);
+    CHECK(after.first == before.first);
+    CHECK(after.second == before.second);
+  }
+}
+
 TEST_CASE("bf16 products on the f32 FMAs are the f32 products of the operands rounded to bf16",
           "[ops][bf16]") {
   if (!bf16_unsupported_reason().empty()) return;

@@ -57,6 +57,18 @@ struct Bf16Pairs {
   }
 };
 
+// The lanes of `mask` of out = alpha sum + beta out; beta 0 does not read out (C may start as
+// anything, NaN included, as with BLAS).
+TINYGPT_AVX512 inline __attribute__((always_inline)) void write_scaled(float* out, __mmask16 mask,
+                                                                       __m512 sum, float alpha,
+                                                                       float beta) {
+  __m512 value = _mm512_mul_ps(_mm512_set1_ps(alpha), sum);
+  if (beta != 0.0f) {
+    value = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, out), value);
+  }
+  _mm512_mask_storeu_ps(out, mask, value);
+}
+
 // rows x (vectors x 16) of C += sum over words e in [k0, k1) of A(r, e) B(e, :), the last vector
 // masked by `last`. A(r, e) is a[r * lda + e], or a[e * lda + r] when transposed.
 template <class Terms, int kTileRows, int kVectors, bool kTransA>
@@ -87,18 +99,12 @@ TINYGPT_AVX512_BF16 void tile(const typename Terms::Word* a, int64_t lda,
       }
     }
   }
-  const __m512 scale = _mm512_set1_ps(alpha);
 #pragma GCC unroll 4
   for (int r = 0; r < kTileRows; ++r) {
 #pragma GCC unroll 4
     for (int v = 0; v < kVectors; ++v) {
       const __mmask16 mask = v == kVectors - 1 ? last : __mmask16(0xFFFF);
-      float* out = c + r * ldc + 16 * v;
-      __m512 value = _mm512_mul_ps(scale, acc[r * kVectors + v]);
-      if (beta != 0.0f) {
-        value = _mm512_fmadd_ps(_mm512_set1_ps(beta), _mm512_maskz_loadu_ps(mask, out), value);
-      }
-      _mm512_mask_storeu_ps(out, mask, value);
+      write_scaled(c + r * ldc + 16 * v, mask, acc[r * kVectors + v], alpha, beta);
     }
   }
 }
@@ -222,31 +228,6 @@ bool whole_words(const Src* x, int64_t ld, int64_t cols) {
 constexpr int64_t kTile = 16;
 int64_t whole_tiles(int64_t x) { return (x + kTile - 1) / kTile * kTile; }
 
-struct alignas(64) TileConfig {
-  uint8_t palette = 1, start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t bytes_per_row[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// The calling thread's tiles configured while it lives and released after, as oneDNN's AMX
-// kernels do around each of their calls.
-class Tiles {
- public:
-  TINYGPT_AMX Tiles() {
-    TileConfig cfg;
-    for (int t = 0; t < 8; ++t) {
-      cfg.rows[t] = kTile;
-      cfg.bytes_per_row[t] = 64;
-    }
-    // ldtilecfg told that it reads cfg: GCC's builtin is not, and drops the stores that fill it.
-    asm volatile("ldtilecfg %0" : : "m"(cfg));
-  }
-  TINYGPT_AMX ~Tiles() { _tile_release(); }
-  Tiles(const Tiles&) = delete;
-  Tiles& operator=(const Tiles&) = delete;
-};
-
 // kR x kC tiles of sums (rows of lds) = A's 16 kR rows (rows of lda words) times B's 16 kC
 // columns (rows of ldb words), over words [w0, w1), multiples of 16.
 template <int kR, int kC>
@@ -282,7 +263,7 @@ TINYGPT_AMX void amx_product(int64_t m, int64_t n, int64_t k, float alpha, const
   const int64_t mp = whole_tiles(m);
   float* sums = scratch(sums_buffer, mp * np);
   {
-    const Tiles tiles;
+    const AmxTiles tiles;
     for (int64_t i0 = 0; i0 < mp; i0 += 2 * kTile) {
       const bool two_rows = i0 + kTile < mp;
       const int64_t below = std::min(m, i0 + 2 * kTile) + offset;  // past the block's last key
@@ -304,15 +285,11 @@ TINYGPT_AMX void amx_product(int64_t m, int64_t n, int64_t k, float alpha, const
       }
     }
   }
-  const __m512 scale = _mm512_set1_ps(alpha), keep = _mm512_set1_ps(beta);
   for (int64_t r = 0; r < m; ++r) {
     const int64_t cols = band == Band::columns ? std::min(n, r + offset + 1) : n;
     for (int64_t j = 0; j < cols; j += 16) {
       const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
-      float* out = c + r * ldc + j;
-      __m512 value = _mm512_mul_ps(scale, _mm512_loadu_ps(sums + r * np + j));
-      if (beta != 0.0f) value = _mm512_fmadd_ps(keep, _mm512_maskz_loadu_ps(mask, out), value);
-      _mm512_mask_storeu_ps(out, mask, value);
+      write_scaled(c + r * ldc + j, mask, _mm512_loadu_ps(sums + r * np + j), alpha, beta);
     }
   }
 }
@@ -348,36 +325,33 @@ void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha
     row_pairs(b, ldb, n, k, rows, words);
     transposed(rows, words);
   }
-  if (amx) {  // A: (m, words), pairs along its rows
-    zero_padding(bw, words, n, wp, np);
-    Word32* aw = scratch(a_buffer, mp * wp);
-    if (ta) {  // pairs of the stored A^T's rows, transposed
-      Word32* rows = scratch(a_rows, words * m);
-      pair_rows(a, lda, k, m, rows, m);
-      transpose(reinterpret_cast<const float*>(rows), m, words, m, reinterpret_cast<float*>(aw),
-                wp);
-    } else {
-      row_pairs(a, lda, m, k, aw, wp);
-    }
-    zero_padding(aw, m, words, mp, wp);
-    amx_product(m, n, k, alpha, aw, bw, wp, np, beta, c, ldc, band, offset);
-    return;
-  }
-  // A: (m, words) pairs along its rows, or (words, m) pairs of the rows of the stored A^T.
+  // A: (words, m) pairs of the rows of the stored A^T, or (m, words) pairs along its rows, read
+  // in place where they already are words (not by the AMX tiles, which read it padded).
   const Word32* aw = nullptr;
-  int64_t lda_words = words;
+  int64_t lda_words = wp;
   if (ta) {
-    Word32* out = scratch(a_buffer, words * m);
+    Word32* out = scratch(a_rows, words * m);
     pair_rows(a, lda, k, m, out, m);
     aw = out;
     lda_words = m;
-  } else if (whole_words(a, lda, k)) {
+  } else if (!amx && whole_words(a, lda, k)) {
     aw = reinterpret_cast<const Word32*>(a);
     lda_words = lda / 2;
   } else {
-    Word32* out = scratch(a_buffer, m * words);
-    row_pairs(a, lda, m, k, out, words);
+    Word32* out = scratch(a_buffer, mp * wp);
+    row_pairs(a, lda, m, k, out, wp);
     aw = out;
+  }
+  if (amx) {  // A as (mp, wp) words: its rows packed above, or A^T's pairs transposed into them
+    Word32* padded = scratch(a_buffer, mp * wp);
+    if (ta) {
+      transpose(reinterpret_cast<const float*>(aw), m, words, m, reinterpret_cast<float*>(padded),
+                wp);
+    }
+    zero_padding(padded, m, words, mp, wp);
+    zero_padding(bw, words, n, wp, np);
+    amx_product(m, n, k, alpha, padded, bw, wp, np, beta, c, ldc, band, offset);
+    return;
   }
   product<Bf16Pairs>(ta, m, n, k, alpha, aw, lda_words, bw, n, beta, c, ldc, band, offset);
 }

@@ -54,6 +54,17 @@ std::vector<Bf16Products> available_bf16_products();
 // granted this process their state (asked once; oneDNN asks too, and the request is idempotent).
 bool amx_tiles_usable();
 
+// The calling thread's eight AMX tiles configured as 16 rows of 64 bytes while this lives, and
+// released after, as oneDNN's AMX kernels do around each of their calls (so neither disturbs the
+// other). Only where amx_tiles_usable().
+class AmxTiles {
+ public:
+  AmxTiles();
+  ~AmxTiles();
+  AmxTiles(const AmxTiles&) = delete;
+  AmxTiles& operator=(const AmxTiles&) = delete;
+};
+
 // Sets a precision for a scope and puts the previous one back.
 class PrecisionGuard {
  public:
