@@ -3,7 +3,6 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include <cpuid.h>
-#include <immintrin.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -80,18 +79,19 @@ struct alignas(64) TileConfig {
 };
 }  // namespace
 
-__attribute__((target("amx-tile"))) AmxTiles::AmxTiles() {
+// Both in asm, which needs no target attribute: ldtilecfg told that it reads the configuration
+// (GCC 12's _tile_loadconfig is not, and drops the stores that fill it), and GCC does not inline
+// _tile_release into a destructor built for the default target.
+AmxTiles::AmxTiles() {
   TileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.rows[t] = 16;
     config.bytes_per_row[t] = 64;
   }
-  // ldtilecfg told that it reads the configuration: GCC 12's _tile_loadconfig is not, and drops
-  // the stores that fill it.
   asm volatile("ldtilecfg %0" : : "m"(config));
 }
 
-__attribute__((target("amx-tile"))) AmxTiles::~AmxTiles() { _tile_release(); }
+AmxTiles::~AmxTiles() { asm volatile("tilerelease" ::: "memory"); }
 
 const char* precision_name(Precision precision) {
   return precision == Precision::bf16 ? "bf16" : "f32";
