@@ -83,6 +83,10 @@ struct alignas(64) TileConfig {
 // (GCC 12's _tile_loadconfig is not, and drops the stores that fill it), and GCC does not inline
 // _tile_release into a destructor built for the default target.
 AmxTiles::AmxTiles() {
+  if (!amx_tiles_usable()) {
+    throw Error("AmxTiles: this CPU has no AMX tiles with bf16, or Linux did not grant them to "
+                "this process (see amx_tiles_usable())");
+  }
   TileConfig config;
   for (int t = 0; t < 8; ++t) {
     config.rows[t] = 16;

@@ -485,3 +485,13 @@ TEST_CASE("bf16 products with a zero-size axis give empty results and zero gradi
     }
   }
 }
+
+TEST_CASE("AmxTiles configures the tiles where they are usable and throws a clear error elsewhere",
+          "[ops][bf16]") {
+  if (amx_tiles_usable()) {
+    CHECK_NOTHROW(AmxTiles());
+  } else {
+    CHECK_THROWS_WITH(AmxTiles(), Catch::Contains("AmxTiles") &&
+                                      Catch::Contains("amx_tiles_usable"));
+  }
+}

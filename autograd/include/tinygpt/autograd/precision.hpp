@@ -56,7 +56,7 @@ bool amx_tiles_usable();
 
 // The calling thread's eight AMX tiles configured as 16 rows of 64 bytes while this lives, and
 // released after, as oneDNN's AMX kernels do around each of their calls (so neither disturbs the
-// other). Only where amx_tiles_usable().
+// other). Throws Error where !amx_tiles_usable() (the instructions would fault).
 class AmxTiles {
  public:
   AmxTiles();
