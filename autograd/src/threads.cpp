@@ -7,6 +7,8 @@
 #endif
 
 #include <algorithm>
+#include <cstdlib>
+#include <string>
 #include <thread>
 
 extern "C" void openblas_set_num_threads(int num_threads);
@@ -38,7 +40,20 @@ void apply_to_team() {
 
 }  // namespace
 
+int omp_num_threads_from_env() {
+  const char* text = std::getenv("OMP_NUM_THREADS");
+  if (text == nullptr) return 0;
+  const std::string value(text);
+  const std::string first = value.substr(0, value.find(','));
+  const size_t begin = first.find_first_not_of(" \t"), end = first.find_last_not_of(" \t");
+  if (begin == std::string::npos) return 0;
+  const std::string digits = first.substr(begin, end - begin + 1);
+  if (digits.size() > 6 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::stoi(digits);  // 0 when the count is 0, which libgomp refuses as well
+}
+
 void set_num_threads(int n) {
+  if (n <= 0) n = omp_num_threads_from_env();
   if (n <= 0) n = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   g_threads = n;
   omp_set_num_threads(n);

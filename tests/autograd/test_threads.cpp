@@ -1,11 +1,15 @@
-// The process-wide threading settings of threads.hpp: flushing subnormal floats on the calling
-// thread and on every OpenMP thread, and off again.
+// The process-wide threading settings of threads.hpp: the team's size (OMP_NUM_THREADS honoured),
+// and flushing subnormal floats on the calling thread and on every OpenMP thread, and off again.
 #include <omp.h>
 
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <algorithm>
 #include <limits>
+#include <optional>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "threads_scope.hpp"
@@ -97,4 +101,51 @@ TEST_CASE("CTest runs every test case on one OpenMP and one OpenBLAS thread", "[
   CHECK(std::string(omp) == "1");
   CHECK(std::string(blas) == "1");
   CHECK(num_threads() == 1);
+}
+
+namespace {
+
+// Sets OMP_NUM_THREADS (or unsets it, given nullptr) for one scope and puts back what was there.
+class OmpNumThreadsScope {
+ public:
+  explicit OmpNumThreadsScope(const char* value) {
+    const char* before = std::getenv("OMP_NUM_THREADS");
+    if (before != nullptr) previous_ = before;
+    set(value);
+  }
+  ~OmpNumThreadsScope() { set(previous_ ? previous_->c_str() : nullptr); }
+  OmpNumThreadsScope(const OmpNumThreadsScope&) = delete;
+  OmpNumThreadsScope& operator=(const OmpNumThreadsScope&) = delete;
+
+ private:
+  static void set(const char* value) {
+    if (value != nullptr) {
+      setenv("OMP_NUM_THREADS", value, 1);
+    } else {
+      unsetenv("OMP_NUM_THREADS");
+    }
+  }
+  std::optional<std::string> previous_;
+};
+
+}  // namespace
+
+TEST_CASE("set_num_threads(0) takes OMP_NUM_THREADS's count where it gives one, else every core",
+          "[threads]") {
+  ThreadsScope restore(num_threads());
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  // What libgomp reads as a count (the first of a list), and what it refuses.
+  const std::vector<std::pair<const char*, int>> cases = {
+      {"3", 3}, {" 5 ", 5}, {"2,1", 2}, {"07", 7}, {nullptr, 0}, {"", 0}, {"0", 0},
+      {"-2", 0}, {"abc", 0}, {"2x", 0}, {",2", 0}, {"99999999999", 0}};
+  for (const auto& [value, count] : cases) {
+    INFO("OMP_NUM_THREADS=" << (value != nullptr ? value : "(unset)"));
+    OmpNumThreadsScope env(value);
+    CHECK(omp_num_threads_from_env() == count);
+    set_num_threads(0);
+    CHECK(num_threads() == (count > 0 ? count : cores));
+    CHECK(omp_get_max_threads() == num_threads());
+    set_num_threads(1);  // an explicit count wins over the environment
+    CHECK(num_threads() == 1);
+  }
 }

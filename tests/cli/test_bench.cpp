@@ -91,6 +91,33 @@ TEST_CASE("tinygpt limits OpenMP's idle spinning unless the environment chooses"
   CHECK(j["omp_wait_policy"] == "active");
 }
 
+TEST_CASE("tinygpt's --threads 0 takes OMP_NUM_THREADS's count where it is set, else every core",
+          "[cli]") {
+  const std::string bench =
+      "bench --layers 1 --heads 2 --d-model 16 --block 8 --batch 2 --steps 1 --warmup 0 "
+      "--peak-size 64 --json";
+  const auto threads_of = [](const Run& run) {
+    INFO(run.out);
+    REQUIRE(run.status == 0);
+    return nlohmann::json::parse(run.out)["threads"].get<int>();
+  };
+  // CTest runs this with OMP_NUM_THREADS=1; two such programs on two cores must not run four.
+  CHECK(threads_of(run_tinygpt_env("env OMP_NUM_THREADS=1", bench)) == 1);
+  CHECK(threads_of(run_tinygpt_env("env OMP_NUM_THREADS=3", bench)) == 3);
+  CHECK(threads_of(run_tinygpt_env("env OMP_NUM_THREADS=3", bench + " --threads 2")) == 2);
+  CHECK(threads_of(run_tinygpt_env("env -u OMP_NUM_THREADS", bench)) >= 1);
+  // train says how many it runs with --verbose.
+  tinygpt::testing::ScratchDir dir;
+  const Run train = run_tinygpt_env(
+      "env OMP_NUM_THREADS=3",
+      "train --out " + dir.file("run") +
+          " --layers 1 --heads 2 --d-model 16 --block 16 --batch 4 --steps 1 --eval-iters 1 "
+          "--verbose");
+  INFO(train.out);
+  REQUIRE(train.status == 0);
+  CHECK(train.out.find("tinygpt: 3 threads;") != std::string::npos);
+}
+
 TEST_CASE("tinygpt runs with subnormal floats flushed to zero, and bench says so", "[cli]") {
   const Run json = run_tinygpt(std::string(kTiny) + " --json");
   INFO(json.out);

@@ -443,7 +443,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--vocab", flags->vocab, "vocabulary of the synthetic tokens (65: Shakespeare's)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();
   cmd->add_option("--steps", flags->steps, "timed steps")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--warmup", flags->warmup, "untimed steps first (caches, allocator)")->check(CLI::Range(int64_t{0}, int64_t{1} << 20))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "OpenMP threads (0: all cores); each product runs on one of them")->check(CLI::Range(0, 256))->capture_default_str();
+  add_threads_flag(*cmd, flags->threads);
   cmd->add_option("--data", flags->data, "train on this UTF-8 text file's characters instead of synthetic tokens (sets the vocabulary)")->type_name("FILE");
   cmd->add_option("--seed", flags->seed, "seed for initialisation and batches")->check(seed_value())->capture_default_str();
   cmd->add_option("--peak-size", flags->peak_size, "side of the square f32 product whose rate is measured through matmul (0: skip; gpt only)")->check(CLI::Range(int64_t{0}, int64_t{16384}))->capture_default_str();

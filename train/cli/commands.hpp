@@ -47,6 +47,10 @@ CLI::Validator number_in(double min, double max, bool max_open = false);
 CLI::Validator positive_number();  // finite and > 0
 CLI::Validator seed_value();       // an integer in [0, 2^64 - 1]: never negative, never wrapped
 
+// --threads on `cmd`, into `threads`: the OpenMP team, 0 meaning OMP_NUM_THREADS if set, else
+// every core (set_num_threads); `more` is added to the help.
+CLI::Option* add_threads_flag(CLI::App& cmd, int& threads, const std::string& more = "");
+
 // `text` with its spaces turned into line breaks so that no line is longer than `width` (for
 // --help footers; CLI11 prints them as they are).
 std::string wrap_words(const std::string& text, size_t width);

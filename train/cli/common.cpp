@@ -68,6 +68,13 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
       "INT " + bounds);
 }
 
+CLI::Option* add_threads_flag(CLI::App& cmd, int& threads, const std::string& more) {
+  const std::string help =
+      "OpenMP threads (0: OMP_NUM_THREADS if set, else all cores); each product runs "
+      "single-threaded on one of them" + (more.empty() ? "" : "; " + more);
+  return cmd.add_option("--threads", threads, help)->check(integer_in(0, 256))->capture_default_str();
+}
+
 CLI::Validator seed_value() {
   return CLI::Validator(
       [](std::string& text) -> std::string {

@@ -173,7 +173,7 @@ void add_eval_command(CLI::App& app) {
                   "extrapolation, refused for learned positions")
       ->check(integer_in(1, 65536));
   cmd->add_option("--batch", flags->batch, "windows per forward pass (an encoder-decoder: pairs, also in greedy decoding)")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str();
+  add_threads_flag(*cmd, flags->threads);
   cmd->add_flag("--json", flags->json,
                 "print {\"loss\", \"perplexity\", \"tokens\"} as JSON; for an encoder-decoder also "
                 "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding");

@@ -174,7 +174,7 @@ void add_heads_command(CLI::App& app) {
                   "an encoder-decoder: score its heads (and --ablate its cross-attention heads) on "
                   "this many held-out pairs of its run's data")
       ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256));
+  add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
     if (!flags->html.empty() && train::is_checkpoint_file(flags->html)) {

@@ -156,7 +156,7 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy; an encoder-decoder's default is 0)")->check(number_in(0.0, 100.0))->capture_default_str();
   cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->check(seed_value())->capture_default_str();
-  cmd->add_option("--threads", flags->threads, "threads (decoding one position is too small to share)")->check(integer_in(0, 256))->capture_default_str();
+  add_threads_flag(*cmd, flags->threads, "1 by default: decoding one position is too small to share");
   cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");
   cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");
   cmd->callback([flags, cmd] {

@@ -135,10 +135,11 @@ void check_resume_flags(const TrainFlags& given, const CLI::App& cmd, train::Run
   }
 }
 
-// The OpenMP team of each rank: --threads if given, else the cores of this machine shared among
-// the ranks on it (2 ranks on 2 cores: 1 thread each), so they never oversubscribe the cores.
+// The OpenMP team of each rank: --threads if given, else OMP_NUM_THREADS if set (mpirun -x passes
+// it to every rank), else the cores of this machine shared among the ranks on it (2 ranks on 2
+// cores: 1 thread each), so they never oversubscribe the cores.
 int threads_per_rank(int requested, const distributed::Communicator& world) {
-  if (requested > 0 || world.size() == 1) return requested;
+  if (requested > 0 || world.size() == 1 || omp_num_threads_from_env() > 0) return requested;
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   return std::max(1, cores / world.local_size());
 }
@@ -579,7 +580,7 @@ void add_train_command(CLI::App& app) {
   last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
   last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str());
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
-  last_counts(cmd->add_option("--threads", flags->threads, "threads for OpenMP and OpenBLAS (0: all cores)")->check(integer_in(0, 256))->capture_default_str());
+  last_counts(add_threads_flag(*cmd, flags->threads, "under mpirun, 0 without OMP_NUM_THREADS shares the cores among the ranks"));
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
 }
 

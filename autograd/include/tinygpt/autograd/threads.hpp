@@ -4,9 +4,15 @@
 // cores -- with both pools active, spinning BLAS threads made training 3x slower here.
 namespace tinygpt {
 
-// Sets the OpenMP thread count (OpenBLAS stays at 1); n <= 0 means the number of cores.
+// Sets the OpenMP thread count (OpenBLAS stays at 1); n <= 0 means the count OMP_NUM_THREADS
+// gives, as for any OpenMP program, or the number of cores where it gives none. Two programs
+// started with OMP_NUM_THREADS=1 on a 2-core machine must not run two threads each.
 void set_num_threads(int n);
 int num_threads();
+
+// OMP_NUM_THREADS's thread count -- its first value, as libgomp reads a list such as "2,1" --
+// or 0 when it is unset or not a positive count (libgomp ignores such a value too).
+int omp_num_threads_from_env();
 
 // Subnormal floats (below 2^-126 in f32) read as zero and results that would be subnormal
 // written as zero -- the x86 FTZ and DAZ modes -- on the calling thread and every OpenMP thread
