@@ -2,6 +2,7 @@
 #include <array>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -107,15 +108,17 @@ TEST_CASE("tinygpt's --threads 0 takes OMP_NUM_THREADS's count where it is set, 
   CHECK(threads_of(run_tinygpt_env("env OMP_NUM_THREADS=3", bench + " --threads 2")) == 2);
   CHECK(threads_of(run_tinygpt_env("env -u OMP_NUM_THREADS", bench)) >= 1);
   // train says how many it runs with --verbose.
-  tinygpt::testing::ScratchDir dir;
-  const Run train = run_tinygpt_env(
-      "env OMP_NUM_THREADS=3",
-      "train --out " + dir.file("run") +
-          " --layers 1 --heads 2 --d-model 16 --block 16 --batch 4 --steps 1 --eval-iters 1 "
-          "--verbose");
-  INFO(train.out);
-  REQUIRE(train.status == 0);
-  CHECK(train.out.find("tinygpt: 3 threads;") != std::string::npos);
+  for (const auto& [env, said] : {std::pair{"1", "tinygpt: 1 thread;"}, {"3", "tinygpt: 3 threads;"}}) {
+    tinygpt::testing::ScratchDir dir;
+    const Run train = run_tinygpt_env(
+        std::string("env OMP_NUM_THREADS=") + env,
+        "train --out " + dir.file("run") +
+            " --layers 1 --heads 2 --d-model 16 --block 16 --batch 4 --steps 1 --eval-iters 1 "
+            "--verbose");
+    INFO(train.out);
+    REQUIRE(train.status == 0);
+    CHECK(train.out.find(said) != std::string::npos);
+  }
 }
 
 TEST_CASE("tinygpt runs with subnormal floats flushed to zero, and bench says so", "[cli]") {

@@ -322,9 +322,9 @@ void print_compute_check() {
   const double products = train::measure_f32_products(1024);
   const GemmBackend backend = gemm_backend(DType::f32);
   fmt::print(stderr,
-             "tinygpt: {} threads; f32 products on {} ({} kernel) at {:.0f} GFLOP/s, {:.2f} of "
+             "tinygpt: {} thread{}; f32 products on {} ({} kernel) at {:.0f} GFLOP/s, {:.2f} of "
              "the machine's f32 peak {:.0f} GFLOP/s ({})\n",
-             num_threads(), backend.library, backend.kernel, products, products / peak.gflops,
+             num_threads(), num_threads() == 1 ? "" : "s", backend.library, backend.kernel, products, products / peak.gflops,
              peak.gflops, peak.kernel);
   const std::string note = train::slow_products_note(products, peak.gflops);
   if (!note.empty()) fmt::print(stderr, "tinygpt: warning: {}\n", note);
