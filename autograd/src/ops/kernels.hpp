@@ -92,7 +92,9 @@ void for_each_lane(const Shape& shape, int64_t axis, F&& f) {
     if (d != axis) lanes *= shape[d];
   }
   const bool parallel = lanes * n > kParallelGrain;
-  if (inner == 1) {
+  // Empty lanes (n == 0) all start at offset 0: an empty tensor's data may be null, and even an
+  // unused null + offset is undefined behaviour.
+  if (inner == 1 || n == 0) {
 #pragma omp parallel for if (parallel) schedule(static)
     for (int64_t l = 0; l < lanes; ++l) f(l, l * n, n, std::integral_constant<int64_t, 1>{});
   } else {
