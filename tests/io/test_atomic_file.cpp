@@ -135,8 +135,10 @@ TEST_CASE("file_type_of and remove_all name a path they cannot look at, with the
   CHECK(file_type_of(dir.file("f/sub"), "run directory") == fs::file_type::not_found);
   fs::create_directory_symlink("loop", dir.file("loop"));
   const std::string too_long = dir.file(std::string(300, 'a'));
-  for (const auto& [path, reason] : {std::pair{dir.file("loop/x"), "Too many levels of symbolic links"},
-                                     std::pair{too_long, "File name too long"}}) {
+  for (const auto& [looked_at, reason] :
+       {std::pair{dir.file("loop/x"), "Too many levels of symbolic links"},
+        std::pair{too_long, "File name too long"}}) {
+    const std::string path = looked_at;  // C++17 lambdas cannot capture a structured binding
     CAPTURE(path);
     CHECK(io_error_of([&] { file_type_of(path, "run directory"); }) ==
           "cannot read run directory " + path + ": " + reason);
