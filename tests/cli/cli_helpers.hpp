@@ -2,12 +2,15 @@
 // What the CLI tests share: the flags of a model small enough to train in a blink, a snapshot of a
 // directory's files to prove a failed command left it as it was, and the check that a command
 // failed the way every tinygpt error must: an exit code (not a signal) and one line on stderr.
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <catch2/catch.hpp>
@@ -94,11 +97,20 @@ inline std::string committed_path(const std::string& dir, const std::string& nam
              : dir + "/" + name;
 }
 
-// The step of the checkpoint in `dir` (from its trainer_state.json).
+// The step of the checkpoint in `dir` (from its trainer_state.json), also while a run saves:
+// a commit finishing between the look for its staged copy and the read moves the file away, so
+// a read that finds nothing looks again.
 inline int64_t saved_step(const std::string& dir) {
-  return nlohmann::json::parse(read_bytes(committed_path(dir, "trainer_state.json")))
-      .at("step")
-      .get<int64_t>();
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return nlohmann::json::parse(read_bytes(committed_path(dir, "trainer_state.json")))
+          .at("step")
+          .get<int64_t>();
+    } catch (const std::runtime_error&) {
+      if (attempt == 50) throw;
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
 }
 
 // log.jsonl of the run in `dir`, one JSON object per step and per evaluation, without the
