@@ -2,9 +2,10 @@
 # Installs what is missing (Debian 12 packages), builds into build/, then runs one job:
 #   ./setup.sh demo   build the CLI only, train the toy GPT on the built-in corpus and show its
 #                     attention heads
-#   ./setup.sh test   build the tests (optimised and ASan+UBSan) and run them all through CTest,
-#                     with a bounded libFuzzer run of the checkpoint reader (clang) in between;
-#                     the attention explorer's test runs in headless chromium (puppeteer-core)
+#   ./setup.sh test   build the tests (ASan+UBSan with clang, then optimised) and run them all
+#                     through CTest, with a bounded libFuzzer run of the checkpoint reader in the
+#                     sanitizer build; the attention explorer's test runs in headless chromium
+#                     (puppeteer-core)
 #   ./setup.sh build  just install and build everything (CLI, examples, tests)
 # Re-running on a set-up machine only rebuilds what changed.
 set -euo pipefail
@@ -18,8 +19,8 @@ shift || true
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
           nlohmann-json3-dev libstb-dev libdnnl-dev ocl-icd-opencl-dev)
-# test: clang for the fuzzer; Open MPI for the data-parallel test (mpirun -np 2); Debian's chromium,
-# driven by puppeteer-core (npm), for the browser test of the attention explorer.
+# test: clang for the sanitizer build and its fuzzer; Open MPI for the data-parallel test (mpirun
+# -np 2); Debian's chromium, driven by puppeteer-core (npm), for the browser test of the explorer.
 [ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev openmpi-bin libopenmpi-dev
                                 chromium nodejs)
 # Debian's npm, unless the nodejs installed brings its own (NodeSource's does, and conflicts with it).
@@ -72,13 +73,13 @@ case "$job" in
     exec build/tinygpt train --out runs/demo --force "$@"
     ;;
   test)
-    build build/asan -DTINYGPT_SANITIZE=ON
-    echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (fast cases) =="
+    # clang (which libFuzzer needs) compiles the sanitizer build in a third of g++'s time; a
+    # build/asan an older setup.sh configured with g++ is made anew, as CMake keeps its compiler.
+    grep -qs '^CMAKE_CXX_COMPILER:.*clang' build/asan/CMakeCache.txt || rm -rf build/asan
+    CC=clang CXX=clang++ build build/asan -DTINYGPT_SANITIZE=ON -DTINYGPT_FUZZ=ON
+    echo "== tests under AddressSanitizer + UndefinedBehaviorSanitizer (fast cases), and a bounded"
+    echo "   libFuzzer run of the safetensors reader =="
     (cd build/asan && ctest --output-on-failure -j "$jobs")
-    echo "== fuzzing the safetensors reader (clang, libFuzzer + ASan/UBSan, bounded) =="
-    CC=clang CXX=clang++ configure build/fuzz -DTINYGPT_FUZZ=ON -DTINYGPT_BUILD_TESTS=OFF
-    cmake --build build/fuzz -j "$jobs" --target fuzz
-    (cd build/fuzz && ctest --output-on-failure)
     # g++ here; the OFF also overrides a TINYGPT_FUZZ=ON an older setup.sh left in the cache.
     build build -DTINYGPT_FUZZ=OFF
     browser_modules
