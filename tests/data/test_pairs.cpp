@@ -35,6 +35,8 @@ TEST_CASE("parse_pairs reads source<TAB>target lines and names the line of a bad
 }
 
 TEST_CASE("the built-in tasks: distinct sources and correct targets from a fixed seed", "[data][pairs]") {
+  const std::regex iso("(19|20)\\d\\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])");
+  const std::regex words("([1-9]|[12]\\d|3[01]) [A-Z][a-z]+ (19|20)\\d\\d");
   for (const char* task : {kReverseTask, kSortTask, kDatesTask}) {
     INFO(task);
     const std::string text = load_text(task);
@@ -54,8 +56,6 @@ TEST_CASE("the built-in tasks: distinct sources and correct targets from a fixed
         std::sort(sorted.begin(), sorted.end());
         REQUIRE(p.target == sorted);
       } else {
-        const std::regex iso("(19|20)\\d\\d-(0[1-9]|1[0-2])-(0[1-9]|[12]\\d|3[01])");
-        const std::regex words("([1-9]|[12]\\d|3[01]) [A-Z][a-z]+ (19|20)\\d\\d");
         const bool forward = std::regex_match(p.source, words) && std::regex_match(p.target, iso);
         const bool backward = std::regex_match(p.source, iso) && std::regex_match(p.target, words);
         REQUIRE((forward || backward));
