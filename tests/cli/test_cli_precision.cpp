@@ -109,6 +109,10 @@ TEST_CASE("bench --json reports both peaks, the backend, and MFU against the pre
   CHECK(f32["precision"] == "f32");
   CHECK(f32["peak_gflops_f32"].get<double>() > 0.0);
   CHECK(f32["peak_gflops"] == f32["peak_gflops_f32"]);
+  // Probed before and after the steps; the higher reading is the peak.
+  const auto probes = f32["peak_gflops_f32_probes"].get<std::vector<double>>();
+  REQUIRE(probes.size() == 2);
+  CHECK(f32["peak_gflops_f32"].get<double>() == std::max(probes[0], probes[1]));
   CHECK(f32["peak_kernel_f32"].get<std::string>().find("f32") != std::string::npos);
   CHECK(f32["gemm_backend"].get<std::string>().rfind("oneDNN ", 0) == 0);
   CHECK_FALSE(f32["gemm_kernel"].get<std::string>().empty());
@@ -117,8 +121,12 @@ TEST_CASE("bench --json reports both peaks, the backend, and MFU against the pre
         Approx(f32["gflops"].get<double>() / f32["peak_gflops_f32"].get<double>()).epsilon(1e-9));
   if (!bf16_here()) {
     CHECK(f32["peak_gflops_bf16"].is_null());
+    CHECK(f32["peak_gflops_bf16_probes"].is_null());
     return;
   }
+  const auto bf16_probes = f32["peak_gflops_bf16_probes"].get<std::vector<double>>();
+  REQUIRE(bf16_probes.size() == 2);
+  CHECK(f32["peak_gflops_bf16"].get<double>() == std::max(bf16_probes[0], bf16_probes[1]));
   CHECK(f32["bf16_products"].is_null());
   // bf16 on each kernel of its products: MFU against the peak of the units that run them.
   for (const tinygpt::Bf16Products each : tinygpt::available_bf16_products()) {
