@@ -4,7 +4,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -80,30 +79,18 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
   return ids;
 }
 
-// The machine's peaks, probed before the steps and again after them, seconds apart: a neighbour
-// on a shared host can hold the cores' FMA units for longer than one probe (5 rounds of ~30 ms;
-// seen here reading half the peak), and can only lower a reading, so the higher one is the
-// machine's.
+// The machine's peaks from one probe of each. bench probes before the steps and again after
+// them, seconds apart, and takes the higher reading: a neighbour on a shared host can hold the
+// cores' FMA units for the whole of one probe (5 rounds of ~30 ms; seen here reading half the
+// peak), and can only lower a reading.
 struct Peaks {
   train::MachinePeak f32;
-  std::optional<train::MachinePeak> bf16;
-  std::array<double, 2> f32_probes{}, bf16_probes{};
+  std::optional<train::MachinePeak> bf16;  // whether the CPU has bf16 units does not change
 };
-Peaks probe_peaks() {
-  Peaks p{train::measure_f32_peak(), train::measure_bf16_peak()};
-  p.f32_probes = {p.f32.gflops, p.f32.gflops};
-  if (p.bf16) p.bf16_probes = {p.bf16->gflops, p.bf16->gflops};
-  return p;
-}
-Peaks with_second_probe(Peaks first) {
-  const Peaks second = probe_peaks();
-  first.f32_probes[1] = second.f32.gflops;
-  first.f32.gflops = std::max(first.f32.gflops, second.f32.gflops);
-  if (first.bf16 && second.bf16) {
-    first.bf16_probes[1] = second.bf16->gflops;
-    first.bf16->gflops = std::max(first.bf16->gflops, second.bf16->gflops);
-  }
-  return first;
+Peaks probe_peaks() { return {train::measure_f32_peak(), train::measure_bf16_peak()}; }
+train::MachinePeak higher(train::MachinePeak a, const train::MachinePeak& b) {
+  a.gflops = std::max(a.gflops, b.gflops);
+  return a;
 }
 
 // Timed steps of a trainer after untimed warm-up ones: each step's seconds, the last loss, the
@@ -343,8 +330,8 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   const double flops_per_token = train::training_flops_per_token(cfg);
   const double flops_per_step = flops_per_token * static_cast<double>(tokens_per_step);
 
-  const Peaks first_peaks = probe_peaks();
-  if (precision == Precision::bf16 && !first_peaks.bf16) {
+  const Peaks before = probe_peaks();
+  if (precision == Precision::bf16 && !before.bf16) {
     throw ValueError("bench --precision bf16: no bf16 peak to measure MFU against on this CPU");
   }
   const TimedSteps timed = time_steps(trainer, f.warmup, f.steps, f.profile);
@@ -353,9 +340,10 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   const double rss = peak_rss_mb();  // before the product probe's buffers
   empty_cache();
   const double products = f.peak_size > 0 ? train::measure_f32_products(f.peak_size) : NAN;
-  const Peaks peaks = with_second_probe(first_peaks);
-  const train::MachinePeak& f32_peak = peaks.f32;
-  const std::optional<train::MachinePeak>& bf16_peak = peaks.bf16;
+  const Peaks after = probe_peaks();
+  const train::MachinePeak f32_peak = higher(before.f32, after.f32);
+  const std::optional<train::MachinePeak> bf16_peak =
+      before.bf16 ? std::optional(higher(*before.bf16, *after.bf16)) : std::nullopt;
   // MFU against the peak of the units the products run on: the CPU's bf16 units (dot products or
   // AMX tiles), or the f32 FMAs (f32, and bf16 operands widened where the bf16 units are the
   // slower, bf16_products()).
@@ -380,8 +368,9 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
         {"peak_gflops_bf16", bf16_peak ? json(bf16_peak->gflops) : json(nullptr)},
         {"peak_kernel_f32", f32_peak.kernel},
         {"peak_kernel_bf16", bf16_peak ? json(bf16_peak->kernel) : json(nullptr)},
-        {"peak_gflops_f32_probes", peaks.f32_probes},
-        {"peak_gflops_bf16_probes", bf16_peak ? json(peaks.bf16_probes) : json(nullptr)},
+        {"peak_gflops_f32_probes", json::array({before.f32.gflops, after.f32.gflops})},
+        {"peak_gflops_bf16_probes",
+         bf16_peak ? json::array({before.bf16->gflops, after.bf16->gflops}) : json(nullptr)},
         {"gemm_gflops", std::isnan(products) ? json(nullptr) : json(products)},
         {"slow_products", slow_note.empty() ? json(nullptr) : json(slow_note)},
         {"mfu", mfu},
@@ -432,8 +421,8 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   if (bf16_peak) fmt::print(", {:.1f} bf16 ({})", bf16_peak->gflops, bf16_peak->kernel);
   fmt::print("\n                  the higher of two probes, before and after the steps: f32 {:.1f} "
              "and {:.1f}",
-             peaks.f32_probes[0], peaks.f32_probes[1]);
-  if (bf16_peak) fmt::print(", bf16 {:.1f} and {:.1f}", peaks.bf16_probes[0], peaks.bf16_probes[1]);
+             before.f32.gflops, after.f32.gflops);
+  if (bf16_peak) fmt::print(", bf16 {:.1f} and {:.1f}", before.bf16->gflops, after.bf16->gflops);
   fmt::print("\n");
   if (f.peak_size > 0) {
     fmt::print("  f32 products    {:.1f} GFLOP/s = {:.2f} of the peak ({}^3 through matmul)\n",
