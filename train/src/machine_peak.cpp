@@ -25,7 +25,6 @@ namespace {
 // Twelve independent accumulators cover the multiply-add latency (4 cycles) times the two
 // issue ports, so the loop runs at the units' throughput.
 constexpr int kChains = 12;
-constexpr long kIterations = 16'000'000;  // ~30 ms a round at 2 x 512-bit FMA per cycle
 
 __attribute__((target("avx512f"))) float fma_avx512(long iterations) {
   __m512 acc[kChains];
@@ -84,7 +83,6 @@ __attribute__((target("avx512f,avx512bf16"))) float dot_bf16(long iterations) {
 // AMX: a 2 x 2 block of f32 accumulator tiles (16 x 16 each, tmm0-3) fed by two tiles of bf16
 // pairs from each operand (16 x 32, tmm4-7). Each tdpbf16ps is 16 x 16 x 32 multiply-adds; four
 // independent ones cover the instruction's latency. Every thread configures its own tiles.
-constexpr long kAmxIterations = 1'000'000;  // ~30 ms a round at one tdpbf16ps per 16 cycles
 
 __attribute__((target("amx-tile,amx-bf16"))) float dot_amx(long iterations) {
   const AmxTiles tiles;
@@ -111,27 +109,42 @@ __attribute__((target("amx-tile,amx-bf16"))) float dot_amx(long iterations) {
   return out[0];
 }
 
-// The best of 5 rounds (after one untimed) of every OpenMP thread running `kernel`, with
-// `flops_per_iteration` per thread and iteration: a peak is what the machine can do, and on a
-// shared host a round can only lose time to others.
+// Seconds for every OpenMP thread to run `kernel(iterations)`; `threads` gets the team's size.
 template <class Kernel>
-double measure(Kernel kernel, double flops_per_iteration, long iterations = kIterations) {
-  double best = 0.0;
-  volatile float sink = 0.0f;  // keeps the loops from being optimised away
-  for (int round = 0; round < 6; ++round) {
-    int threads = 1;
-    const auto start = std::chrono::steady_clock::now();
+double time_round(Kernel kernel, long iterations, int& threads, volatile float& sink) {
+  const auto start = std::chrono::steady_clock::now();
 #pragma omp parallel
-    {
-      const float v = kernel(iterations);
+  {
+    const float v = kernel(iterations);
 #pragma omp single
-      threads = omp_get_num_threads();
+    threads = omp_get_num_threads();
 #pragma omp critical
-      sink = sink + v;
-    }
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (round > 0) best = std::max(best, threads * iterations * flops_per_iteration / seconds / 1e9);
+    sink = sink + v;
+  }
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The best of 5 rounds of ~30 ms: a peak is what the machine can do, and on a shared host a round
+// can only lose time to others. Rounds are sized by time, not by a count of instructions: the
+// same count takes 2x longer on a CPU that runs vdpbf16ps at half rate, and 4x in a sanitizer
+// build, whose kernels keep their accumulators in memory. Short rounds of growing size size them
+// and warm the units up.
+template <class Kernel>
+double measure(Kernel kernel, double flops_per_iteration) {
+  constexpr double kRoundSeconds = 0.03;
+  volatile float sink = 0.0f;  // keeps the loops from being optimised away
+  int threads = 1;
+  long iterations = 1L << 12;
+  double seconds = time_round(kernel, iterations, threads, sink);
+  while (seconds < kRoundSeconds / 8 && iterations < (1L << 40)) {
+    iterations *= 4;
+    seconds = time_round(kernel, iterations, threads, sink);
+  }
+  iterations = std::max(1L, static_cast<long>(iterations * (kRoundSeconds / seconds)));
+  double best = 0.0;
+  for (int round = 0; round < 5; ++round) {
+    seconds = time_round(kernel, iterations, threads, sink);
+    best = std::max(best, threads * iterations * flops_per_iteration / seconds / 1e9);
   }
   return best;
 }
@@ -161,7 +174,7 @@ MachinePeak measure_f32_peak() {
 
 std::optional<MachinePeak> measure_bf16_peak() {
   if (amx_tiles_usable()) {
-    return MachinePeak{measure(dot_amx, 4 * 16 * 16 * 32 * 2.0, kAmxIterations), "amx_bf16 tdpbf16ps"};
+    return MachinePeak{measure(dot_amx, 4 * 16 * 16 * 32 * 2.0), "amx_bf16 tdpbf16ps"};
   }
   if (!cpu_has_avx512_bf16()) return std::nullopt;
   // 16 f32 lanes, each adding two bf16 products.
