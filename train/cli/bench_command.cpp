@@ -79,19 +79,13 @@ std::vector<int64_t> synthetic_tokens(int64_t vocab, int64_t block, uint64_t see
   return ids;
 }
 
-// The machine's peaks from one probe of each. bench probes before the steps and again after
-// them, seconds apart, and takes the higher reading: a neighbour on a shared host can hold the
-// cores' FMA units for the whole of one probe (5 rounds of ~30 ms; seen here reading half the
-// peak), and can only lower a reading.
+// The machine's peaks from one probe of each; bench probes before the steps and again after
+// them and keeps the higher readings (train::higher_reading).
 struct Peaks {
   train::MachinePeak f32;
   std::optional<train::MachinePeak> bf16;  // whether the CPU has bf16 units does not change
 };
 Peaks probe_peaks() { return {train::measure_f32_peak(), train::measure_bf16_peak()}; }
-train::MachinePeak higher(train::MachinePeak a, const train::MachinePeak& b) {
-  a.gflops = std::max(a.gflops, b.gflops);
-  return a;
-}
 
 // Timed steps of a trainer after untimed warm-up ones: each step's seconds, the last loss, the
 // allocator's counts before and after them, and (with `profile`) each op's share of them.
@@ -341,9 +335,9 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   empty_cache();
   const double products = f.peak_size > 0 ? train::measure_f32_products(f.peak_size) : NAN;
   const Peaks after = probe_peaks();
-  const train::MachinePeak f32_peak = higher(before.f32, after.f32);
+  const train::MachinePeak f32_peak = train::higher_reading(before.f32, after.f32);
   const std::optional<train::MachinePeak> bf16_peak =
-      before.bf16 ? std::optional(higher(*before.bf16, *after.bf16)) : std::nullopt;
+      before.bf16 ? std::optional(train::higher_reading(*before.bf16, *after.bf16)) : std::nullopt;
   // MFU against the peak of the units the products run on: the CPU's bf16 units (dot products or
   // AMX tiles), or the f32 FMAs (f32, and bf16 operands widened where the bf16 units are the
   // slower, bf16_products()).

@@ -318,13 +318,11 @@ train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Com
 
 // train --verbose: which library and kernel run the f32 products and how fast, against the
 // machine's peak -- and one warning line, naming the cause when it can, if they run below half.
-// The peak is probed before the products and after them, and the higher reading kept (as bench
-// does around its steps): on a shared host one probe has read half the machine's speed.
+// The peak is probed before the products and after them, and the higher reading kept.
 void print_compute_check() {
   const train::MachinePeak before = train::measure_f32_peak();
   const double products = train::measure_f32_products(1024);
-  train::MachinePeak peak = train::measure_f32_peak();
-  peak.gflops = std::max(peak.gflops, before.gflops);
+  const train::MachinePeak peak = train::higher_reading(before, train::measure_f32_peak());
   const GemmBackend backend = gemm_backend(DType::f32);
   fmt::print(stderr,
              "tinygpt: {} thread{}; f32 products on {} ({} kernel) at {:.0f} GFLOP/s, {:.2f} of "

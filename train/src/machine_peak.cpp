@@ -126,7 +126,7 @@ double time_round(Kernel kernel, long iterations, int& threads, volatile float& 
 
 // The best of 5 rounds of ~30 ms: a peak is what the machine can do, and on a shared host a round
 // can only lose time to others. Rounds are sized by time, not by a count of instructions: the
-// same count takes 2x longer on a CPU that runs vdpbf16ps at half rate, and 4x in a sanitizer
+// same count takes 2x longer on a CPU that runs vdpbf16ps at half rate, and ~30x in a sanitizer
 // build, whose kernels keep their accumulators in memory. Short rounds of growing size size them
 // and warm the units up.
 template <class Kernel>
@@ -152,6 +152,11 @@ double measure(Kernel kernel, double flops_per_iteration) {
 }  // namespace
 
 bool amx_usable() { return amx_tiles_usable(); }
+
+MachinePeak higher_reading(MachinePeak a, const MachinePeak& b) {
+  a.gflops = std::max(a.gflops, b.gflops);
+  return a;
+}
 
 bool cpu_has_avx512_bf16() {
   unsigned a = 0, b = 0, c = 0, d = 0;

@@ -20,6 +20,11 @@ MachinePeak measure_f32_peak();
 // bf16 pairs accumulated in f32), or nothing when the CPU has no avx512_bf16.
 std::optional<MachinePeak> measure_bf16_peak();
 
+// The higher of two readings of one peak, probed seconds apart: a neighbour on a shared host can
+// hold the cores' units for the whole of one probe (seen here reading half the peak), and can
+// only lower a reading. bench probes around its steps, train --verbose around its products.
+MachinePeak higher_reading(MachinePeak a, const MachinePeak& b);
+
 bool cpu_has_avx512_bf16();
 
 // The CPU has amx_tile and amx_bf16 and Linux grants this process their state: autograd's
