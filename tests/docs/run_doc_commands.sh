@@ -13,9 +13,12 @@
 # Several directives go in one comment, separated by " ; ".
 #
 # The blocks of one file run in order, each in a fresh `bash -e` shell, all in one scratch
-# folder that holds `build` (this build) and links to the tree's files, so a later block can use
-# what an earlier one made (train, then sample). Nothing is written into the tree. A failing
-# command fails the test with its file, line and the command.
+# folder that holds `build` (a link to this build) and a copy of the tree's sources, so a later
+# block can use what an earlier one made (train, then sample). The sources are copied, not
+# linked: a documented `train --out runs/demo --force` must land in the scratch folder, never in
+# a user's own runs/ (or a picture command in the tree's docs/images). Each file gets its own
+# copy, so files run side by side cannot see each other's runs. A failing command fails the test
+# with its file, line and the command.
 set -uo pipefail
 src=$(cd "$1" && pwd)
 bin=$(cd "$2" && pwd)
@@ -38,13 +41,24 @@ have() {  # have THING: whether a `needs` requirement is met
   esac
 }
 
+# copy_sources DEST: the files of the tree the project's sources are, copied into DEST. In a git
+# checkout, the files git tracks plus the new ones it does not ignore (a user's runs/ is
+# ignored); elsewhere every entry but the build and the folders runs write into.
+copy_sources() {
+  if git -C "$src" rev-parse --is-inside-work-tree > /dev/null 2>&1; then
+    (cd "$src" && git ls-files -z --cached --others --exclude-standard |
+       while IFS= read -r -d '' path; do [ -e "$path" ] && printf '%s\0' "$path"; done |
+       tar --null -T - -cf -) | tar -xf - -C "$1"
+  else
+    tar -C "$src" --exclude=./build --exclude=./runs --exclude=./out -cf - . | tar -xf - -C "$1"
+  fi
+}
+
 for file in "${files[@]}"; do
   name=${file#"$src"/}
   work="$scratch/$(echo "$name" | tr '/.' '__')/tree"
   mkdir -p "$work" "$work/../home"
-  for entry in "$src"/* "$src"/.ci; do
-    [ "$(basename "$entry")" = build ] || ln -s "$entry" "$work/$(basename "$entry")"
-  done
+  copy_sources "$work"
   ln -s "$bin" "$work/build"
   [ -d "$src/../shared" ] && ln -s "$(cd "$src/../shared" && pwd)" "$work/../shared"
   blocks="$work/../blocks"
