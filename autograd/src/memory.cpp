@@ -54,8 +54,8 @@ constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads
 // The cache holds at most twice the peak bytes in use (at least 256 MiB, at most 4 GiB). A loop
 // that repeats its shapes never reaches that: everything it frees, it held at once. A loop whose
 // shapes keep changing, as generation's growing key/value cache does one position at a time,
-// would otherwise fill the cache with blocks no request fits again (quadratic memory: 2 GB
-// after 1,000 tokens at context 16k); past the bound the stale blocks go back to the system.
+// would otherwise fill the cache with blocks no request fits again (memory quadratic in the
+// tokens generated); past the bound the stale blocks go back to the system.
 constexpr int64_t kMinCachedBytes = int64_t{256} << 20;
 constexpr int64_t kMaxCachedBytes = int64_t{4} << 30;
 

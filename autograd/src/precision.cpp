@@ -50,7 +50,7 @@ Bf16Products default_bf16_products() {
         "TINYGPT_BF16_PRODUCTS: '{}' is not one of dot_pairs, f32_fma, amx", value));
   }
   if (!intel_cpu()) return Bf16Products::dot_pairs;
-  // AMX tiles run far above the f32 rate; Intel's vdpbf16ps at half of it.
+  // AMX tiles run far above the f32 rate; Intel's vdpbf16ps below it.
   return amx ? Bf16Products::amx : Bf16Products::f32_fma;
 }
 

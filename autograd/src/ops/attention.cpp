@@ -36,7 +36,7 @@ constexpr int64_t kBlock = 64;
 // The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
 // columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
 // between them are seen by no query of the block and are skipped; full attention is the single
-// run [0, keys), which leaves its products exactly as they were before patterns existed.
+// run [0, keys), whose products are then the plain causal ones, bit for bit.
 struct KeyRuns {
   int64_t global, lo, keys;
   int64_t columns() const { return global + keys - lo; }
@@ -62,10 +62,10 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
-// whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
-// model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
-// Precision::bf16 on the bf16 dot products or the AMX tiles, bf16_products()) every product's
-// operands are rounded as gemm() rounds them, on bf16 tiles. Otherwise gemm.
+// whose terms are zero or unused, which makes them faster than sgemm's whole products
+// (attention_products.hpp). When the head's Q, K and V are bf16 (In, Precision::bf16 on the bf16
+// dot products or the AMX tiles, bf16_products()) every product's operands are rounded as gemm()
+// rounds them, on bf16 tiles. Otherwise gemm.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
 void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
@@ -88,12 +88,11 @@ void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t
 }
 
 // Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products::f32_fma: vdpbf16ps
-// runs at half the f32 rate there), a head's Q, K and V are widened to f32 once, into `out`
-// (3 T d values), and its products run on the f32 tiles, each operand that is not one of them
-// rounded to bf16 first (round_bf16). Widening each product's operands instead made the medium
-// model's bf16 attention slower than its f32 one (112 ms a step against 82): every block of
-// queries widened all its keys again. Under amx the products run on the AMX tiles
-// (attention_products.hpp) and read the head's bf16 values as they are.
+// trails them there), a head's Q, K and V are widened to f32 once, into `out` (3 T d values), and
+// its products run on the f32 tiles, each operand that is not one of them rounded to bf16 first
+// (round_bf16). Widening each product's operands instead would widen all the keys again for every
+// block of queries, making bf16 attention slower than f32's. Under amx the products run on the
+// AMX tiles (attention_products.hpp) and read the head's bf16 values as they are.
 bool widens_heads() { return bf16_products() == Bf16Products::f32_fma; }
 int64_t widened_head_values(int64_t t, int64_t d) { return 3 * t * d; }
 
@@ -159,7 +158,7 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       mask_row(row, i, runs, pattern);
       T top = row[0];
       // Written as a comparison: GCC vectorises no std::max reduction without -ffast-math, and
-      // the scalar loop took a third of this function's own time.
+      // this loop runs over every score of the panel.
 #pragma omp simd reduction(max : top)
       for (int64_t j = 1; j < valid; ++j) top = row[j] > top ? row[j] : top;
       T sum = 0;
@@ -213,7 +212,7 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
                         dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
-    // here their loads overlap (inside the row loop below they took half of this function).
+    // here their loads overlap instead of stalling the row loop below one at a time.
     T deltas[kBlock];
     for (int64_t r = 0; r < rows; ++r) {
       const T* g = dy_block + r * ldy;

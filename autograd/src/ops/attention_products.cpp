@@ -129,8 +129,8 @@ template <class Terms, bool kTransA>
 constexpr auto kTiles = tile_table<Terms, kTransA>(std::make_integer_sequence<int, kRows>{});
 
 // out (k, n; rows of ldo) = the transpose of b (n, k), leading dimension ldb: whole 16 x 16
-// blocks in registers, the edges element by element (a scalar loop took 1.3 us for the small
-// model's 64 x 32 keys, a third of the product).
+// blocks in registers, the edges element by element (a scalar loop over a block's keys costs a
+// sizeable part of a product this small).
 TINYGPT_AVX512 void transpose(const float* b, int64_t ldb, int64_t n, int64_t k, float* out,
                               int64_t ldo) {
   const int64_t n16 = n - n % 16, k16 = k - k % 16;

@@ -1,7 +1,7 @@
 #pragma once
 // The fused attention's products on a block of queries, in f32 or bf16, on AVX-512 registers
 // where the CPU has it (use_avx512(), use_avx512_bf16()). They are small (64 x 64 x 32 on the
-// small model: oneDNN's sgemm ran its transposed form at 0.6 of one core's peak, 3.7 us a call),
+// small model: too small for oneDNN's sgemm to run its transposed form near the core's peak),
 // and up to half of each is above the causal diagonal: these skip the 4-row tiles that hold only
 // zeros or unused scores.
 #include <cstdint>
@@ -21,23 +21,21 @@ enum class Band { none, columns, k_upper, k_lower };
 // C = alpha op(A) op(B) + beta C, row-major, as gemm() in blas.hpp, on the calling thread, for
 // the part of C that `band` says the block needs; only when use_avx512() (Error otherwise).
 // Each element is summed over k in order with one FMA per term, as oneDNN's sgemm does on whole
-// blocks of 64 queries (checkpoints of T 64 and T 256 runs came out byte-identical); on a last,
-// partial block its transposed products round some scores differently. A transposed B is packed
-// in this thread's scratch first.
+// blocks of 64 queries, so that those blocks give its bits; on a last, partial block its
+// transposed products round some scores differently. A transposed B is packed in this thread's
+// scratch first.
 void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc, Band band, int64_t offset);
 
 // Under Precision::bf16, where use_avx512_bf16(): the same products with both operands rounded
 // to bf16 (to nearest even, as gemm() rounds them; qkv comes rounded already), two terms at a
-// time into f32 sums (vdpbf16ps): 0.71 of oneDNN's bf16 matmul's time on the medium model's
-// blocks, half on the small model's, and the same sums (element by element on all six products
-// at T 256, d 64 and d 17). B, and A when it is transposed, f32 or of an odd width, are packed as
-// pairs in this thread's scratch first. Under Bf16Products::amx on the AMX tiles instead, in
-// blocks of 32 x 32 (tdpbf16ps), both operands packed and padded to whole 16 x 16 word tiles: the
-// medium model's bf16 attention took 63 ms a step instead of 80 on the f32 tiles (operands
-// widened), the small model's about the same (4.2 ms against 4.0). Made for A, B = (bf16, bf16),
-// (float, bf16), (float, float).
+// time into f32 sums (vdpbf16ps): faster than oneDNN's bf16 matmul on blocks this small, with the
+// same sums, element by element. B, and A when it is transposed, f32 or of an odd width, are
+// packed as pairs in this thread's scratch first. Under Bf16Products::amx on the AMX tiles
+// instead, in blocks of 32 x 32 (tdpbf16ps), both operands packed and padded to whole 16 x 16
+// word tiles: faster than the f32 tiles on widened operands for the medium model's blocks, and
+// no slower for the small model's. Made for A, B = (bf16, bf16), (float, bf16), (float, float).
 template <class A, class B>
 void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                             const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,

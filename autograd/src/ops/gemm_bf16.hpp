@@ -96,7 +96,7 @@ int64_t packed_b_bytes(int64_t k, int64_t n);
 // Whether the product C (m, n; leading dimension ldc) = op(A) B (+ bias), A (m, k) with leading
 // dimension lda or transposed, alpha 1 and beta 0 (as row panels are), reads B packed by pack_b
 // without copying it again: oneDNN, left to choose, picks that layout for it. With A transposed
-// it picks none, and given a packed B it ran its reference code (the medium step took minutes).
+// it picks none, and given a packed B it falls back to its slow reference code.
 bool packs_b(bool ta, int64_t m, int64_t n, int64_t k, int64_t lda, int64_t ldc, bool bias);
 
 // B (k, n), or its transpose stored (n, k) when tb, leading dimension ldb, rounded to bf16 into

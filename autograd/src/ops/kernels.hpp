@@ -15,7 +15,8 @@
 
 namespace tinygpt::detail {
 
-// Elementwise loops below this many elements stay on one thread (threads cost ~µs to wake).
+// Elementwise loops below this many elements stay on one thread: waking the others costs more
+// than a shorter loop takes.
 constexpr int64_t kParallelGrain = 1 << 15;
 
 // NumPy broadcasting of two shapes; throws ShapeError naming `op`.

@@ -79,11 +79,10 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
 // The pieces depend on the shapes only, never on the thread count: a BLAS kernel may sum a
 // panel's edge rows in another order than the same rows inside a larger call (OpenBLAS's Haswell
 // sgemm does for a panel's last, partial tile of rows), so cutting by thread count would make
-// results depend on it. Four panels of at most kPanelRows rows, two per core of the machines
-// this project targets, measured best with oneDNN's single-threaded sgemm: with two, both cores'
-// products slowed to 0.2-0.4 of their speed on some shapes (a 1024 x 1024 square at 150 GFLOP/s
-// instead of 350; 2048 x 384 @ 384 x 1536 at 155 instead of 380), with three every shape lost a
-// quarter, and eight were 1-5% slower than four.
+// results depend on it. At least four panels of at most kPanelRows rows, two per core of the
+// machines this project targets: with fewer, the two cores' products slow down badly on some
+// shapes under oneDNN's single-threaded sgemm, and more only add calls (docs/PERFORMANCE.md,
+// "What runs").
 constexpr int64_t kPanels = 4;
 constexpr int64_t kPanelRows = 512;
 
@@ -106,9 +105,9 @@ template <class T>
 void gemm_batched(const MatmulPlan& p, bool ta, bool tb, Operand<T> a, Operand<T> b, T* c,
                   const T* bias = nullptr) {
   const int64_t lda = ta ? p.m : p.k, ldb = tb ? p.k : p.n, ldc = p.n;
-  // Too little work to share: a thread costs more to wake than this product takes. 2^20
-  // multiply-adds take ~10 us on one core here; shared, the small model's output layer (768 x 128 x 65,
-  // 2^22.6) made its whole step 2% faster than on one thread.
+  // Too little work to share below 2^20 multiply-adds: a thread costs more to wake than such a
+  // product takes on one core, while the small model's output layer, a few times larger, already
+  // gains from sharing.
   const bool small = p.batch * p.m * p.n * p.k < (int64_t{1} << 20);
   const bool split_rows = p.m >= p.n;
   const int64_t extent = split_rows ? p.m : p.n;
@@ -213,10 +212,9 @@ Tensor fold_rows(const Tensor& x) {
 // Column sums of g (rows, n) -> (n), accumulated in double, each column over the rows in order,
 // so the result does not depend on the thread count. Each thread takes a strip of whole 16-column
 // groups and walks it row by row, its sums in L1 (walking down 64-column strips instead, whose
-// rows lie a page apart, was slower: 19 ms against 15-17 for the medium step's 24 gradients,
-// alone). With `rounded`, g's values rounded to bf16 go there in the same pass (packed rows of
-// n), as the bf16 backward needs beside the sums: one read of g instead of two (21 ms against 30
-// alone; in the step 15-20% fewer samples in the two).
+// rows lie a page apart, is slower). With `rounded`, g's values rounded to bf16 go there in the
+// same pass (packed rows of n), as the bf16 backward needs beside the sums: one read of g instead
+// of two, which is what the pass's time goes to.
 Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
   Tensor out = Tensor::empty({n}, g.dtype());
@@ -412,9 +410,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   const bool need_x = x.requires_grad(), need_w = weight.requires_grad();
   const bool need_b = bias.defined() && bias.requires_grad();
   if (bf16_product(x, p)) {
-    // Keeps x's rounding instead of the f32 input, which dW = x^T g then no longer needs: half
-    // the memory. W is rounded again in the backward pass rather than kept (3.5 MiB of roundings
-    // a medium layer against a pass over the weights).
+    // Keeps x's rounding instead of the f32 input, which dW = x^T g then does not need: half the
+    // memory. W is rounded again in the backward pass rather than kept: one more pass over the
+    // weights, so that no rounded copy of every layer's weights is held through the step.
     const Rounded x16 = rounded(x);
     Tensor out = product_bf16(p, x16, weight, bias);
     return record("linear", out, {x, weight, bias},

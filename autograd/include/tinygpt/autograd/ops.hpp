@@ -71,8 +71,8 @@ Tensor matmul(const Tensor& a, const Tensor& b, bool trans_a = false, bool trans
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 // linear(gelu(h), weight, bias) as one op. Under Precision::bf16 it keeps only h rounded to bf16
 // (GELU reads that rounding, as autocast's bf16 activations do) and recomputes gelu(h) for the
-// backward pass: an MLP keeps a third of what the two ops kept (h in f32, gelu(h) in bf16). In f32
-// and f64 it equals the two ops bit for bit, and keeps what they kept.
+// backward pass: an MLP keeps a third of what the two ops would keep (h in f32, gelu(h) in bf16).
+// In f32 and f64 it equals the two ops bit for bit, and keeps what they keep.
 Tensor gelu_linear(const Tensor& h, const Tensor& weight, const Tensor& bias);
 
 // ---- Layout: views, slices, concat and split (ops/layout.cpp) ----

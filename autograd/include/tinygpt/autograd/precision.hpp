@@ -33,9 +33,9 @@ Precision matmul_precision();
 //   amx        oneDNN's bf16 kernels on the AMX tiles (tdpbf16ps), and the fused attention's small
 //              products on tiles of its own (attention_products.cpp).
 // The default is the faster on this CPU, told by its vendor and instruction set (a timing could
-// differ between runs and so break bit-identical resumes): dot_pairs runs at twice the f32 rate
-// on AMD's Zen 4 but at half of it on an Intel Xeon (measured: 164-169 vs 330-345 GFLOP/s on 2
-// cores), so amx on an Intel CPU whose AMX oneDNN uses, else f32_fma on Intel.
+// differ between runs and so break bit-identical resumes): dot_pairs outruns the f32 FMAs on
+// AMD's Zen 4 but trails them on Intel Xeons (docs/PERFORMANCE.md, "bf16 mixed precision"), so amx
+// on an Intel CPU whose AMX oneDNN uses, else f32_fma on Intel.
 // TINYGPT_BF16_PRODUCTS=dot_pairs|f32_fma|amx overrides it; set_bf16_products (tests,
 // comparisons) too.
 enum class Bf16Products { dot_pairs, f32_fma, amx };
