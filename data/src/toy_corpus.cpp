@@ -156,8 +156,8 @@ ToyDocument generate_document(Generator& gen) {
 
 // A span of distinct letters, so each letter of a repeat has exactly one earlier occurrence to
 // copy from (as random words from a large vocabulary would): with repeated letters the copy
-// target is ambiguous and induction heads form far more slowly (measured: not at all within
-// 6,000 steps of the default model, against ~2,500 steps with distinct letters).
+// target is ambiguous and induction heads form far more slowly, if at all within a run of the
+// default model.
 std::string distinct_letters(Generator& gen, int64_t length) {
   std::string letters = "abcdefghijklmnopqrstuvwxyz";
   gen.shuffle_front(letters, length);

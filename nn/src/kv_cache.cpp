@@ -62,8 +62,8 @@ KVCache::Attended KVCache::extend(const Tensor& k_new, const Tensor& v_new) {
 
 // Decoding without gradients: the positions go into buffers that double when full, and
 // attention reads the buffers whole, the slots past the last position hidden. A step copies
-// only its own keys and values, not the whole cache (64 MB a step at 16k positions of the small
-// model), and its tensors keep their sizes from one doubling to the next.
+// only its own keys and values, not the whole cache (which would make generation quadratic in
+// its length), and its tensors keep their sizes from one doubling to the next.
 KVCache::Attended KVCache::extend_in_place(const Tensor& k_new, const Tensor& v_new) {
   const int64_t t = k_new.size(2), need = seen + t;
   if (!k.defined() || k.size(2) < need) {

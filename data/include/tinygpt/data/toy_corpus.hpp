@@ -67,8 +67,8 @@ inline constexpr std::array<int64_t, 3> kToyNameCountPercent = {10, 60, 30};
 // Percent of all documents that are echo documents, and the length of their span. Echo documents
 // are what grows the induction heads, and the previous-token head sharpens only once they have
 // formed, so they are most of the text. Spans run up to the whole alphabet (a span has no letter
-// twice) because the head analysis copies sequences of that length: with spans of at most 20, the
-// models learned that a copy ends by then (docs/HEADS.md, "The recipe").
+// twice) because the head analysis copies sequences of that length: a lower maximum teaches
+// the models that a copy ends by then (docs/HEADS.md, "The recipe").
 inline constexpr int64_t kToyEchoPercent = 85;
 inline constexpr int64_t kToyEchoMinChars = 8;
 inline constexpr int64_t kToyEchoMaxChars = 26;
