@@ -126,9 +126,9 @@ double time_round(Kernel kernel, long iterations, int& threads, volatile float& 
 
 // The best of 5 rounds of ~30 ms: a peak is what the machine can do, and on a shared host a round
 // can only lose time to others. Rounds are sized by time, not by a count of instructions: the
-// same count takes 2x longer on a CPU that runs vdpbf16ps at half rate, and ~30x in a sanitizer
-// build, whose kernels keep their accumulators in memory. Short rounds of growing size size them
-// and warm the units up.
+// same count takes twice as long on a CPU that runs vdpbf16ps at half rate, and many times
+// longer in a sanitizer build, whose kernels keep their accumulators in memory. Short rounds of
+// growing size size them and warm the units up.
 template <class Kernel>
 double measure(Kernel kernel, double flops_per_iteration) {
   constexpr double kRoundSeconds = 0.03;

@@ -21,8 +21,9 @@ MachinePeak measure_f32_peak();
 std::optional<MachinePeak> measure_bf16_peak();
 
 // The higher of two readings of one peak, probed seconds apart: a neighbour on a shared host can
-// hold the cores' units for the whole of one probe (seen here reading half the peak), and can
-// only lower a reading. bench probes around its steps, train --verbose around its products.
+// hold the cores' units for the whole of one probe (docs/PERFORMANCE.md, "The machine peak and
+// MFU"), and can only lower a reading. bench probes around its steps, train --verbose around its
+// products.
 MachinePeak higher_reading(MachinePeak a, const MachinePeak& b);
 
 bool cpu_has_avx512_bf16();
