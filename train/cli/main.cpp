@@ -1,7 +1,6 @@
 // tinygpt: train a toy GPT, sample from it, evaluate it, look at its attention heads, and time
 // its training step.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -127,7 +126,7 @@ int main(int argc, char** argv) {
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) return report_alone(fmt::format("{} (see --help)", one_line(problem)), 2);
   try {
-    tinygpt::io::lock_wait_seconds();  // a malformed TINYGPT_LOCK_TIMEOUT is refused before any command
+    tinygpt::io::lock_wait_seconds();  // a malformed TINYGPT_LOCK_TIMEOUT: before any command runs
   } catch (const tinygpt::ValueError& e) {
     return report_alone(shown(e.what()), 2);
   }

@@ -30,7 +30,8 @@ void note(const std::string& text) { say("tinygpt: note: " + text); }
 
 // OMP_NUM_THREADS as tinygpt runs it: a count above kThreadsPerCore x the cores is lowered to
 // that, and a value that is no count (abc, 0, -3, empty; see omp_num_threads_from_env) is
-// dropped, as libgomp ignores it too (set_num_threads then takes one thread per core); each with one note.
+// dropped, as libgomp ignores it too (set_num_threads then takes one thread per core). Each
+// change is said in one note.
 void settle_thread_count() {
   const char* text = std::getenv("OMP_NUM_THREADS");
   if (text == nullptr) return;
