@@ -55,7 +55,7 @@ size_t lines_starting(const CliResult& r, const std::string& prefix) {
 }  // namespace
 
 TEST_CASE("output that standard output cannot take fails every printing command in one line",
-          "[cli][process]") {
+          "[cli][process][slow]") {
   ScratchDir dir;
   const std::string run = dir.file("run");
   train_tiny_model(run);
@@ -141,7 +141,7 @@ TEST_CASE("sample prints every byte the model makes including NUL", "[cli][proce
 }
 
 TEST_CASE("OMP_NUM_THREADS beyond the machine or no count at all is noted once and run safely",
-          "[cli][process][env]") {
+          "[cli][process][env][slow]") {
   ScratchDir dir;
   const std::string run = dir.file("run");
   train_tiny_model(run);
