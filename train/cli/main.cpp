@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::settle_openmp_environment(argv);
   // FTZ and DAZ on this thread now (see threads.hpp: sharp attention makes many subnormals); each
   // command's set_num_threads carries them to its team, so one that does no parallel work
-  // (--version, help) starts no thread.
+  // (--version, help) starts no OpenMP thread.
   tinygpt::set_num_threads(1);
   tinygpt::set_flush_denormals(true);
   const tinygpt::distributed::Session mpi(argc, argv);
