@@ -33,6 +33,9 @@ struct CliOptions {
   std::string cwd;            // working directory of the child; empty: the test's own
   bool close_stdin = false;   // true: fd 0 is closed; false: stdin reads /dev/null
   std::chrono::milliseconds timeout{60'000};  // then SIGKILL, and timed_out is set
+  bool close_stdout = false;  // true: fd 1 is closed (and nothing is captured)
+  std::string stdout_path{};  // non-empty: fd 1 writes to this file (/dev/full), not captured
+  std::vector<std::string> env{};  // "NAME=value" entries added to the child's environment
 };
 
 struct CliResult {
@@ -87,7 +90,14 @@ class CliProcess {
       posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
     }
     // dup2 clears O_CLOEXEC on the copies, so the child keeps exactly fds 1 and 2.
-    posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+    if (options.close_stdout) {
+      posix_spawn_file_actions_addclose(&actions, STDOUT_FILENO);
+    } else if (!options.stdout_path.empty()) {
+      posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, options.stdout_path.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    } else {
+      posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+    }
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
     if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
 
@@ -95,7 +105,11 @@ class CliProcess {
     std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (auto& a : result_.args) argv.push_back(a.data());
     argv.push_back(nullptr);
-    const int status = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), environ);
+    std::vector<std::string> variables = child_environment(options.env);
+    std::vector<char*> envp;
+    for (auto& v : variables) envp.push_back(v.data());
+    envp.push_back(nullptr);
+    const int status = ::posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(), envp.data());
     posix_spawn_file_actions_destroy(&actions);
     ::close(out_pipe[1]);
     ::close(err_pipe[1]);
@@ -172,6 +186,20 @@ class CliProcess {
 
   [[noreturn]] static void fail(const std::string& what) {
     throw std::runtime_error("run_cli: " + what + ": " + std::strerror(errno));
+  }
+  // This process's environment with `changes` ("NAME=value") in place of the same names.
+  static std::vector<std::string> child_environment(const std::vector<std::string>& changes) {
+    const auto name_of = [](const std::string& v) { return v.substr(0, v.find('=')); };
+    std::vector<std::string> variables;
+    for (char** v = environ; *v != nullptr; ++v) {
+      const std::string variable = *v;
+      const bool changed = std::any_of(changes.begin(), changes.end(), [&](const std::string& c) {
+        return name_of(c) == name_of(variable);
+      });
+      if (!changed) variables.push_back(variable);
+    }
+    variables.insert(variables.end(), changes.begin(), changes.end());
+    return variables;
   }
   static void close_both(int fds[2]) {
     ::close(fds[0]);

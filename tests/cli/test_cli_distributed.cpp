@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "can_mpirun.hpp"
 #include "cli_helpers.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/io/safetensors.hpp"
@@ -83,14 +84,6 @@ bool wait_for(F&& done, double seconds) {
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   }
   return true;
-}
-
-bool can_mpirun() {
-#ifdef TINYGPT_TEST_MPI
-  return std::system("command -v mpirun > /dev/null 2>&1") == 0;
-#else
-  return false;
-#endif
 }
 
 }  // namespace

@@ -1,16 +1,19 @@
 // tinygpt: train a toy GPT, sample from it, evaluate it, look at its attention heads, and time
 // its training step.
 #include <fmt/format.h>
-#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <new>
+#include <system_error>
 
 #include "commands.hpp"
+#include "process.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/version.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/io/commit.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace {
@@ -57,26 +60,23 @@ std::string first_argument_problem(CLI::App& app, const std::string& first) {
                      names);
 }
 
-// How long an idle OpenMP thread spins before it sleeps. libgomp's default (neither
-// OMP_WAIT_POLICY nor GOMP_SPINCOUNT set) is 300,000 spins, milliseconds on these CPUs, at every
-// barrier: when the cores are shared with other processes, each parallel region then waits for a
-// descheduled partner while the finished thread burns the core it needs: with the other cores'
-// owners busy, a small-model step took 600-900 ms instead of 55-60 ms with 1,000 spins (see
-// docs/PERFORMANCE.md). libgomp reads the
-// variables once as it loads, before main, so tinygpt sets a short spin and re-executes itself
-// once. Setting either variable (OMP_WAIT_POLICY=active for libgomp's default) skips this.
-void settle_openmp_waiting(char** argv) {
-  if (std::getenv("OMP_WAIT_POLICY") != nullptr || std::getenv("GOMP_SPINCOUNT") != nullptr) return;
-  if (setenv("GOMP_SPINCOUNT", "1000", 1) != 0) return;
-  execv("/proc/self/exe", argv);  // returns only if it failed: carry on with the defaults
+// The one line of an error only this process has met, and its exit status. Under mpirun with more
+// than one rank the line names the rank and the whole job ends (MPI_Abort): the other ranks would
+// wait for this one in their next collective for ever.
+int report_alone(const std::string& line, int status) {
+  tinygpt::distributed::Communicator& world = tinygpt::distributed::world();
+  if (world.size() == 1) {
+    tinygpt::cli::say("tinygpt: error: " + line);
+    return status;
+  }
+  tinygpt::cli::say(fmt::format("tinygpt: error: rank {}: {}", world.rank(), line));
+  std::fflush(stderr);
+  world.abort(status);
 }
 
 int report_usage_error(const std::string& message, const char* command) {
-  fmt::print(stderr, "tinygpt: error: {} (see 'tinygpt {} --help')\n", shown(message), command);
-  return 2;
+  return report_alone(fmt::format("{} (see 'tinygpt {} --help')", shown(message), command), 2);
 }
-
-}  // namespace
 
 // An error under mpirun. One every rank raised together (a collective setup or save, a divergence
 // seen in the summed numbers) is reported once, by rank 0, and every rank exits; one only this
@@ -85,19 +85,29 @@ int report_failure(const std::exception& e) {
   tinygpt::distributed::Communicator& world = tinygpt::distributed::world();
   const bool shared = dynamic_cast<const tinygpt::distributed::CollectiveError*>(&e) != nullptr ||
                       dynamic_cast<const tinygpt::train::DivergedError*>(&e) != nullptr;
-  if (world.size() == 1 || (shared && world.is_root())) {
-    fmt::print(stderr, "tinygpt: error: {}\n", shown(e.what()));
-  } else if (!shared) {
-    fmt::print(stderr, "tinygpt: error: rank {}: {}\n", world.rank(), shown(e.what()));
-    std::fflush(stderr);
-    world.abort(1);
-  }
+  if (!shared) return report_alone(shown(e.what()), 1);
+  if (world.is_root()) tinygpt::cli::say("tinygpt: error: " + shown(e.what()));
   return 1;
 }
 
+// Exit status 0 when standard output took everything the command sent it, else 1 after one line
+// saying why (a write to a closed pipe does not get here: SIGPIPE ends the process quietly first,
+// as it does other Unix tools). `error` as stdout_failure takes it.
+int report_stdout_failure(int error) {
+  const std::string failure = tinygpt::cli::stdout_failure(error);
+  return failure.empty() ? 0 : report_failure(tinygpt::Error(failure));
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
-  settle_openmp_waiting(argv);
-  tinygpt::set_flush_denormals(true);  // see threads.hpp: sharp attention makes many subnormals
+  tinygpt::cli::hold_closed_standard_descriptors();
+  tinygpt::cli::settle_openmp_environment(argv);
+  // FTZ and DAZ on this thread now (see threads.hpp: sharp attention makes many subnormals); each
+  // command's set_num_threads carries them to its team, so one that does no parallel work
+  // (--version, help) starts no OpenMP thread.
+  tinygpt::set_num_threads(1);
+  tinygpt::set_flush_denormals(true);
   const tinygpt::distributed::Session mpi(argc, argv);
   CLI::App app{"Train a small character-level GPT and watch its attention heads specialise.",
                "tinygpt"};
@@ -114,14 +124,19 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
-  if (!problem.empty()) {
-    fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));
-    return 2;
+  if (!problem.empty()) return report_alone(fmt::format("{} (see --help)", one_line(problem)), 2);
+  try {
+    tinygpt::io::lock_wait_seconds();  // a malformed TINYGPT_LOCK_TIMEOUT: before any command runs
+  } catch (const tinygpt::ValueError& e) {
+    return report_alone(shown(e.what()), 2);
   }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (e.get_exit_code() == 0) {  // --help, --version
+      app.exit(e);
+      return report_stdout_failure(errno);
+    }
     // A usage error: exit status 2, as for a missing or unknown subcommand above, whatever
     // CLI11's own code for the kind of error (105 for a value out of range, 109 for an unknown
     // flag, ...), and the help of the subcommand it concerns.
@@ -136,10 +151,13 @@ int main(int argc, char** argv) {
         "out of memory: a buffer could not be allocated; lower {} (activations) or {} (model)",
         tinygpt::cli::kActivationFlags, tinygpt::cli::kModelFlags)));
   } catch (const std::exception& e) {
-    return report_failure(e);
+    if (std::ferror(stdout) == 0) return report_failure(e);
+    // fmt::print throws std::system_error with the errno of the write that failed.
+    const auto* system = dynamic_cast<const std::system_error*>(&e);
+    return report_stdout_failure(system != nullptr ? system->code().value() : 0);
   }
   for (const tinygpt::cli::InputNote& note : tinygpt::cli::input_notes()) {
-    fmt::print(stderr, "tinygpt: note: {}: {}\n", note.fact, note.consequence);
+    tinygpt::cli::say(fmt::format("tinygpt: note: {}: {}", note.fact, note.consequence));
   }
-  return 0;
+  return report_stdout_failure(0);
 }

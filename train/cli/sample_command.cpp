@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "process.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/nn/sampler.hpp"
@@ -83,7 +84,7 @@ void run_sample(const SampleFlags& f) {
   std::string generated;
   bool prompt_shown = f.json;
   const auto show_prompt = [&] {
-    if (!prompt_shown) std::fputs(f.prompt.c_str(), stdout);
+    if (!prompt_shown) fmt::print("{}", f.prompt);
     prompt_shown = true;
   };
   const auto start = std::chrono::steady_clock::now();
@@ -95,8 +96,8 @@ void run_sample(const SampleFlags& f) {
         return;
       }
       show_prompt();
-      std::fputs(token.c_str(), stdout);
-      std::fflush(stdout);
+      fmt::print("{}", token);  // every byte: a NUL in the text too
+      flush_stdout();
     });
   } catch (const ValueError& e) {
     throw ValueError(fmt::format("{}: {}", f.model, e.what()));
@@ -113,7 +114,7 @@ void run_sample(const SampleFlags& f) {
                                       {"seconds", seconds},
                                       {"model", f.model}}.dump());
   } else {
-    std::fputs("\n", stdout);
+    fmt::print("\n");
   }
   if (f.verbose) {
     const nn::GPTConfig& c = loaded.config;

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "process.hpp"
 #include "pair_report.hpp"
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/threads.hpp"
@@ -438,7 +439,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       fmt::print("{}\n", summary_json(run, last_eval ? &*last_eval : nullptr,
                                       run.steps_done() - first_step, seconds_so_far(),
                                       progress.tokens_per_second(), interrupted_by).dump());
-      std::fflush(stdout);
+      flush_stdout();
     }
   };
   // The page and heatmaps describe a run's end: once this run has saved, those of the run it

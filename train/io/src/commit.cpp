@@ -7,6 +7,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -171,9 +172,16 @@ void remove_staging(const std::string& dir) {
 
 double lock_wait_seconds() {
   const char* text = std::getenv("TINYGPT_LOCK_TIMEOUT");
+  if (text == nullptr) return 60.0;
   char* end = nullptr;
-  const double seconds = text != nullptr ? std::strtod(text, &end) : 0.0;
-  return text != nullptr && end != text && *end == '\0' && seconds > 0.0 ? seconds : 60.0;
+  errno = 0;
+  const double seconds = std::strtod(text, &end);
+  // Waiting 60 s, or for ever, in place of a value with a typo in it would hide the typo.
+  if (end == text || *end != '\0' || errno == ERANGE || !std::isfinite(seconds) || seconds <= 0.0) {
+    throw ValueError(fmt::format("TINYGPT_LOCK_TIMEOUT='{}' is not a number of seconds above 0 "
+                                 "(unset it to wait the default 60 s)", text));
+  }
+  return seconds;
 }
 
 void set_wait_interrupt(const volatile std::sig_atomic_t* flag) { g_wait_interrupt = flag; }

@@ -51,7 +51,8 @@ class DirectoryLock {
   int fd_;
 };
 
-// How long a DirectoryLock waits: $TINYGPT_LOCK_TIMEOUT seconds if set (> 0), else 60.
+// How long a DirectoryLock waits: $TINYGPT_LOCK_TIMEOUT seconds if set, else 60. Throws ValueError
+// naming the variable when it is set to anything but a finite number above 0.
 double lock_wait_seconds();
 // A flag (set by a signal handler) that ends a DirectoryLock's wait at once; nullptr: none.
 void set_wait_interrupt(const volatile std::sig_atomic_t* flag);
