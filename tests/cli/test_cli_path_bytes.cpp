@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"

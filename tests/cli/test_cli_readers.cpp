@@ -206,7 +206,6 @@ TEST_CASE("integer tensors in place of float weights or moments are refused nami
                          {optimizer, "'" + moment + "'", "integers (i64)"});
     CHECK(snapshot(run) == before);
   }
-  CHECK(snapshot(run) == before);
 }
 
 TEST_CASE("resume refuses moments of a parameter the model lacks and a steps_taken that is not "
