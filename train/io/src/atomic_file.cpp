@@ -64,8 +64,8 @@ class TemporaryFile {
 // ours; the mode 0666 goes through the umask like any ordinary file the process creates.
 std::pair<std::string, int> create_temporary(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
-  // A target name of up to NAME_MAX (255) bytes leaves no room for the dot and the suffix (at
-  // most 27 bytes): the start of the name is enough to tell whose temporary copy it is.
+  // A target name of up to NAME_MAX (255) bytes leaves no room for the dot and the suffix (up
+  // to 24 bytes): the start of the name is enough to tell whose temporary copy it is.
   constexpr size_t kNameBytesKept = 200;
   const std::string named_after = target.filename().string().substr(0, kNameBytesKept);
   const std::filesystem::path dir = target.parent_path();
