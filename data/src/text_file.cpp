@@ -10,22 +10,13 @@
 #include <fmt/format.h>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/autograd/file_kind.hpp"
 #include "tinygpt/data/utf8.hpp"
 
 namespace tinygpt::data {
 namespace {
 
 std::string reason(int error) { return std::error_code(error, std::generic_category()).message(); }
-
-// What a file that is not a regular file is, for the message.
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISFIFO(mode)) return "a FIFO (named pipe)";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
 
 class Descriptor {
  public:
@@ -56,7 +47,7 @@ std::string read_text_file(const std::string& path, uint64_t max_bytes) {
     throw ValueError(fmt::format("read_text_file: cannot stat '{}' ({})", path, reason(errno)));
   }
   if (!S_ISREG(info.st_mode)) {
-    throw ValueError(fmt::format("read_text_file: '{}' is {}, not a text file", path, kind_of(info.st_mode)));
+    throw ValueError(fmt::format("read_text_file: '{}' is {}, not a text file", path, file_kind(info.st_mode)));
   }
   const auto too_large = [&](uint64_t bytes) {
     return ValueError(fmt::format(

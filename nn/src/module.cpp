@@ -79,6 +79,12 @@ void Module::load_state_dict(const NamedTensors& state) {
       throw ShapeError(fmt::format("load_state_dict: '{}' has shape {} but the model expects {}",
                                    name, t.shape().str(), it->second.shape().str()));
     }
+    // Floats convert between precisions; integers in place of a float weight are not weights.
+    if (is_floating(it->second.dtype()) && !is_floating(t.dtype())) {
+      throw ValueError(fmt::format("load_state_dict: tensor '{}' holds integers ({}), but the "
+                                   "model's weight is {}", name, dtype_name(t.dtype()),
+                                   dtype_name(it->second.dtype())));
+    }
     seen.insert(name);
   }
   for (const auto& [name, p] : own) {

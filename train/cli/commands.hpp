@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/dataset.hpp"
@@ -97,6 +98,10 @@ std::string with_setting_names(const std::string& message, const SettingNames& n
 // ("CharTokenizer::encode: ", "read_text_file: "): a C++ caller's clue, noise to a user, so
 // those names are dropped; paths and flags ("/a/b.txt: ", "--prompt: ") stay.
 std::string in_user_terms(const std::string& message);
+
+// JSON text for stdout. A path that is not UTF-8 (Linux allows any bytes but NUL) shows each
+// invalid byte as U+FFFD, where nlohmann would throw once the command's work is done.
+std::string json_text(const nlohmann::json& j, int indent = -1);
 
 // A fact about the command's input that bears on its result (a run's text that changed since it
 // trained), held until the command ends: main prints "tinygpt: note: <fact>: <consequence>" after

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <nlohmann/json.hpp>
+
 #include "commands.hpp"
 #include "tinygpt/io/sha256.hpp"
 #include "tinygpt/train/run.hpp"
@@ -242,6 +244,10 @@ std::string in_flag_terms(const std::string& message) {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"}};
   return with_setting_names(message, kFlags);
+}
+
+std::string json_text(const nlohmann::json& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string in_user_terms(const std::string& message) {

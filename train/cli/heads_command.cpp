@@ -261,7 +261,7 @@ void add_heads_command(CLI::App& app) {
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();
       extra["in_context"] = report.in_context_json();
-      fmt::print("{}\n", extra.dump(2));
+      fmt::print("{}\n", json_text(extra, 2));
     }
   });
 }

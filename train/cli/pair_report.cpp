@@ -109,7 +109,7 @@ void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded,
       report["ablated_aligned_heads"] = aligned;
       report["ablated_aligned_exact_match"] = ablation->without_aligned;
     }
-    fmt::print("{}\n", report.dump(2));
+    fmt::print("{}\n", json_text(report, 2));
     return;
   }
   fmt::print("{} pairs of the {} split of {}\n", heads.pairs, data::split_name(split), run->data_source);

@@ -43,14 +43,14 @@ void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string text = loaded.tokenizer.decode(ids);
   if (f.json) {
-    fmt::print("{}\n", nlohmann::json{{"source", f.source},
-                                      {"text", text},
-                                      {"tokens", ids.size()},
-                                      {"temperature", options.temperature},
-                                      {"top_k", options.top_k},
-                                      {"seed", options.seed},
-                                      {"seconds", seconds},
-                                      {"model", f.model}}.dump());
+    fmt::print("{}\n", json_text(nlohmann::json{{"source", f.source},
+                                                {"text", text},
+                                                {"tokens", ids.size()},
+                                                {"temperature", options.temperature},
+                                                {"top_k", options.top_k},
+                                                {"seed", options.seed},
+                                                {"seconds", seconds},
+                                                {"model", f.model}}));
   } else {
     fmt::print("{}\n", text);
   }
@@ -105,14 +105,14 @@ void run_sample(const SampleFlags& f) {
   show_prompt();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (f.json) {
-    fmt::print("{}\n", nlohmann::json{{"prompt", f.prompt},
-                                      {"text", generated},
-                                      {"tokens", f.options.tokens},
-                                      {"temperature", f.options.temperature},
-                                      {"top_k", f.options.top_k},
-                                      {"seed", f.options.seed},
-                                      {"seconds", seconds},
-                                      {"model", f.model}}.dump());
+    fmt::print("{}\n", json_text(nlohmann::json{{"prompt", f.prompt},
+                                                {"text", generated},
+                                                {"tokens", f.options.tokens},
+                                                {"temperature", f.options.temperature},
+                                                {"top_k", f.options.top_k},
+                                                {"seed", f.options.seed},
+                                                {"seconds", seconds},
+                                                {"model", f.model}}));
   } else {
     fmt::print("\n");
   }

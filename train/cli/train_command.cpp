@@ -436,9 +436,9 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   };
   const auto print_summary = [&](int interrupted_by) {
     if (f.json && root) {
-      fmt::print("{}\n", summary_json(run, last_eval ? &*last_eval : nullptr,
-                                      run.steps_done() - first_step, seconds_so_far(),
-                                      progress.tokens_per_second(), interrupted_by).dump());
+      fmt::print("{}\n", json_text(summary_json(run, last_eval ? &*last_eval : nullptr,
+                                                run.steps_done() - first_step, seconds_so_far(),
+                                                progress.tokens_per_second(), interrupted_by)));
       flush_stdout();
     }
   };

@@ -246,11 +246,11 @@ void commit_checkpoint(const std::string& dir, const nn::Module& model, std::str
                         {"step", run->step},
                         {"ranks", run->ranks},
                         {"options", run->options},
-                        {"data_source", run->data_source},
                         {"val_fraction", run->val_fraction},
                         {"data_rng", hex_state(run->data_rng)},
                         {"dropout_rng", hex_state(run->dropout_rng)},
                         {"best_val_loss", std::isfinite(run->best_val_loss) ? json(run->best_val_loss) : json(nullptr)}};
+    jf::put_path(state, "data_source", run->data_source);
     if (!run->data_sha256.empty()) {
       state["data_bytes"] = run->data_bytes;
       state["data_sha256"] = run->data_sha256;
@@ -258,9 +258,8 @@ void commit_checkpoint(const std::string& dir, const nn::Module& model, std::str
     if (run->best_step > 0) state["best_step"] = run->best_step;
     if (run->keep_best) state["keep_best"] = true;
     if (!run->init_from.empty()) {
-      state["init_from"] = {{"dir", run->init_from},
-                            {"model_sha256", run->init_from_sha256},
-                            {"step", run->init_from_step}};
+      state["init_from"] = {{"model_sha256", run->init_from_sha256}, {"step", run->init_from_step}};
+      jf::put_path(state["init_from"], "dir", run->init_from);
     }
     files.emplace_back("trainer_state.json", state.dump(2) + "\n");
   }
@@ -391,7 +390,7 @@ RunState read_run_state(const io::CommittedFiles& files) {
   run.step = jf::integer(jf::required(j, "step", path), "step", path, 1, kMaxSteps);
   if (j.contains("ranks")) run.ranks = jf::integer(j["ranks"], "ranks", path, 1, kMaxSteps);
   run.options = options_from_json(jf::required(j, "options", path), path);
-  run.data_source = jf::string(jf::required(j, "data_source", path), "data_source", path);
+  run.data_source = jf::path(j, "data_source", path);
   run.val_fraction = jf::number(jf::required(j, "val_fraction", path), "val_fraction", path);
   if (j.contains("data_sha256")) {  // runs saved before they were recorded have neither
     run.data_bytes = jf::unsigned_integer(jf::required(j, "data_bytes", path), "data_bytes", path);
@@ -410,7 +409,7 @@ RunState read_run_state(const io::CommittedFiles& files) {
   if (j.contains("init_from")) {
     const json& from = j["init_from"];
     if (!from.is_object()) jf::fail(path, "key 'init_from' is not an object");
-    run.init_from = jf::string(jf::required(from, "dir", path), "init_from.dir", path);
+    run.init_from = jf::path(from, "dir", path);
     run.init_from_sha256 = jf::string(jf::required(from, "model_sha256", path), "init_from.model_sha256", path);
     run.init_from_step = jf::integer(jf::required(from, "step", path), "init_from.step", path, 0, kMaxSteps);
   }
@@ -427,6 +426,19 @@ RunState read_run_state(const io::CommittedFiles& files) {
     throw FormatError(fmt::format("{}: {}", path, e.what()));
   }
   return run;
+}
+
+// The optimiser's step count (its bias correction) and the run's step are saved together, so
+// a pair that disagrees was put together from two saves.
+void check_steps_taken(const SafetensorsFile& optimizer, int64_t step, const std::string& state_path) {
+  const auto it = optimizer.metadata.find("steps_taken");
+  if (it == optimizer.metadata.end()) {
+    throw FormatError(fmt::format("{}: no \"steps_taken\" in its metadata", optimizer.source));
+  }
+  if (it->second != std::to_string(step)) {
+    throw FormatError(fmt::format("{}: steps_taken {} disagrees with step {} of {}", optimizer.source,
+                                  excerpt(it->second), step, state_path));
+  }
 }
 
 // The committed files of `dir`, read under its shared lock without changing anything.
@@ -456,6 +468,7 @@ SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
   const std::string optimizer_path = files.path_of("optimizer.safetensors");
   SafetensorsFile optimizer =
       io::decode_safetensors(files.read("optimizer.safetensors"), optimizer_path);
+  check_steps_taken(optimizer, state.step, files.path_of("trainer_state.json"));
   std::string log, damage;
   try {
     if (files.contains("log.jsonl")) log = files.read_prefix("log.jsonl");

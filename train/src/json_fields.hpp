@@ -85,4 +85,32 @@ inline std::string string(const json& value, const char* key, const std::string&
   return value.get<std::string>();
 }
 
+// A path under `key`: a Linux path is bytes, a JSON string UTF-8. One that is not UTF-8 is stored
+// with each invalid byte shown as U+FFFD (for a reader's eyes) and, exactly, as "<key>_hex", its
+// bytes in hex, which path() reads back instead.
+inline void put_path(json& object, const std::string& key, const std::string& path) {
+  try {
+    (void)json(path).dump();
+    object[key] = path;
+  } catch (const json::type_error&) {
+    object[key] = json::parse(json(path).dump(-1, ' ', false, json::error_handler_t::replace));
+    std::string hex;
+    for (const unsigned char byte : path) hex += fmt::format("{:02x}", byte);
+    object[key + "_hex"] = hex;
+  }
+}
+
+inline std::string path(const json& object, const std::string& key, const std::string& source) {
+  const auto hex = object.find(key + "_hex");
+  if (hex == object.end()) return string(required(object, key.c_str(), source), key.c_str(), source);
+  const std::string digits = string(*hex, (key + "_hex").c_str(), source);
+  if (digits.empty() || digits.size() % 2 != 0 || digits.find_first_not_of("0123456789abcdef") != std::string::npos) {
+    fail(source, "key '{}_hex' is not a path's bytes in hex: '{}'", key, excerpt(digits));
+  }
+  std::string bytes;
+  for (size_t i = 0; i < digits.size(); i += 2) bytes += static_cast<char>(std::stoi(digits.substr(i, 2), nullptr, 16));
+  if (bytes.find('\0') != std::string::npos) fail(source, "key '{}_hex' holds a NUL byte, which no path does", key);
+  return bytes;
+}
+
 }  // namespace tinygpt::train::json_fields

@@ -1,11 +1,12 @@
 #include "tinygpt/train/log_records.hpp"
 
-#include <fstream>
-#include <sstream>
+#include <filesystem>
+#include <system_error>
 
 #include <fmt/format.h>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 
 namespace tinygpt::train {
 using nlohmann::json;
@@ -71,10 +72,9 @@ LogRecords LogRecords::parse(const std::string& text, int64_t last_step, const s
 }
 
 LogRecords LogRecords::read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return parse(text.str(), INT64_MAX, path);
+  std::error_code ec;
+  if (!std::filesystem::exists(std::filesystem::symlink_status(path, ec))) return {};
+  return parse(io::read_file(path, io::kMaxLogBytes), INT64_MAX, path);
 }
 
 std::vector<LogPoint> LogRecords::series(const char* key) const {

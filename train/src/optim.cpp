@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
@@ -84,8 +85,30 @@ struct BufferKind {
   bool non_negative;
 };
 
+// Every tensor of `state` must be one of `kinds`' buffers of a parameter of the model, in
+// floats: a moment for a parameter the model lacks belongs to another model.
+void check_state_names(const std::vector<ParamGroup>& groups, const nn::NamedTensors& state,
+                       const std::vector<BufferKind>& kinds) {
+  std::set<std::string> expected;
+  for (const BufferKind& kind : kinds) {
+    for (const auto& group : groups) {
+      for (const auto& [name, p] : group.params) expected.insert(kind.name + "." + name);
+    }
+  }
+  for (const auto& [key, tensor] : state) {
+    if (expected.count(key) == 0) {
+      throw ValueError(fmt::format("optimizer state: '{}' is the state of no parameter of the model", key));
+    }
+    if (!is_floating(tensor.dtype())) {
+      throw ValueError(fmt::format("optimizer state: '{}' holds integers ({}), not a moment",
+                                   key, dtype_name(tensor.dtype())));
+    }
+  }
+}
+
 void load_buffers(const std::vector<ParamGroup>& groups, const nn::NamedTensors& state,
                   const std::vector<BufferKind>& kinds) {
+  check_state_names(groups, state, kinds);
   for (const auto& [kind, buffers, non_negative] : kinds) {
     size_t index = 0;
     for (const auto& group : groups) {

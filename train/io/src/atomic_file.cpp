@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <filesystem>
@@ -11,6 +12,8 @@
 #include <utility>
 
 #include <fmt/format.h>
+
+#include "tinygpt/autograd/file_kind.hpp"
 
 namespace tinygpt::io {
 namespace {
@@ -61,10 +64,13 @@ class TemporaryFile {
 // ours; the mode 0666 goes through the umask like any ordinary file the process creates.
 std::pair<std::string, int> create_temporary(const std::filesystem::path& target) {
   static std::atomic<unsigned> counter{0};
+  // A target name of up to NAME_MAX (255) bytes leaves no room for the dot and the suffix (up
+  // to 24 bytes): the start of the name is enough to tell whose temporary copy it is.
+  constexpr size_t kNameBytesKept = 200;
+  const std::string named_after = target.filename().string().substr(0, kNameBytesKept);
   const std::filesystem::path dir = target.parent_path();
   for (int attempt = 0;; ++attempt) {
-    const std::string name = fmt::format(".{}.tmp-{}-{}", target.filename().string(), ::getpid(),
-                                         counter.fetch_add(1));
+    const std::string name = fmt::format(".{}.tmp-{}-{}", named_after, ::getpid(), counter.fetch_add(1));
     const std::string path = (dir / name).string();
     const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (fd >= 0) return {path, fd};
@@ -182,26 +188,57 @@ void sync_directory(const std::string& dir) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  FileDescriptor file(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (file.get() < 0) fail("read_file: cannot open '{}'", path);
+FileReader::FileReader(const std::string& path)
+    : path_(path), fd_(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC)) {
   struct stat info {};
-  if (::fstat(file.get(), &info) != 0) fail("read_file: cannot stat '{}'", path);
-  if (S_ISDIR(info.st_mode)) {
-    throw IOError(fmt::format("read_file: cannot read '{}': it is a directory", path));
+  // A socket cannot be opened at all (ENXIO): its kind, not "no such device", says why.
+  if (fd_ < 0 && !(errno == ENXIO && ::stat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode))) {
+    fail("cannot open {}", path);
   }
+  if (fd_ >= 0 && ::fstat(fd_, &info) != 0) {
+    const int error = errno;
+    ::close(fd_);
+    errno = error;
+    fail("cannot stat {}", path);
+  }
+  if (!S_ISREG(info.st_mode)) {
+    if (fd_ >= 0) ::close(fd_);
+    throw IOError(fmt::format("cannot read {}: it is {}, not a regular file", path, file_kind(info.st_mode)));
+  }
+  // Blocking again, as reads of a regular file are anyway; only the open had to be spared.
+  ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+  size_ = static_cast<uint64_t>(info.st_size);
+}
+
+FileReader::~FileReader() { ::close(fd_); }
+
+std::string FileReader::read(uint64_t max_bytes) {
   std::string bytes;
-  bytes.reserve(static_cast<size_t>(info.st_size));
+  bytes.reserve(static_cast<size_t>(std::min(size_, max_bytes)));
   char chunk[1 << 16];
-  for (;;) {
-    const ssize_t n = ::read(file.get(), chunk, sizeof chunk);
-    if (n == 0) return bytes;
+  while (bytes.size() < max_bytes) {
+    const ssize_t n = ::read(fd_, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, max_bytes - bytes.size())));
+    if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      fail("read_file: cannot read '{}'", path);
+      fail("cannot read {}", path_);
     }
     bytes.append(chunk, static_cast<size_t>(n));
   }
+  return bytes;
+}
+
+std::string read_file(const std::string& path, uint64_t max_bytes) {
+  FileReader file(path);
+  const auto too_large = [&](uint64_t bytes) {
+    return IOError(fmt::format("cannot read {}: it holds {} bytes or more, beyond the limit of {} "
+                               "for such a file", path, bytes, max_bytes));
+  };
+  if (file.size() > max_bytes) throw too_large(file.size());
+  // One byte past the limit tells a file that grew while it was read from one that fits.
+  std::string bytes = file.read(max_bytes == kNoLimit ? kNoLimit : max_bytes + 1);
+  if (bytes.size() > max_bytes) throw too_large(bytes.size());
+  return bytes;
 }
 
 }  // namespace tinygpt::io

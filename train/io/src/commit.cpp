@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -128,7 +129,9 @@ Manifest manifest_from_json(const std::string& text, const std::string& path) {
   return manifest;
 }
 
-Manifest read_manifest(const std::string& path) { return manifest_from_json(read_file(path), path); }
+Manifest read_manifest(const std::string& path) {
+  return manifest_from_json(read_file(path, kMaxJsonBytes), path);
+}
 
 // Moves the staged files a written commit record names into place, then the record over the
 // manifest. Safe to repeat after a crash at any point: a name no longer staged is in place.
@@ -160,6 +163,16 @@ bool holds_synced(const std::string& path, const std::string& bytes) {
   if (fd >= 0) ::close(fd);
   if (!synced) fail(fmt::format("cannot fsync {}", path));
   return true;
+}
+
+// The most a load reads of `name` when no manifest records its size: weights as large as they
+// are, JSON text and logs up to their caps (atomic_file.hpp).
+uint64_t unrecorded_limit(const std::string& name) {
+  const auto ends_with = [&](std::string_view tail) {
+    return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+  };
+  if (ends_with(".safetensors")) return kNoLimit;
+  return ends_with(".jsonl") ? kMaxLogBytes : kMaxJsonBytes;
 }
 
 // Deletes the staging folder; errors are ignored (a later writer retries).
@@ -316,18 +329,22 @@ std::string CommittedFiles::read_checked(const std::string& name, bool appended_
         manifest_ ? fmt::format(" (it is not one of the files {} lists)", manifest_path_) : ""));
   }
   const std::string path = path_of(name);
-  std::string bytes = read_file(path);
-  if (manifest_) {
-    const FileChecksum& expected = manifest_->at(name);
-    if (appended_after_commit && bytes.size() > expected.size) bytes.resize(expected.size);
-    if (bytes.size() != expected.size) {
-      throw FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path,
-                                    bytes.size(), manifest_path_, expected.size));
-    }
-    if (sha256_hex(bytes) != expected.sha256) {
-      throw FormatError(fmt::format("{} is damaged: its SHA-256 differs from the one {} records",
-                                    path, manifest_path_));
-    }
+  if (!manifest_) return read_file(path, unrecorded_limit(name));
+  const FileChecksum& expected = manifest_->at(name);
+  const auto damaged = [&](uint64_t size) {
+    return FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path, size,
+                                   manifest_path_, expected.size));
+  };
+  FileReader file(path);
+  // Longer than recorded is damage already (but for lines appended since): refused unread.
+  if (file.size() < expected.size || (file.size() > expected.size && !appended_after_commit)) {
+    throw damaged(file.size());
+  }
+  std::string bytes = file.read(expected.size);
+  if (bytes.size() != expected.size) throw damaged(bytes.size());  // cut short while it was read
+  if (sha256_hex(bytes) != expected.sha256) {
+    throw FormatError(fmt::format("{} is damaged: its SHA-256 differs from the one {} records",
+                                  path, manifest_path_));
   }
   return bytes;
 }

@@ -130,7 +130,8 @@ void check_shapes(const ExplorerData& d) {
 // allows "\u003c" wherever a '<' may appear, which is only inside strings), so no token can
 // close the element.
 std::string script_safe(const json& j) {
-  const std::string text = j.dump();
+  // A title that is a path not in UTF-8 shows its invalid bytes as U+FFFD.
+  const std::string text = j.dump(-1, ' ', false, json::error_handler_t::replace);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

@@ -45,8 +45,9 @@ class Module {
 
   // name -> tensor (the parameters themselves, not copies).
   NamedTensors state_dict() const;
-  // Copies each tensor into the parameter of that name, converting dtype. Throws ValueError on
-  // a missing or unexpected name and ShapeError on a shape mismatch, before changing anything.
+  // Copies each tensor into the parameter of that name, converting a float dtype. Throws
+  // ValueError on a missing or unexpected name or integers for a float parameter, and ShapeError
+  // on a shape mismatch, before changing anything.
   void load_state_dict(const NamedTensors& state);
 
  protected:

@@ -4,6 +4,7 @@
 // A checkpoint that is half written when the process dies (or the disk fills) must never replace
 // a good one, so writes go to a temporary file beside the target and are renamed over it only
 // once the bytes are on disk.
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <string_view>
@@ -56,7 +57,38 @@ void remove_all(const std::string& path, std::string_view what);
 // Makes the entries of `dir` (files created or renamed in it) durable.
 void sync_directory(const std::string& dir);
 
-// The whole content of `path`; IOError if it cannot be opened or read (missing, a directory, ...).
-std::string read_file(const std::string& path);
+// The most a reader takes of a file whose size no manifest records, by kind: JSON text (a config,
+// a tokenizer, a run's state, a manifest) is parsed whole in memory, and a log holds a line per
+// step. Weights are read as large as the file is (kNoLimit): a regular file's size is known.
+inline constexpr uint64_t kMaxJsonBytes = uint64_t{64} << 20;
+inline constexpr uint64_t kMaxLogBytes = uint64_t{1} << 30;
+inline constexpr uint64_t kNoLimit = UINT64_MAX;
+
+// A regular file open for reading: the one way tinygpt opens a file it reads. Anything else -- a
+// FIFO (opening one would wait for a writer), a device (/dev/zero never ends), a socket, a
+// directory -- is refused at once with IOError "cannot read <path>: it is a FIFO (named pipe), not
+// a regular file". Links are followed: a checkpoint may be reached through one (Hugging Face's
+// cache links each file of a snapshot to its blob), and what it reaches is checked all the same.
+class FileReader {
+ public:
+  explicit FileReader(const std::string& path);
+  FileReader(const FileReader&) = delete;
+  FileReader& operator=(const FileReader&) = delete;
+  ~FileReader();
+
+  // Its size when it was opened.
+  uint64_t size() const { return size_; }
+  // Its first bytes, at most `max_bytes` (fewer when it is shorter): the rest is never read.
+  std::string read(uint64_t max_bytes);
+
+ private:
+  std::string path_;
+  int fd_;
+  uint64_t size_ = 0;
+};
+
+// The whole content of the regular file `path` (FileReader's refusals); IOError naming its size
+// and the limit, before reading it, when it holds more than `max_bytes`.
+std::string read_file(const std::string& path, uint64_t max_bytes = kNoLimit);
 
 }  // namespace tinygpt::io
