@@ -41,14 +41,9 @@ std::string path_in(const std::string& dir, const std::string& name) {
 
 std::string staging_of(const std::string& dir) { return path_in(dir, kStagingDir); }
 
-// " (training run pid N holds the folder)" when a run's lock file in `dir` names one, else "".
+// " (training run pid N holds the folder)" when a run holds the folder's run lock, else "".
 std::string holder_note(const std::string& dir) {
-  std::string pid;
-  try {
-    pid = pid_in_lock_text(read_file(path_in(dir, kRunLockFile)));
-  } catch (const IOError&) {
-    return "";
-  }
+  const std::string pid = run_lock_holder(dir);
   // None, or this process: a run waiting for its readers.
   if (pid.empty() || pid == std::to_string(::getpid())) return "";
   return fmt::format(" (training run pid {} holds the folder)", pid);
