@@ -173,6 +173,8 @@ double lock_wait_seconds() {
 
 void set_wait_interrupt(const volatile std::sig_atomic_t* flag) { g_wait_interrupt = flag; }
 
+int interrupt_signal() { return g_wait_interrupt != nullptr ? *g_wait_interrupt : 0; }
+
 DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
     : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
@@ -191,7 +193,7 @@ DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
       errno = error;
       fail(fmt::format("cannot lock checkpoint directory {}", dir));
     }
-    if (g_wait_interrupt != nullptr && *g_wait_interrupt != 0) give_up("was still locked when a signal came");
+    if (interrupt_signal() != 0) give_up("was still locked when a signal came");
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited >= limit) {
       give_up(fmt::format("stayed locked for {:g} s by another tinygpt process{} that is saving or "
