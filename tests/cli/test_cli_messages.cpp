@@ -149,7 +149,7 @@ TEST_CASE("a lock file's dead pid, or the pid of a run that holds no lock, is no
   }
 }
 
-TEST_CASE("SIGINT, SIGTERM and SIGHUP each save at the step's end and exit 128 + the signal",
+TEST_CASE("each stop signal (SIGHUP too) saves at the step's end and exits 128 + the signal",
           "[cli][messages][signals][slow]") {
   ScratchDir dir;
   const std::string out = dir.file("run");
