@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "tinygpt/autograd/ops.hpp"
 
@@ -32,6 +33,16 @@ void GPTConfig::validate() const {
   }
   attention.validate("GPTConfig");
   check_pattern_positions(attention, position_embedding, "GPTConfig");
+  // Training never shows a query more than block_size keys, so a longer reach is one the model
+  // never learnt, and the window sizes the generation cache (W + G slots a layer).
+  for (const auto& [name, reach] : {std::pair<const char*, int64_t>{"window", attention.window},
+                                    {"global_tokens", attention.global_tokens},
+                                    {"stride", attention.stride}}) {
+    if (reach > block_size) {
+      throw ValueError(fmt::format("GPTConfig: {} {} is beyond the context: block_size {} is the "
+                                   "most keys a query has", name, reach, block_size));
+    }
+  }
   if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
     throw ValueError(fmt::format("GPTConfig: rope_theta must be positive, got {}", rope_theta));
   }

@@ -17,52 +17,13 @@
 #include <nlohmann/json.hpp>
 
 #include "cli_helpers.hpp"
+#include "process_helpers.hpp"
 #include "io/file_size_limit.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;
 using nlohmann::json;
 namespace fs = std::filesystem;
-
-namespace {
-
-// Polls `ready` every 10 ms until it holds (true) or 60 s pass (false).
-bool wait_until(const std::function<bool()>& ready) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (std::chrono::steady_clock::now() < until) {
-    if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-// Lines in `path` (0 if it does not exist).
-size_t lines_in(const std::string& path) {
-  std::error_code ec;
-  if (!fs::exists(path, ec)) return 0;
-  const std::string text = read_bytes(path);
-  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-}
-
-// The tiny model trained for `steps` with the schedule's horizon fixed at `steps`, so that a run
-// interrupted and resumed can be compared with one never interrupted.
-std::vector<std::string> long_run(const std::string& out, int64_t steps, int64_t eval_every) {
-  return concat({"train", "--out", out, "--steps", std::to_string(steps), "--eval-every",
-                 std::to_string(eval_every), "--lr-decay-steps", std::to_string(steps)},
-                tiny_model_flags());
-}
-
-// A run of `steps` started in the background, once its log shows a step.
-void wait_for_first_step(CliProcess& trainer, const std::string& out) {
-  const bool stepped = wait_until([&] { return lines_in(out + "/log.jsonl") > 0; });
-  if (!stepped) {
-    trainer.send_signal(SIGKILL);
-    INFO(trainer.finish().describe());
-    FAIL("the run logged no step within 60 s");
-  }
-}
-
-}  // namespace
 
 TEST_CASE("a second train into a folder in use is refused at once, and the first goes on and loads",
           "[cli][hardening][lock][slow]") {

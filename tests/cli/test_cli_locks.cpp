@@ -11,36 +11,12 @@
 #include <thread>
 
 #include "cli_helpers.hpp"
+#include "process_helpers.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;
 
 namespace {
-
-// The folder's lock held by this process, as a stopped trainer (exclusive) or reader (shared)
-// would hold it.
-class HeldLock {
- public:
-  HeldLock(const std::string& dir, int mode) : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
-    REQUIRE(fd_ >= 0);
-    REQUIRE(::flock(fd_, mode) == 0);
-  }
-  ~HeldLock() { release(); }
-  void release() {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
- private:
-  int fd_;
-};
-
-// $TINYGPT_LOCK_TIMEOUT for the commands this test starts.
-class LockTimeout {
- public:
-  explicit LockTimeout(const char* seconds) { ::setenv("TINYGPT_LOCK_TIMEOUT", seconds, 1); }
-  ~LockTimeout() { ::unsetenv("TINYGPT_LOCK_TIMEOUT"); }
-};
 
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -3,6 +3,8 @@
 // callback that runs it; errors are thrown as tinygpt::Error and reported by main().
 #include <signal.h>
 
+#include <array>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -113,7 +115,7 @@ void add_input_note(InputNote note);
 // The notes added so far, in order; main reads them once the command has ended.
 const std::vector<InputNote>& input_notes();
 
-// SIGINT and SIGTERM while it lives: the handler records the signal (a second one ends the
+// SIGINT, SIGTERM and SIGHUP while it lives: the handler records the signal (a second one ends the
 // process at once, unless it is the same signal within a second: one request delivered twice);
 // agreed() tells the training loop, the same on every rank, whether to stop.
 class StopSignals {
@@ -128,11 +130,16 @@ class StopSignals {
   void restore();  // the dispositions from before
 
  private:
-  struct sigaction old_int_ {}, old_term_ {};
+  std::array<struct sigaction, 3> old_{};  // SIGINT's, SIGTERM's and SIGHUP's
   bool restored_ = false;
 };
 
-// Thrown once train has saved its checkpoint after SIGINT/SIGTERM: main exits with 128 + signal.
+// draw(), with SIGINT/SIGTERM/SIGHUP held off until its next picture: one that comes meanwhile
+// drops the set of pictures being drawn whole (analysis::HeatmapSet leaves no half-drawn folder).
+// Returns that signal, 0 when draw() finished.
+int draw_unless_stopped(const std::function<void()>& draw);
+
+// Thrown once train has saved its checkpoint after a stop signal: main exits with 128 + signal.
 struct Interrupted {
   int signal;
 };

@@ -242,7 +242,8 @@ std::string in_flag_terms(const std::string& message) {
       {"steps", "--steps"},          {"optimizer", "--optimizer"},  {"precision", "--precision"},
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
-      {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"}};
+      {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
+      {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"}};
   return with_setting_names(message, kFlags);
 }
 

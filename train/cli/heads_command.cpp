@@ -146,6 +146,17 @@ std::string default_heatmap_dir(const std::string& model) {
   return (fs::path(model) / analysis::kHeatmapDir).string();
 }
 
+// draw(), ended by a stop signal while it draws the heatmaps into `dir`: none are written then.
+// Without a `dir` nothing is drawn, and a signal ends the command at once as usual.
+void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
+  if (dir.empty()) return draw();
+  if (const int signal = draw_unless_stopped(draw)) {
+    fmt::print(stderr, "tinygpt: interrupted while drawing the heatmaps; none were written to {} "
+                       "(an earlier set there is as it was)\n", dir);
+    throw Interrupted{signal};
+  }
+}
+
 }  // namespace
 
 void add_heads_command(CLI::App& app) {
@@ -199,7 +210,7 @@ void add_heads_command(CLI::App& app) {
       out.json = flags->json;
       out.heatmap_dir = flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out;
       out.html = flags->html;
-      return report_pair_heads(flags->model, loaded, out);
+      return draw_or_stop(out.heatmap_dir, [&] { report_pair_heads(flags->model, loaded, out); });
     }
     if (cmd->count("--pairs") > 0) throw UsageError(fmt::format("--pairs: {} is a GPT; it takes --text", flags->model));
     const std::string obstacle = heads::probe_obstacle(loaded.config);
@@ -234,7 +245,8 @@ void add_heads_command(CLI::App& app) {
     if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
     if (ablate_each) each = heads::ablate_each_head(*ablation);
     out.ablation = each ? &*each : nullptr;
-    const heads::HeadReport report = analysis::report_heads(model, loaded.tokenizer, set, out);
+    heads::HeadReport report;
+    draw_or_stop(out_dir, [&] { report = analysis::report_heads(model, loaded.tokenizer, set, out); });
 
     nlohmann::json extra = nlohmann::json::object();
     if (!removed.empty()) {

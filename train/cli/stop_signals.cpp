@@ -1,13 +1,20 @@
-// SIGINT/SIGTERM during `tinygpt train`: the handler only records the signal; the training loop
-// asks after each step, saves and exits 130/143 (train_command.cpp).
+// SIGINT/SIGTERM/SIGHUP during `tinygpt train`: the handler only records the signal; the training
+// loop asks after each step, saves and exits 130/143/129 (train_command.cpp).
 #include <csignal>
 #include <ctime>
+#include <iterator>
+#include <tuple>
 
 #include "commands.hpp"
+#include "tinygpt/analysis/heatmap_set.hpp"
 #include "tinygpt/io/commit.hpp"
 
 namespace tinygpt::cli {
 namespace {
+
+// In the order agreed() prefers them when ranks saw different ones. A closed terminal (SIGHUP)
+// is as much a request to stop as kill's SIGTERM: the step's work is saved.
+constexpr int kStopSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 volatile std::sig_atomic_t g_stop_signal = 0;
 timespec g_first_signal_at{};  // read and written by the handler alone, which never nests
@@ -20,8 +27,7 @@ void set_disposition(int sig, void (*handler)(int), struct sigaction* old = null
   struct sigaction action {};
   action.sa_handler = handler;
   sigemptyset(&action.sa_mask);
-  sigaddset(&action.sa_mask, SIGINT);
-  sigaddset(&action.sa_mask, SIGTERM);
+  for (const int stop : kStopSignals) sigaddset(&action.sa_mask, stop);
   action.sa_flags = SA_RESTART;  // reads and writes in flight carry on
   sigaction(sig, &action, old);
 }
@@ -49,8 +55,8 @@ extern "C" void on_stop_signal(int sig) {
 StopSignals::StopSignals() {
   g_stop_signal = 0;
   io::set_wait_interrupt(&g_stop_signal);  // a signal ends a wait for a checkpoint's lock too
-  set_disposition(SIGINT, on_stop_signal, &old_int_);
-  set_disposition(SIGTERM, on_stop_signal, &old_term_);
+  static_assert(std::size(kStopSignals) == std::tuple_size<decltype(old_)>::value);
+  for (size_t i = 0; i < old_.size(); ++i) set_disposition(kStopSignals[i], on_stop_signal, &old_[i]);
 }
 
 StopSignals::~StopSignals() { restore(); }
@@ -59,15 +65,30 @@ void StopSignals::restore() {
   if (restored_) return;
   restored_ = true;
   io::set_wait_interrupt(nullptr);
-  sigaction(SIGINT, &old_int_, nullptr);
-  sigaction(SIGTERM, &old_term_, nullptr);
+  for (size_t i = 0; i < old_.size(); ++i) sigaction(kStopSignals[i], &old_[i], nullptr);
 }
 
 int StopSignals::agreed(distributed::Communicator& world) const {
-  // {SIGINT seen, SIGTERM seen}, summed over the ranks: every rank stops at the same step.
-  double seen[2] = {g_stop_signal == SIGINT ? 1.0 : 0.0, g_stop_signal == SIGTERM ? 1.0 : 0.0};
-  world.allreduce_sum(seen, 2);
-  return seen[0] > 0.0 ? SIGINT : seen[1] > 0.0 ? SIGTERM : 0;
+  // Whether each stop signal was seen, summed over the ranks: every rank stops at the same step.
+  double seen[std::size(kStopSignals)] = {};
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+    seen[i] = g_stop_signal == kStopSignals[i] ? 1.0 : 0.0;
+  }
+  world.allreduce_sum(seen, std::size(kStopSignals));
+  for (size_t i = 0; i < std::size(kStopSignals); ++i) {
+    if (seen[i] > 0.0) return kStopSignals[i];
+  }
+  return 0;
+}
+
+int draw_unless_stopped(const std::function<void()>& draw) {
+  const StopSignals stop_signals;
+  try {
+    draw();
+  } catch (const analysis::DrawingInterrupted& e) {
+    return e.signal();
+  }
+  return 0;
 }
 
 }  // namespace tinygpt::cli

@@ -347,7 +347,7 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   check_flags(f, cmd);
   if (f.verbose && root) print_compute_check();
   analysis::check_report_paths(resuming ? f.resume : f.out);  // before the folder is locked
-  // From here on SIGINT/SIGTERM stop the run at the end of a step, with a checkpoint.
+  // From here on SIGINT/SIGTERM/SIGHUP stop the run at the end of a step, with a checkpoint.
   StopSignals stop_signals;
   std::optional<train::Run> started;
   // Setup fails on every rank or on none, with one message (the lowest failing rank's).
@@ -498,15 +498,22 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
         1e3 * world.stats().seconds / steps, static_cast<double>(world.stats().bytes) / steps / 1e6));
   }
   if (!root) return;
-  if (seq2seq) {
-    report_pairs(run, f.json ? stderr : stdout);
-    print_summary(0);
-    return;
-  }
-  if (!probes) progress.message(no_heads);
   // Under --json, stdout carries the summary alone; the report's lines go with the progress.
-  analysis::report_run(run, probes ? &*probes : nullptr, f.json ? stderr : stdout);
-  print_summary(0);
+  std::FILE* report = f.json ? stderr : stdout;
+  const int stopped = draw_unless_stopped([&] {
+    if (seq2seq) return report_pairs(run, report);
+    if (!probes) progress.message(no_heads);
+    analysis::report_run(run, probes ? &*probes : nullptr, report);
+  });
+  if (stopped != 0) {
+    analysis::remove_report(run.dir());  // a page written before the heatmaps were dropped
+    const std::string page = (fs::path(run.dir()) / "report.html").string();
+    progress.message(fmt::format("tinygpt: interrupted while drawing the pictures; checkpoint saved in "
+                                 "{}; its heatmaps and {} were skipped: tinygpt heads --model {} "
+                                 "--html {} draws them", run.dir(), page, run.dir(), page));
+  }
+  print_summary(stopped);
+  if (stopped != 0) throw Interrupted{stopped};
 }
 
 }  // namespace

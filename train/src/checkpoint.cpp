@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "finite_values.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/io/atomic_file.hpp"
@@ -180,21 +181,29 @@ void check_size_dimensions(const nn::GPTConfig& config, const NamedTensors& weig
 
 // A NaN or an infinity in the weights (a diverged run's, or damage) gives nonsense silently.
 void check_finite(const NamedTensors& weights, const std::string& source) {
-  for (const auto& [name, tensor] : weights) {
-    const auto bad = [&, &name = name](auto value) {
-      throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})", source, name, value));
-    };
-    if (tensor.dtype() == DType::f32) {
-      const float* v = tensor.data<float>();
-      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
-    } else if (tensor.dtype() == DType::f64) {
-      const double* v = tensor.data<double>();
-      for (int64_t i = 0; i < tensor.numel(); ++i) if (!std::isfinite(v[i])) bad(v[i]);
-    }
+  if (const std::optional<NonFinite> bad = first_non_finite(weights)) {
+    throw FormatError(fmt::format("{}: tensor '{}' holds a non-finite value ({})", source, bad->name,
+                                  bad->value));
   }
 }
 
 }  // namespace
+
+std::optional<NonFinite> first_non_finite(const NamedTensors& tensors) {
+  for (const auto& [name, tensor] : tensors) {
+    const auto scan = [&, &name = name](const auto* v) -> std::optional<NonFinite> {
+      for (int64_t i = 0; i < tensor.numel(); ++i) {
+        if (!std::isfinite(v[i])) return NonFinite{name, static_cast<double>(v[i])};
+      }
+      return std::nullopt;
+    };
+    std::optional<NonFinite> bad;
+    if (tensor.dtype() == DType::f32) bad = scan(tensor.data<float>());
+    if (tensor.dtype() == DType::f64) bad = scan(tensor.data<double>());
+    if (bad) return bad;
+  }
+  return std::nullopt;
+}
 
 bool has_checkpoint(const std::string& dir) {
   // A commit record is a save that the next load completes; staged files alone are a save that

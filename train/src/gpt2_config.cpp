@@ -98,6 +98,16 @@ AttentionPattern attention_from_json(const json& j, const std::string& source) {
   return p;
 }
 
+// A pattern reaching past the context (Hugging Face configs may give a sliding_window beyond
+// n_positions, older tinygpt runs took any --window) sees every key inside it, as one reaching to
+// its end does: capped there, it attends the same and sizes the generation cache by the model.
+AttentionPattern within_context(AttentionPattern p, int64_t block_size) {
+  p.window = std::min(p.window, block_size);
+  p.global_tokens = std::min(p.global_tokens, block_size);
+  p.stride = std::min(p.stride, block_size);
+  return p;
+}
+
 }  // namespace
 
 bool loads_as_gpt2(const nn::GPTConfig& c) {
@@ -229,7 +239,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   c.n_kv_head = j.contains("num_key_value_heads")
                     ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
                     : c.n_head;
-  c.attention = attention_from_json(j, source);
+  c.attention = within_context(attention_from_json(j, source), c.block_size);
   try {
     c.validate();
   } catch (const Error& e) {

@@ -73,7 +73,7 @@ void check_values(const Tensor& t, const std::string& key, bool non_negative) {
     for (int64_t j = 0; j < t.numel(); ++j) {
       if (!std::isfinite(v[j]) || (non_negative && v[j] < 0)) {
         throw ValueError(fmt::format("optimizer state: '{}' holds {} at element {}{}", key, v[j], j,
-                                     non_negative ? " (a second moment is never negative)" : ""));
+                                     v[j] < 0 ? " (a second moment is never negative)" : ""));
       }
     }
   });

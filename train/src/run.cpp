@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "finite_values.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
@@ -517,6 +518,20 @@ EvalStats Run::evaluate(const std::string& extra_fields) {
 }
 
 void Run::save() {
+  // A step can keep its loss and gradient norm finite and still overflow the optimizer's state
+  // (a gradient element's square beyond float): such a checkpoint would not load, so the run
+  // stops as diverged, keeping the last one that does.
+  unless_diverged([&] {
+    Trainer& trainer = *trainer_;
+    for (const auto& [kind, tensors] :
+         {std::pair<const char*, nn::NamedTensors>{"weight", trainer.objective().model().named_parameters()},
+          {"optimizer state", trainer.optimizer().state()}}) {
+      if (const std::optional<NonFinite> bad = first_non_finite(tensors)) {
+        throw DivergedError(fmt::format("training diverged: {} '{}' is {} after step {}", kind,
+                                        bad->name, bad->value, trainer.steps_done()));
+      }
+    }
+  });
   const int64_t kept_step = state_.step;  // what a failed save leaves on disk (0: nothing)
   state_.options = trainer_->options();
   state_.step = trainer_->steps_done();

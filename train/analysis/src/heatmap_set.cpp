@@ -6,6 +6,7 @@
 
 #include "tinygpt/analysis/heatmap_set.hpp"
 #include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/commit.hpp"
 
 namespace tinygpt::analysis {
 namespace fs = std::filesystem;
@@ -28,7 +29,14 @@ void remove_drawn(const std::string& dir, const std::vector<std::string>& keep) 
   }
 }
 
+void stop_if_interrupted() {
+  if (const int signal = io::interrupt_signal()) throw DrawingInterrupted(signal);
+}
+
 }  // namespace
+
+DrawingInterrupted::DrawingInterrupted(int signal)
+    : Error(fmt::format("interrupted by signal {} while drawing the pictures", signal)), signal_(signal) {}
 
 void remove_heatmaps(const std::string& dir) {
   remove_drawn(dir, {});
@@ -51,11 +59,13 @@ HeatmapSet::~HeatmapSet() {
 }
 
 std::string HeatmapSet::path(const std::string& name) {
+  stop_if_interrupted();
   names_.push_back(name);
   return (fs::path(stage_) / name).string();
 }
 
 std::vector<std::string> HeatmapSet::commit() {
+  stop_if_interrupted();
   // Each rename replaces one whole picture by another; only then do the earlier set's extra
   // pictures go, so no moment shows a picture half written.
   std::vector<std::string> paths;

@@ -43,14 +43,9 @@ std::string path_in(const std::string& dir, const std::string& name) {
 
 std::string staging_of(const std::string& dir) { return path_in(dir, kStagingDir); }
 
-// " (training run pid N holds the folder)" when a run's lock file in `dir` names one, else "".
+// " (training run pid N holds the folder)" when a run holds the folder's run lock, else "".
 std::string holder_note(const std::string& dir) {
-  std::string pid;
-  try {
-    pid = pid_in_lock_text(read_file(path_in(dir, kRunLockFile)));
-  } catch (const IOError&) {
-    return "";
-  }
+  const std::string pid = run_lock_holder(dir);
   // None, or this process: a run waiting for its readers.
   if (pid.empty() || pid == std::to_string(::getpid())) return "";
   return fmt::format(" (training run pid {} holds the folder)", pid);
@@ -199,6 +194,8 @@ double lock_wait_seconds() {
 
 void set_wait_interrupt(const volatile std::sig_atomic_t* flag) { g_wait_interrupt = flag; }
 
+int interrupt_signal() { return g_wait_interrupt != nullptr ? *g_wait_interrupt : 0; }
+
 DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
     : fd_(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)) {
   if (fd_ < 0) fail(fmt::format("cannot open checkpoint directory {} to lock it", dir));
@@ -217,7 +214,7 @@ DirectoryLock::DirectoryLock(const std::string& dir, Mode mode)
       errno = error;
       fail(fmt::format("cannot lock checkpoint directory {}", dir));
     }
-    if (g_wait_interrupt != nullptr && *g_wait_interrupt != 0) give_up("was still locked when a signal came");
+    if (interrupt_signal() != 0) give_up("was still locked when a signal came");
     const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (waited >= limit) {
       give_up(fmt::format("stayed locked for {:g} s by another tinygpt process{} that is saving or "

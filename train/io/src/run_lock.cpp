@@ -5,9 +5,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <system_error>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -16,14 +20,24 @@
 namespace tinygpt::io {
 namespace {
 
+constexpr std::chrono::milliseconds kUnnamedHolderWait{200};
+
 std::string reason(int error) { return std::error_code(error, std::generic_category()).message(); }
 
-// The process id the holder wrote into the lock file ("?" when it has not written it yet).
+// Signal 0 checks without sending; EPERM: it exists, as another user's. 0 and values beyond pid_t
+// would ask about process groups.
+bool process_exists(long long pid) {
+  return pid > 0 && pid <= std::numeric_limits<pid_t>::max() &&
+         (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+}
+
+// The process id the holder wrote into the lock file, "" when it has not written it yet or the
+// process is gone (the file names the holder that died, and the lock is someone else's).
 std::string holder_of(int fd) {
   char text[32] = {};
   const ssize_t n = ::pread(fd, text, sizeof text - 1, 0);
   const std::string pid = pid_in_lock_text(n > 0 ? std::string(text, static_cast<size_t>(n)) : "");
-  return pid.empty() ? "?" : pid;
+  return !pid.empty() && process_exists(std::stoll(pid)) ? pid : "";
 }
 
 }  // namespace
@@ -32,6 +46,17 @@ std::string pid_in_lock_text(std::string text) {
   while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
   const bool pid = !text.empty() && text.size() <= 10 && text.find_first_not_of("0123456789") == std::string::npos;
   return pid ? text : "";
+}
+
+std::string run_lock_holder(const std::string& dir) {
+  const std::string path = (std::filesystem::path(dir) / kRunLockFile).string();
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return "";
+  // A shared lock granted at once: no run holds the file, whatever pid it still names.
+  const bool held = ::flock(fd, LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+  const std::string pid = held ? holder_of(fd) : "";
+  ::close(fd);
+  return pid;
 }
 
 RunLock::RunLock(const std::string& dir)
@@ -46,15 +71,24 @@ RunLock::RunLock(const std::string& dir)
   if (fd_ < 0) {
     throw IOError(fmt::format("cannot create the run lock {}: {}", path_, reason(errno)));
   }
+  // A holder that names no live process is either a run between its lock and its pid or another
+  // command asking run_lock_holder for a moment: both let go or name themselves at once.
+  const auto start = std::chrono::steady_clock::now();
   while (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
     const int error = errno;
     if (error == EINTR) continue;
     const std::string pid = error == EWOULDBLOCK ? holder_of(fd_) : "";
+    if (error == EWOULDBLOCK && pid.empty() &&
+        std::chrono::steady_clock::now() - start < kUnnamedHolderWait) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      continue;
+    }
     ::close(fd_);
     if (error == EWOULDBLOCK) {
       throw IOError(fmt::format(
-          "{} is in use by another training run (pid {}); wait for it to end or stop it "
-          "(tinygpt sample/eval/heads may read it meanwhile)", dir, pid));
+          "{} is in use by another training run{}; wait for it to end or stop it "
+          "(tinygpt sample/eval/heads may read it meanwhile)",
+          dir, pid.empty() ? "" : " (pid " + pid + ")"));
     }
     throw IOError(fmt::format("cannot lock {}: {}", path_, reason(error)));
   }

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "tinygpt/autograd/error.hpp"
+
 namespace tinygpt::analysis {
 
 // The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
@@ -10,6 +12,17 @@ namespace tinygpt::analysis {
 // removed, with any set a killed command was drawing; other files stay, and the folder goes if it
 // is left empty.
 void remove_heatmaps(const std::string& dir);
+
+// Thrown by HeatmapSet::path() and commit() once a stop signal has come (io::interrupt_signal):
+// the set is dropped whole, and the caller says that its pictures were skipped.
+class DrawingInterrupted : public Error {
+ public:
+  explicit DrawingInterrupted(int signal);
+  int signal() const { return signal_; }
+
+ private:
+  int signal_;
+};
 
 // A new set of heatmaps for `dir`, whole or not at all. The pictures are drawn into a hidden
 // folder inside `dir` (path() says where) and commit() moves them over the earlier set, then

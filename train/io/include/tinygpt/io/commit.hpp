@@ -56,6 +56,9 @@ class DirectoryLock {
 double lock_wait_seconds();
 // A flag (set by a signal handler) that ends a DirectoryLock's wait at once; nullptr: none.
 void set_wait_interrupt(const volatile std::sig_atomic_t* flag);
+// The signal that flag holds, 0 for none (or no flag): other long work (drawing pictures) asks it
+// between its parts.
+int interrupt_signal();
 
 using NamedFiles = std::vector<std::pair<std::string, std::string>>;  // {file name, bytes}
 

@@ -19,11 +19,16 @@ inline constexpr const char* kRunLockFile = ".tinygpt-run.lock";
 // not yet written, or not a pid).
 std::string pid_in_lock_text(std::string text);
 
+// The pid of the training run that holds DIR's run lock now, or "" when no run holds it (whatever
+// pid the file still names) or its holder names no live process.
+std::string run_lock_holder(const std::string& dir);
+
 class RunLock {
  public:
   // Creates (if missing) and locks DIR/.tinygpt-run.lock, writing this process's id into it.
   // Throws IOError "DIR is in use by another training run (pid N); ..." when another process
-  // holds it, and IOError naming the file when it cannot be created or locked.
+  // holds it (without the pid when the file names no live process), and IOError naming the file
+  // when it cannot be created or locked.
   explicit RunLock(const std::string& dir);
   RunLock(const RunLock&) = delete;
   RunLock& operator=(const RunLock&) = delete;
