@@ -131,12 +131,12 @@ TEST_CASE("heatmaps a full disk interrupts leave the earlier set as it was, and 
           "[cli][hardening][heads]") {
   ScratchDir dir;
   const std::string gpt = dir.file("gpt"), wider = dir.file("wider"), pairs = dir.file("pairs");
-  train_tiny_model(gpt);  // its set: layer0.png and layer0_head{0,1}.png in gpt/heads
+  train_tiny_model(gpt);  // its set: layer0.png and layer0_head{0,1}.png in gpt/heads, and its record
   train_tiny_model(wider, {"--layers", "2", "--seed", "7"});
   run_ok(tiny_seq2seq_args(pairs, {"--steps", "2"}));
   const std::string pics = gpt + "/heads";
   const DirSnapshot before = snapshot(pics);
-  REQUIRE(before.size() == 3);
+  REQUIRE(before.size() == 4);
   {
     // Every heatmap fits (14 KB at most here); the explorer page (~50 KB), written after them, does not.
     const FileSizeLimit limit(20000);
@@ -159,7 +159,7 @@ TEST_CASE("heatmaps a full disk interrupts leave the earlier set as it was, and 
   // did not draw again.
   run_ok({"heads", "--model", wider, "--out", pics, "--threads", "1"});
   CHECK(fs::is_regular_file(pics + "/layer1_head1.png"));
-  CHECK(snapshot(pics).size() == 6);
+  CHECK(snapshot(pics).size() == 7);
   CHECK(snapshot(pics) != before);
   run_ok({"heads", "--model", gpt, "--out", pics, "--threads", "1"});
   CHECK(snapshot(pics) == before);

@@ -90,13 +90,18 @@ std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& id
   return total;
 }
 
-// --attribute POS: the table, the picture, and the agreement over all positions of the text.
-nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
-                                const std::vector<int64_t>& ids, int64_t pos,
-                                const std::string& out_dir, bool print) {
-  const heads::Attribution a = heads::attribute(model, ids, pos);
+// The tokens of `ids` up to `pos`.
+std::vector<std::string> token_labels(const data::CharTokenizer& tokenizer,
+                                      const std::vector<int64_t>& ids, int64_t pos) {
   std::vector<std::string> labels;
   for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
+  return labels;
+}
+
+// --attribute's picture at `png`: each layer's raw attention, the rollout and gradient x input
+// of each earlier token.
+void draw_attribution(const heads::Attribution& a, const data::CharTokenizer& tokenizer,
+                      const std::vector<int64_t>& ids, int64_t pos, const std::string& png) {
   std::vector<std::vector<double>> rows = a.attention;
   std::vector<std::string> names;
   for (size_t l = 0; l < a.attention.size(); ++l) names.push_back(fmt::format("attention L{}", l));
@@ -104,14 +109,18 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
   names.push_back("rollout");
   rows.push_back(a.grad_x_input);
   names.push_back("grad x input");
-  const std::string png = out_dir.empty() ? "" : (fs::path(out_dir) / fmt::format("attribution_pos{}.png", pos)).string();
-  if (!png.empty()) {
-    io::create_directory(out_dir, "heatmap directory");
-    plot::save_attribution_plot(
-        png, rows, names, labels,
-        fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
-                    tokenizer.token(a.target)));
-  }
+  plot::save_attribution_plot(
+      png, rows, names, token_labels(tokenizer, ids, pos),
+      fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
+                  tokenizer.token(a.target)));
+}
+
+// --attribute POS: the table, and the agreement over all positions of the text (`png`: where
+// draw_attribution drew it, or "").
+nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
+                                const std::vector<int64_t>& ids, int64_t pos,
+                                const heads::Attribution& a, const std::string& png, bool print) {
+  const std::vector<std::string> labels = token_labels(tokenizer, ids, pos);
   const std::vector<double> mean = mean_spearman(model, ids);
   nlohmann::json out = {{"position", pos},
                         {"target", tokenizer.token(a.target)},
@@ -131,6 +140,31 @@ nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& token
   fmt::print("{} rollout {:.2f}\n", line, mean.back());
   if (!png.empty()) fmt::print("attribution picture: {}\n", png);
   return out;
+}
+
+// --html names the page's file, which the page replaces: never a file of a checkpoint, by its
+// name or through a link to it.
+void check_page_target(const std::string& html) {
+  std::error_code ec;
+  const fs::path target = fs::is_symlink(html, ec) ? fs::canonical(html, ec) : fs::path(html);
+  if (train::is_checkpoint_file(html) || (!ec && train::is_checkpoint_file(target.string()))) {
+    throw UsageError(fmt::format("--html {} is a file of the checkpoint in {}; name another file",
+                                 html, target.parent_path().string()));
+  }
+}
+
+// Nor the text the model trained on (by any path or link to it, or another name of its bytes):
+// the run could never be resumed or probed on it again. A path through a folder that does not
+// exist ("x/../text.txt") is compared as the system would resolve it once written.
+void check_page_not_data(const std::string& html, const std::string& model) {
+  const std::optional<train::RunState> run = train::trained_on(model);
+  std::error_code ec;
+  if (!run || !fs::is_regular_file(run->data_source, ec)) return;
+  if (fs::equivalent(html, run->data_source, ec) ||
+      fs::weakly_canonical(html, ec) == fs::weakly_canonical(run->data_source, ec)) {
+    throw UsageError(fmt::format("--html {} is the text the model in {} trained on ({}); name "
+                                 "another file", html, model, run->data_source));
+  }
 }
 
 // <model>/heads, or "" (no pictures, said once on stderr) when the checkpoint's folder cannot
@@ -188,11 +222,9 @@ void add_heads_command(CLI::App& app) {
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
-    if (!flags->html.empty() && train::is_checkpoint_file(flags->html)) {
-      throw UsageError(fmt::format("--html {} is a file of the checkpoint in {}; name another file",
-                                   flags->html, fs::path(flags->html).parent_path().string()));
-    }
+    if (!flags->html.empty()) check_page_target(flags->html);
     train::LoadedModel loaded = train::load_any_model(flags->model);
+    if (!flags->html.empty()) check_page_not_data(flags->html, flags->model);
     if (loaded.is_encoder_decoder()) {
       for (const char* flag : {"--text", "--ablate-heads", "--attribute"}) {
         if (cmd->count(flag) > 0) {
@@ -237,7 +269,6 @@ void add_heads_command(CLI::App& app) {
     out.json = flags->json;
     out.html = flags->html;
     out.run_dir = flags->model;
-    const std::string& out_dir = out.heatmap_dir;
     nn::GPT& model = *loaded.model;
 
     std::optional<heads::HeadAblation> ablation;
@@ -245,6 +276,17 @@ void add_heads_command(CLI::App& app) {
     if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
     if (ablate_each) each = heads::ablate_each_head(*ablation);
     out.ablation = each ? &*each : nullptr;
+    // The attribution picture is one of the set, replaced with it.
+    std::optional<heads::Attribution> attribution;
+    std::string attribution_png;
+    if (flags->attribute >= 0) {
+      attribution = heads::attribute(model, set.picture, flags->attribute);
+      out.draw_also = [&](analysis::HeatmapSet& pictures) {
+        const std::string name = fmt::format("attribution_pos{}.png", flags->attribute);
+        draw_attribution(*attribution, loaded.tokenizer, set.picture, flags->attribute, pictures.path(name));
+        attribution_png = (fs::path(out.heatmap_dir) / name).string();
+      };
+    }
     heads::HeadReport report;
     draw_or_stop(out_dir, [&] { report = analysis::report_heads(model, loaded.tokenizer, set, out); });
 
@@ -268,7 +310,8 @@ void add_heads_command(CLI::App& app) {
     }
     if (flags->attribute >= 0) {
       extra["attribution"] =
-          show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, out_dir, !flags->json);
+          show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, *attribution,
+                           attribution_png, !flags->json);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

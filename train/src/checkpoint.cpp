@@ -214,16 +214,20 @@ bool has_checkpoint(const std::string& dir) {
 
 std::string options_to_json(const TrainOptions& options) { return json(options).dump(); }
 
-bool is_checkpoint_file(const std::string& path) {
+const std::set<std::string>& checkpoint_file_names() {
   static const std::set<std::string> kFiles = {"model.safetensors", "optimizer.safetensors",
                                                "config.json",       "tokenizer.json",
                                                "trainer_state.json", "log.jsonl",
                                                io::kManifest};
+  return kFiles;
+}
+
+bool is_checkpoint_file(const std::string& path) {
   std::error_code ec;  // a relative path under a removed working directory: no checkpoint there
   const fs::path p = fs::absolute(path, ec).lexically_normal();
   if (ec) return false;
   const std::string name = p.filename().string();
-  return (kFiles.count(name) > 0 || name.rfind(".tinygpt", 0) == 0) &&
+  return (checkpoint_file_names().count(name) > 0 || name.rfind(".tinygpt", 0) == 0) &&
          has_checkpoint(p.parent_path().string());
 }
 

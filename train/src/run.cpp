@@ -48,10 +48,16 @@ Run with_run_lock(const std::string& dir, const distributed::Communicator& world
   }
 }
 
-// The names a run writes in place in its folder rather than replacing them by a rename: a
-// symbolic link planted there would redirect the writes outside the folder.
-void refuse_links(const std::string& dir) {
-  for (const char* name : {kLogFile, kBestDir}) io::refuse_symlink((fs::path(dir) / name).string());
+// Before a run trains, what is in the way of its saves. A symbolic link where it writes in place
+// (the log, the best weights) or where the commit protocol moves files would redirect writes
+// outside the folder; a folder where a checkpoint file goes would fail the first save.
+void check_save_paths(const std::string& dir) {
+  const auto in = [&](const std::string& name) { return (fs::path(dir) / name).string(); };
+  for (const char* name : {kLogFile, io::kStagingDir, io::kCommitRecord}) io::refuse_symlink(in(name));
+  for (const std::string& name : checkpoint_file_names()) {
+    io::refuse_in_the_way(in(name), io::EntryKind::file, "a checkpoint file");
+  }
+  io::refuse_in_the_way(in(kBestDir), io::EntryKind::folder, "the best checkpoint");
 }
 
 // What `dir` holds besides tinygpt's own lock and staging folder (empty for a new folder).
@@ -269,7 +275,7 @@ bool Run::best_kept() const { return state_.keep_best && has_checkpoint(best_dir
 void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   created_dir_ = io::create_directory(dir_, "output directory");
   lock_ = lock ? std::move(lock) : std::make_unique<io::RunLock>(dir_);
-  refuse_links(dir_);
+  check_save_paths(dir_);
   const bool replacing = has_checkpoint(dir_);
   if (replacing && !force) {
     throw io::IOError(fmt::format(
@@ -278,6 +284,9 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   }
   // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
   io::check_writable(dir_);
+  // A save the replaced run left half done is completed (or its damaged record refused) now,
+  // not by this run's first save after it has trained.
+  if (replacing) recover_checkpoint(dir_);
   // The log goes out a line at a time from the start into a folder that held nothing; else from
   // the first save, so that a run stopped before it leaves the folder's files (a checkpoint that
   // still loads, or what --force was given for) as they were.
@@ -409,7 +418,7 @@ Run Run::resume(const std::string& dir, const ResumeChanges& changes, distribute
 
 Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
                        distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock) {
-  if (lock) refuse_links(dir);
+  if (lock) check_save_paths(dir);
   if (lock) recover_checkpoint(dir);  // a save cut short is completed or dropped: files in place
   SavedRun saved = load_run(dir, /*tolerate_damaged_log=*/true);
   if (!saved.log_damage.empty() && !changes.accept_damaged_log) throw DamagedLogError(saved.log_damage);

@@ -46,6 +46,7 @@ heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokeni
   if (!out.html.empty()) {
     save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
   }
+  if (draw && out.draw_also) out.draw_also(*pictures);
   if (draw) pictures->commit();  // once the page is written too: a failure leaves the earlier set
   if (out.json) return report;  // the caller prints the JSON
   std::FILE* text = out.text;

@@ -89,7 +89,11 @@ void remove_report(const std::string& run_dir) {
 }
 
 void check_report_paths(const std::string& run_dir) {
-  io::refuse_symlink((std::filesystem::path(run_dir) / kHeatmapDir).string());
+  const std::filesystem::path dir(run_dir);
+  io::refuse_in_the_way((dir / kHeatmapDir).string(), io::EntryKind::folder, "the run's heatmaps");
+  for (const char* name : {"report.html", "loss.png", "heads_over_time.png", "alignment_over_time.png"}) {
+    io::refuse_in_the_way((dir / name).string(), io::EntryKind::file, "the run's report");
+  }
 }
 
 void draw_run_curves(train::Run& run, std::FILE* text) {

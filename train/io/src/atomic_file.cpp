@@ -156,6 +156,18 @@ void refuse_symlink(const std::string& path) {
   }
 }
 
+void refuse_in_the_way(const std::string& path, EntryKind expected, std::string_view what) {
+  if (expected == EntryKind::folder) refuse_symlink(path);  // a file's link is replaced by its rename
+  std::error_code ec;
+  const std::filesystem::file_type type = std::filesystem::symlink_status(path, ec).type();
+  if (type == std::filesystem::file_type::not_found) return;
+  const bool folder = type == std::filesystem::file_type::directory;
+  if (folder != (expected == EntryKind::folder)) {
+    throw IOError(fmt::format("{} is {} where tinygpt writes {} (a {}): remove or rename it", path,
+                              folder ? "a folder" : "a file", what, folder ? "file" : "folder"));
+  }
+}
+
 bool create_directory(const std::string& dir, std::string_view what) {
   std::error_code ec;
   const bool created = std::filesystem::create_directories(dir, ec);

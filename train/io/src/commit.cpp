@@ -128,17 +128,64 @@ Manifest read_manifest(const std::string& path) {
   return manifest_from_json(read_file(path, kMaxJsonBytes), path);
 }
 
+// An open directory, closed when it goes out of scope.
+class Directory {
+ public:
+  // `at` and `name` as openat takes them; a link at `name` is refused (ELOOP), never followed.
+  Directory(int at, const std::string& name, const std::string& path)
+      : fd_(::openat(at, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) {
+    if (fd_ >= 0) return;
+    if (errno == ELOOP || errno == ENOTDIR) {
+      throw IOError(fmt::format("{} is a symbolic link or not a folder; tinygpt does not move files "
+                                "out of it: remove it", path));
+    }
+    fail(fmt::format("cannot open {}", path));
+  }
+  Directory(const Directory&) = delete;
+  Directory& operator=(const Directory&) = delete;
+  ~Directory() { ::close(fd_); }
+  int fd() const { return fd_; }
+
+ private:
+  int fd_;
+};
+
+// What `name` is inside the open folder `at`, links not followed; 0 when nothing is there.
+mode_t entry_type(int at, const std::string& name, const std::string& path) {
+  struct stat info {};
+  if (::fstatat(at, name.c_str(), &info, AT_SYMLINK_NOFOLLOW) == 0) return info.st_mode & S_IFMT;
+  if (errno != ENOENT) fail(fmt::format("cannot look at {}", path));
+  return 0;
+}
+
 // Moves the staged files a written commit record names into place, then the record over the
 // manifest. Safe to repeat after a crash at any point: a name no longer staged is in place.
+// Every move is relative to the folder's own descriptors, and a record, staging folder or staged
+// file that is a link is refused: a planted entry never moves a file from outside into the run.
 void roll_forward(const std::string& dir) {
   const std::string record = path_in(dir, kCommitRecord);
+  const Directory folder(AT_FDCWD, dir, dir);
+  if (entry_type(folder.fd(), kCommitRecord, record) != S_IFREG) {
+    throw FormatError(fmt::format("{} is damaged: not a regular file", record));
+  }
   const Manifest manifest = read_manifest(record);
-  for (const auto& [name, sum] : manifest) {
-    const std::string staged = path_in(staging_of(dir), name);
-    if (exists(staged)) rename_or_throw(staged, path_in(dir, name));
+  const std::string staging = staging_of(dir);
+  if (entry_type(folder.fd(), kStagingDir, staging) != 0) {
+    const Directory staged(folder.fd(), kStagingDir, staging);
+    for (const auto& [name, sum] : manifest) {
+      const std::string from = path_in(staging, name);
+      const mode_t type = entry_type(staged.fd(), name, from);
+      if (type == 0) continue;  // moved before a crash
+      if (type != S_IFREG) throw FormatError(fmt::format("{} is damaged: not a regular file", from));
+      if (::renameat(staged.fd(), name.c_str(), folder.fd(), name.c_str()) != 0) {
+        fail(fmt::format("cannot rename {} to {}", from, path_in(dir, name)));
+      }
+    }
   }
   sync_directory(dir);
-  rename_or_throw(record, path_in(dir, kManifest));
+  if (::renameat(folder.fd(), kCommitRecord, folder.fd(), kManifest) != 0) {
+    fail(fmt::format("cannot rename {} to {}", record, path_in(dir, kManifest)));
+  }
   sync_directory(dir);
 }
 

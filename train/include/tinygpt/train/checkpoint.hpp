@@ -15,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <set>
 #include <vector>
 
 #include "tinygpt/data/tokenizer.hpp"
@@ -106,6 +107,10 @@ struct SavedRun {
 SavedRun load_run(const std::string& dir, bool tolerate_damaged_log = false);
 
 bool has_checkpoint(const std::string& dir);
+
+// The files a run's checkpoint keeps: weights, optimiser state, config, tokenizer, run state,
+// log and manifest.
+const std::set<std::string>& checkpoint_file_names();
 
 // True when `path` names a file a checkpoint keeps (weights, optimiser state, config, tokenizer,
 // run state, log, manifest, tinygpt's hidden files) in a folder that holds one: an output path

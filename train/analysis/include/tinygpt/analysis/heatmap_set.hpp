@@ -7,9 +7,9 @@
 
 namespace tinygpt::analysis {
 
-// The heatmaps report_heads draws in `dir` (layer<L>_head<H>.png, layer<L>.png,
-// attribution_pos<P>.png) and draw_pair_heatmaps draws ({encoder,decoder,cross}_layer<L>.png),
-// removed, with any set a killed command was drawing; other files stay, and the folder goes if it
+// The heatmaps of the set drawn last in `dir` (as its record names them: layer<L>_head<H>.png,
+// layer<L>.png, attribution_pos<P>.png, {encoder,decoder,cross}_layer<L>.png) removed, with the
+// record and any drawing folder of a killed command; other files stay, and the folder goes if it
 // is left empty.
 void remove_heatmaps(const std::string& dir);
 
@@ -25,11 +25,14 @@ class DrawingInterrupted : public Error {
 };
 
 // A new set of heatmaps for `dir`, whole or not at all. The pictures are drawn into a hidden
-// folder inside `dir` (path() says where) and commit() moves them over the earlier set, then
-// removes what is left of it (a model with more layers or heads drew more). Until then the
-// earlier set is untouched: a disk that fills while the pictures are drawn, or any error, leaves
-// it as it was, and the destructor removes the drawn pictures (and `dir`, if it made it).
-// Refuses `dir` if it is a symbolic link: the pictures go into a real folder, never through a link.
+// folder of this set's own inside `dir` (path() says where) and commit() moves them over the
+// earlier set, then removes the earlier set's pictures it did not replace (a model with more
+// layers or heads drew more) -- only those: `dir` records the names of the set drawn last, so a
+// file tinygpt did not draw stays. Until then the earlier set is untouched: a disk that fills
+// while the pictures are drawn, or any error, leaves it as it was, and the destructor removes the
+// drawn pictures (and `dir`, if it made it). Sets drawn at once by several processes do not
+// disturb each other. Refuses `dir` if it is a symbolic link: the pictures go into a real folder,
+// never through a link.
 class HeatmapSet {
  public:
   explicit HeatmapSet(std::string dir);

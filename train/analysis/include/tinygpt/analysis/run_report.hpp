@@ -2,6 +2,7 @@
 // What a trained run shows. `tinygpt train` ends with report_run; `tinygpt heads` calls
 // report_heads on a checkpoint (with its own probes, ablation and output choices).
 #include <cstdio>
+#include <functional>
 #include <string>
 
 #include "tinygpt/analysis/heatmap_set.hpp"
@@ -22,6 +23,7 @@ struct ReportOptions {
   std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
   const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
   std::FILE* text = stdout;  // where the tables and paths are printed (stderr under train --json)
+  std::function<void(HeatmapSet&)> draw_also;  // more pictures of the same set (heads --attribute)
 };
 
 // The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer
@@ -43,7 +45,8 @@ inline constexpr const char* kHeatmapDir = "heads";
 void remove_report(const std::string& run_dir);
 
 // Before a run trains: IOError if the report's folder in `run_dir` is a symbolic link (the
-// pictures would be written through it, outside the run's folder).
+// pictures would be written through it, outside the run's folder) or not a folder, or if a
+// folder is where the run's page or curves go (its end would fail after the training).
 void check_report_paths(const std::string& run_dir);
 
 // The run's loss curve and heads-over-time plot (draw_training_curves) from its log so far.

@@ -39,6 +39,14 @@ void check_writable(const std::string& dir);
 // link itself) must not send the bytes outside the folder it belongs to.
 void refuse_symlink(const std::string& path);
 
+// What a command will write at a path.
+enum class EntryKind { file, folder };
+
+// Before a command works for minutes to write `path` at its end: IOError "<path> is a folder where
+// tinygpt writes <what> (a file): remove or rename it" when a folder is in the way of a file, or
+// the same for a file (or a symbolic link, as refuse_symlink says) in the way of a folder.
+void refuse_in_the_way(const std::string& path, EntryKind expected, std::string_view what);
+
 // Creates `dir` and its missing parents; true when it created `dir`. IOError "cannot create
 // <what> <dir>: <reason>" when it cannot (a file in the way, no permission), or when `dir` is there
 // and is not a directory: one wording for every folder a command writes into.
