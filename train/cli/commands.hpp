@@ -29,6 +29,12 @@ void add_bench_command(CLI::App& app);
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
 
+// The rules every subcommand's flags follow, set once on `app` after its subcommands: a flag is
+// given at most once (a second value would silently win over the first: "--resume A --resume B"),
+// and a flag's value is never empty (an unset shell variable is not "not given": it must not
+// fall back to the toy corpus or runs/tinygpt). Either is a usage error naming the flag.
+void apply_flag_rules(CLI::App& app);
+
 // A command line that cannot be right, found before any work: a value the library refuses
 // ("--kv-heads 3 does not divide --heads 2"), flags that contradict each other or the run they
 // resume. main reports it as it does what CLI11 refuses while parsing: one line naming the

@@ -88,6 +88,39 @@ CLI::Validator seed_value() {
       "UINT64");
 }
 
+namespace {
+
+// Refuses (UsageError) a flag of `cmd` given twice or with an empty value. CLI11 has by then
+// checked each value and kept the last one (the policy apply_flag_rules sets, so that its own "At
+// Most 1 required but received 2" never speaks first); results() still holds every value given.
+void check_flag_rules(const CLI::App& cmd) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    const std::vector<std::string>& values = option->results();
+    if (values.size() > 1) {
+      const bool takes_value = option->get_items_expected_max() > 0;
+      throw UsageError(fmt::format("{}: given {} times{}; give each flag at most once",
+                                   option->get_name(), values.size(),
+                                   takes_value ? fmt::format(" ({})", fmt::join(values, ", ")) : ""));
+    }
+    if (values.size() == 1 && values.front().empty()) {
+      throw UsageError(fmt::format("{}: must not be empty{}", option->get_name(),
+                                   option->get_required() ? "" : "; leave it out for its default"));
+    }
+  }
+}
+
+}  // namespace
+
+void apply_flag_rules(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* option : cmd->get_options()) {
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    // Run once the subcommand's flags are parsed, before its callback does any work.
+    cmd->parse_complete_callback([cmd] { check_flag_rules(*cmd); });
+  }
+}
+
 CLI::Validator number_in(double min, double max, bool max_open) {
   return finite_number(min, max, false, max_open);
 }

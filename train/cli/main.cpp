@@ -113,6 +113,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_bench_command(app);
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
+  tinygpt::cli::apply_flag_rules(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) {
     fmt::print(stderr, "tinygpt: error: {} (see --help)\n", one_line(problem));

@@ -560,12 +560,7 @@ void add_train_command(CLI::App& app) {
                   "(token-weighted) before one clip and update: the same step in less memory; "
                   "N must divide --batch")
       ->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
-  // The flags a resumed run may change count once, the last time they are given, so that
-  // "--steps M --resume DIR" can be put after the command line that started the run.
-  const auto last_counts = [](CLI::Option* option) {
-    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  };
-  last_counts(cmd->add_option("--steps", o.steps, "total optimisation steps (the last one given counts)")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
+  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate (the default suits the small default model; use ~1e-3 for larger ones)")->check(positive_number())->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay (default: --lr / 10)")->check(non_negative);
   cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
@@ -580,10 +575,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->check(seed_value())->capture_default_str();
-  last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
-  last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str());
+  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
-  last_counts(add_threads_flag(*cmd, flags->threads, "under mpirun, 0 without OMP_NUM_THREADS shares the cores among the ranks"));
+  add_threads_flag(*cmd, flags->threads, "under mpirun, 0 without OMP_NUM_THREADS shares the cores among the ranks");
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
 }
 
