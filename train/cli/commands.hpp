@@ -138,15 +138,21 @@ struct Interrupted {
   int signal;
 };
 
-// The flags that set a run's memory: the refusal of train::check_memory, or
-// std::bad_alloc, in their terms.
+// The flags that set a run's memory: the refusal of train::check_memory in their terms.
 inline constexpr const char* kActivationFlags = "--batch/--block";
 inline constexpr const char* kModelFlags = "--layers/--d-model";
 std::string memory_in_flag_terms(const train::MemoryError& e);
-// train::check_memory, its refusal a ValueError naming `activation_flags` (and kModelFlags when
-// the estimate counts a model).
+// train::check_memory, its refusal a ValueError naming `activation_flags` (and `model_flags`
+// when the estimate counts a model).
 void check_memory_in_flag_terms(const train::MemoryEstimate& estimate,
-                                const char* activation_flags = kActivationFlags);
+                                const char* activation_flags = kActivationFlags,
+                                const char* model_flags = kModelFlags);
+
+// What to lower when an allocation of the command `cmd` fails (std::bad_alloc), in its own flags:
+// "lower --batch/--block (activations) or --layers/--d-model (model)".
+void set_memory_advice(const CLI::App& cmd, std::string advice);
+// main's one line for a std::bad_alloc in the subcommand `app` ran, with that command's advice.
+std::string out_of_memory_message(const CLI::App& app);
 
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>

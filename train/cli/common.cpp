@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -300,12 +301,33 @@ std::string memory_in_flag_terms(const train::MemoryError& e) {
   return e.message(kActivationFlags, kModelFlags);
 }
 
-void check_memory_in_flag_terms(const train::MemoryEstimate& estimate, const char* activation_flags) {
+void check_memory_in_flag_terms(const train::MemoryEstimate& estimate, const char* activation_flags,
+                                const char* model_flags) {
   try {
     train::check_memory(estimate);
   } catch (const train::MemoryError& e) {
-    throw ValueError(e.message(activation_flags, kModelFlags));
+    throw ValueError(e.message(activation_flags, model_flags));
   }
+}
+
+namespace {
+std::map<const CLI::App*, std::string>& memory_advice() {
+  static std::map<const CLI::App*, std::string> by_command;
+  return by_command;
+}
+}  // namespace
+
+void set_memory_advice(const CLI::App& cmd, std::string advice) {
+  memory_advice()[&cmd] = std::move(advice);
+}
+
+std::string out_of_memory_message(const CLI::App& app) {
+  std::string message = "out of memory: a buffer could not be allocated";
+  for (const CLI::App* cmd : app.get_subcommands()) {
+    const auto advice = memory_advice().find(cmd);
+    if (advice != memory_advice().end()) message += "; " + advice->second;
+  }
+  return message;
 }
 
 std::string wrap_words(const std::string& text, size_t width) {

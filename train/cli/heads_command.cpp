@@ -167,6 +167,8 @@ std::string default_heatmap_dir(const std::string& model) {
 void add_heads_command(CLI::App& app) {
   auto flags = std::make_shared<HeadsFlags>();
   CLI::App* cmd = app.add_subcommand("heads", "Score each attention head's role and draw its attention");
+  set_memory_advice(*cmd, "lower --pairs (an encoder-decoder's) or pass a shorter --text, or "
+                          "look at a smaller model than --model's");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)")->type_name("DIR");

@@ -133,9 +133,7 @@ int main(int argc, char** argv) {
     return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {
     // A shape beyond the memory estimate's reach (it refuses the absurd before allocating).
-    return report_failure(tinygpt::Error(fmt::format(
-        "out of memory: a buffer could not be allocated; lower {} (activations) or {} (model)",
-        tinygpt::cli::kActivationFlags, tinygpt::cli::kModelFlags)));
+    return report_failure(tinygpt::Error(tinygpt::cli::out_of_memory_message(app)));
   } catch (const std::exception& e) {
     return report_failure(e);
   }

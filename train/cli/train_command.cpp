@@ -514,6 +514,7 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
   cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
+  set_memory_advice(*cmd, fmt::format("lower {} (activations) or {} (model)", kActivationFlags, kModelFlags));
   cmd->add_option("--arch", flags->arch,
                   "gpt: a causal language model of the text; encoder-decoder: a model from source to "
                   "target of source<TAB>target pairs (--data a file of them, or builtin:reverse, "
