@@ -524,7 +524,7 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
-  CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has")->type_name("DIR");
+  CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");
   cmd->add_option("--init-from", flags->init_from,
                   "fine-tune: start a new run (step 0, new optimiser and schedule) from the weights "
                   "of this checkpoint (a tinygpt run or a Hugging Face GPT-2 folder); the model's "
