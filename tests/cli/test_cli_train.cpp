@@ -73,10 +73,6 @@ TEST_CASE("the command that started a run, with --resume added, continues it byt
   SECTION("--steps changed in place") {
     run_in(dir.file("elsewhere"), concat(command("../text.txt", "../a", "60"), {"--resume", "../a"}));
   }
-  SECTION("a larger --steps added after the run's own") {
-    run_in(dir.file("elsewhere"),
-           concat(command("../text.txt", "../a", "20"), {"--resume", "../a", "--steps", "60"}));
-  }
   SECTION("in two resumes, one of them from the same working directory") {
     run_in(dir.file(""), concat(command("text.txt", "a", "40"), {"--resume", "a"}));
     CHECK(saved_step(a) == 40);

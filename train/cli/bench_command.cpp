@@ -50,6 +50,9 @@ struct BenchFlags {
   uint64_t seed = 1337;
 };
 
+// The flags that size bench's model: the synthetic tokens' vocabulary too (a text's is its own).
+constexpr const char* kBenchModelFlags = "--layers/--d-model/--vocab";
+
 std::string env_or(const char* name, const char* fallback) {
   const char* value = std::getenv(name);
   return value != nullptr ? value : fallback;
@@ -221,7 +224,8 @@ void run_bench_seq2seq(const BenchFlags& f) {
   config.vocab_size = f.vocab + 3;  // at most: --vocab characters and <pad>, <s>, </s>
   // Before the pairs, model and optimiser state exist: a shape the machine cannot hold is
   // refused by its size, in the flags' words.
-  check_memory_in_flag_terms(train::estimate_training_memory(config, f.batch, "adamw"));
+  check_memory_in_flag_terms(train::estimate_training_memory(config, f.batch, "adamw"), kActivationFlags,
+                             kBenchModelFlags);
   Generator gen(f.seed);
   std::string text;
   const auto random_string = [&] {
@@ -304,7 +308,8 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
   } else {
     tokens = synthetic_tokens(vocab, f.model.block, f.seed);
   }
-  check_memory_in_flag_terms(train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"));
+  check_memory_in_flag_terms(train::estimate_training_memory(f.model.config(vocab), f.batch, "adamw"),
+                             kActivationFlags, f.data.empty() ? kBenchModelFlags : kModelFlags);
   // A text too short for --block is named, in the flags' terms.
   const data::TextDataset dataset = [&] {
     try {
@@ -451,6 +456,8 @@ void add_bench_command(CLI::App& app) {
       "peak, measured by multiply-adds on registers on every thread (no library's kernel choice "
       "can lower it). The f32 products' own rate is measured on --peak-size square matrices "
       "through the same OpenMP-split matmul; a line says so when it is below half the peak.");
+  set_memory_advice(*cmd, fmt::format("lower {} (activations), {} (model) or --peak-size (the "
+                                      "product probe)", kActivationFlags, kBenchModelFlags));
   cmd->add_option("--arch", flags->arch,
                   "gpt, or encoder-decoder: its steps on random pairs whose source and target fill "
                   "--block positions (ms/step, tokens/s, peak RSS, --profile; the model flags --layers, "

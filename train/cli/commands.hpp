@@ -32,6 +32,12 @@ void add_bench_command(CLI::App& app);
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
 
+// The rules every subcommand's flags follow, set once on `app` after its subcommands: a flag is
+// given at most once (a second value would silently win over the first: "--resume A --resume B"),
+// and a flag's value is never empty (an unset shell variable is not "not given": it must not
+// fall back to the toy corpus or runs/tinygpt). Either is a usage error naming the flag.
+void apply_flag_rules(CLI::App& app);
+
 // A command line that cannot be right, found before any work: a value the library refuses
 // ("--kv-heads 3 does not divide --heads 2"), flags that contradict each other or the run they
 // resume. main reports it as it does what CLI11 refuses while parsing: one line naming the
@@ -144,15 +150,21 @@ struct Interrupted {
   int signal;
 };
 
-// The flags that set a run's memory: the refusal of train::check_memory, or
-// std::bad_alloc, in their terms.
+// The flags that set a run's memory: the refusal of train::check_memory in their terms.
 inline constexpr const char* kActivationFlags = "--batch/--block";
 inline constexpr const char* kModelFlags = "--layers/--d-model";
 std::string memory_in_flag_terms(const train::MemoryError& e);
-// train::check_memory, its refusal a ValueError naming `activation_flags` (and kModelFlags when
-// the estimate counts a model).
+// train::check_memory, its refusal a ValueError naming `activation_flags` (and `model_flags`
+// when the estimate counts a model).
 void check_memory_in_flag_terms(const train::MemoryEstimate& estimate,
-                                const char* activation_flags = kActivationFlags);
+                                const char* activation_flags = kActivationFlags,
+                                const char* model_flags = kModelFlags);
+
+// What to lower when an allocation of the command `cmd` fails (std::bad_alloc), in its own flags:
+// "lower --batch/--block (activations) or --layers/--d-model (model)".
+void set_memory_advice(const CLI::App& cmd, std::string advice);
+// main's one line for a std::bad_alloc in the subcommand `app` ran, with that command's advice.
+std::string out_of_memory_message(const CLI::App& app);
 
 // f(), with "<context>: " put before the message of a ValueError it throws.
 template <class F>

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -88,6 +89,39 @@ CLI::Validator seed_value() {
         return ok ? "" : fmt::format("must be an integer in [0, 2^64 - 1], got '{}'", text);
       },
       "UINT64");
+}
+
+namespace {
+
+// Refuses (UsageError) a flag of `cmd` given twice or with an empty value. CLI11 has by then
+// checked each value and kept the last one (the policy apply_flag_rules sets, so that its own "At
+// Most 1 required but received 2" never speaks first); results() still holds every value given.
+void check_flag_rules(const CLI::App& cmd) {
+  for (const CLI::Option* option : cmd.get_options()) {
+    const std::vector<std::string>& values = option->results();
+    if (values.size() > 1) {
+      const bool takes_value = option->get_items_expected_max() > 0;
+      throw UsageError(fmt::format("{}: given {} times{}; give each flag at most once",
+                                   option->get_name(), values.size(),
+                                   takes_value ? fmt::format(" ({})", fmt::join(values, ", ")) : ""));
+    }
+    if (values.size() == 1 && values.front().empty()) {
+      throw UsageError(fmt::format("{}: must not be empty{}", option->get_name(),
+                                   option->get_required() ? "" : "; leave it out for its default"));
+    }
+  }
+}
+
+}  // namespace
+
+void apply_flag_rules(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* option : cmd->get_options()) {
+      option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    }
+    // Run once the subcommand's flags are parsed, before its callback does any work.
+    cmd->parse_complete_callback([cmd] { check_flag_rules(*cmd); });
+  }
 }
 
 CLI::Validator number_in(double min, double max, bool max_open) {
@@ -274,12 +308,33 @@ std::string memory_in_flag_terms(const train::MemoryError& e) {
   return e.message(kActivationFlags, kModelFlags);
 }
 
-void check_memory_in_flag_terms(const train::MemoryEstimate& estimate, const char* activation_flags) {
+void check_memory_in_flag_terms(const train::MemoryEstimate& estimate, const char* activation_flags,
+                                const char* model_flags) {
   try {
     train::check_memory(estimate);
   } catch (const train::MemoryError& e) {
-    throw ValueError(e.message(activation_flags, kModelFlags));
+    throw ValueError(e.message(activation_flags, model_flags));
   }
+}
+
+namespace {
+std::map<const CLI::App*, std::string>& memory_advice() {
+  static std::map<const CLI::App*, std::string> by_command;
+  return by_command;
+}
+}  // namespace
+
+void set_memory_advice(const CLI::App& cmd, std::string advice) {
+  memory_advice()[&cmd] = std::move(advice);
+}
+
+std::string out_of_memory_message(const CLI::App& app) {
+  std::string message = "out of memory: a buffer could not be allocated";
+  for (const CLI::App* cmd : app.get_subcommands()) {
+    const auto advice = memory_advice().find(cmd);
+    if (advice != memory_advice().end()) message += "; " + advice->second;
+  }
+  return message;
 }
 
 std::string wrap_words(const std::string& text, size_t width) {

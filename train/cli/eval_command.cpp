@@ -161,6 +161,8 @@ void add_eval_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "eval", "Loss and perplexity over a whole split, in non-overlapping context windows (an "
               "encoder-decoder: over its pairs, with exact match and character accuracy)");
+  set_memory_advice(*cmd, "lower --batch (an encoder-decoder's pairs) or --block (a GPT's window), "
+                          "or evaluate a smaller model than --model's");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--data", flags->data,
                   "UTF-8 text file (builtin:toy for the toy corpus; default: the text the run "

@@ -30,10 +30,10 @@ struct HeadsFlags {
   std::string html;
   bool json = false;
   int threads = 0;
-  std::string ablate;        // "" when given without a mode: zero
-  std::string ablate_heads;  // "L.H,L.H"
-  int64_t attribute = -1;    // query position, -1 = none
-  int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
+  std::string ablate = "zero";  // also when given without a mode
+  std::string ablate_heads;     // "L.H,L.H"
+  int64_t attribute = -1;       // query position, -1 = none
+  int64_t pairs = 500;          // an encoder-decoder's held-out pairs to score on
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -167,6 +167,22 @@ void check_page_not_data(const std::string& html, const std::string& model) {
   }
 }
 
+// --ablate-heads as heads::parse_head_list reads it, refused while parsing when no model could
+// have those heads ("x", "1.", "0.1,0.1"); which heads the model has is checked once it is loaded.
+CLI::Validator head_list_syntax() {
+  return CLI::Validator(
+      [](std::string& text) -> std::string {
+        constexpr int64_t kAny = std::numeric_limits<int64_t>::max();
+        try {
+          heads::parse_head_list(text, kAny, kAny);
+        } catch (const ValueError& e) {
+          return e.what();
+        }
+        return "";
+      },
+      "");
+}
+
 // <model>/heads, or "" (no pictures, said once on stderr) when the checkpoint's folder cannot
 // be written: the scores and the page need no pictures.
 std::string default_heatmap_dir(const std::string& model) {
@@ -196,6 +212,8 @@ void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
 void add_heads_command(CLI::App& app) {
   auto flags = std::make_shared<HeadsFlags>();
   CLI::App* cmd = app.add_subcommand("heads", "Score each attention head's role and draw its attention");
+  set_memory_advice(*cmd, "lower --pairs (an encoder-decoder's) or pass a shorter --text, or "
+                          "look at a smaller model than --model's");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)")->type_name("DIR");
@@ -207,10 +225,11 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--ablate", flags->ablate,
                   "remove each head in turn (zero: its output set to 0; mean: to its mean output "
                   "on the text) and report the in-context ratio and text loss without it")
-      ->expected(0, 1)->type_name("[zero|mean]");
+      ->expected(0, 1)->type_name("[zero|mean]")
+      ->check(CLI::IsMember({"zero", "mean"}).description(""))->capture_default_str();
   cmd->add_option("--ablate-heads", flags->ablate_heads,
                   "remove these heads together (LAYER.HEAD,...; mode from --ablate, default zero)")
-      ->type_name("L.H,L.H");
+      ->type_name("L.H,L.H")->check(head_list_syntax());
   cmd->add_option("--attribute", flags->attribute,
                   "for this query position of the picture text (from 1): raw attention per layer, "
                   "attention rollout and gradient x input of each earlier token (printed and drawn)")
@@ -233,7 +252,7 @@ void add_heads_command(CLI::App& app) {
                                        flag, flags->model));
         }
       }
-      if (!flags->ablate.empty() && flags->ablate != "zero") {
+      if (flags->ablate != "zero") {
         throw UsageError("--ablate: an encoder-decoder's cross-attention heads are removed by zeroing (zero)");
       }
       PairHeadsOutput out;
@@ -248,14 +267,14 @@ void add_heads_command(CLI::App& app) {
     const std::string obstacle = heads::probe_obstacle(loaded.config);
     if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
     const bool ablate_each = cmd->count("--ablate") > 0;
-    const heads::AblationMode mode = with_context("--ablate", [&] {
-      return heads::parse_ablation_mode(flags->ablate.empty() ? "zero" : flags->ablate);
-    });
+    const heads::AblationMode mode = heads::parse_ablation_mode(flags->ablate);
     std::vector<heads::HeadRef> removed;
-    if (cmd->count("--ablate-heads") > 0) {  // an empty list too: it names no head
-      removed = with_context("--ablate-heads", [&] {
-        return heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
-      });
+    if (!flags->ablate_heads.empty()) {
+      try {  // a head the model does not have: the command line's mistake, as --attribute's
+        removed = heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
+      } catch (const ValueError& e) {
+        throw UsageError(fmt::format("--ablate-heads: {}", e.what()));
+      }
     }
     const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);
     const int64_t picture = static_cast<int64_t>(set.picture.size());

@@ -123,6 +123,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_bench_command(app);
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
+  tinygpt::cli::apply_flag_rules(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
   if (!problem.empty()) return report_alone(fmt::format("{} (see --help)", one_line(problem)), 2);
   try {
@@ -147,9 +148,7 @@ int main(int argc, char** argv) {
     return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {
     // A shape beyond the memory estimate's reach (it refuses the absurd before allocating).
-    return report_failure(tinygpt::Error(fmt::format(
-        "out of memory: a buffer could not be allocated; lower {} (activations) or {} (model)",
-        tinygpt::cli::kActivationFlags, tinygpt::cli::kModelFlags)));
+    return report_failure(tinygpt::Error(tinygpt::cli::out_of_memory_message(app)));
   } catch (const std::exception& e) {
     if (std::ferror(stdout) == 0) return report_failure(e);
     // fmt::print throws std::system_error with the errno of the write that failed.

@@ -148,6 +148,7 @@ void run_sample(const SampleFlags& f) {
 void add_sample_command(CLI::App& app) {
   auto flags = std::make_shared<SampleFlags>();
   CLI::App* cmd = app.add_subcommand("sample", "Generate text from a trained model");
+  set_memory_advice(*cmd, "lower --tokens, or sample from a smaller model than --model's");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--prompt", flags->prompt, "text to continue (default: start of a document)");
   cmd->add_option("--source", flags->source,

@@ -522,6 +522,7 @@ void add_train_command(CLI::App& app) {
   auto flags = std::make_shared<TrainFlags>();
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
   cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
+  set_memory_advice(*cmd, fmt::format("lower {} (activations) or {} (model)", kActivationFlags, kModelFlags));
   cmd->add_option("--arch", flags->arch,
                   "gpt: a causal language model of the text; encoder-decoder: a model from source to "
                   "target of source<TAB>target pairs (--data a file of them, or builtin:reverse, "
@@ -531,7 +532,7 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
-  CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be repeated with the values it has")->type_name("DIR");
+  CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");
   cmd->add_option("--init-from", flags->init_from,
                   "fine-tune: start a new run (step 0, new optimiser and schedule) from the weights "
                   "of this checkpoint (a tinygpt run or a Hugging Face GPT-2 folder); the model's "
@@ -568,12 +569,7 @@ void add_train_command(CLI::App& app) {
                   "(token-weighted) before one clip and update: the same step in less memory; "
                   "N must divide --batch")
       ->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
-  // The flags a resumed run may change count once, the last time they are given, so that
-  // "--steps M --resume DIR" can be put after the command line that started the run.
-  const auto last_counts = [](CLI::Option* option) {
-    option->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  };
-  last_counts(cmd->add_option("--steps", o.steps, "total optimisation steps (the last one given counts)")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
+  cmd->add_option("--steps", o.steps, "total optimisation steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str();
   cmd->add_option("--lr", o.lr, "peak learning rate (the default suits the small default model; use ~1e-3 for larger ones)")->check(positive_number())->capture_default_str();
   cmd->add_option("--min-lr", o.min_lr, "learning rate at the end of the cosine decay (default: --lr / 10)")->check(non_negative);
   cmd->add_option("--warmup", o.warmup, "linear warmup steps")->check(count)->capture_default_str();
@@ -588,10 +584,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--optimizer", o.optimizer, "adamw or sgd")->check(CLI::IsMember({"adamw", "sgd"}))->capture_default_str();
   cmd->add_option("--momentum", o.momentum, "SGD momentum")->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd->add_option("--seed", o.seed, "seed for initialisation, batches and dropout")->check(seed_value())->capture_default_str();
-  last_counts(cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str());
-  last_counts(cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str());
+  cmd->add_option("--eval-every", o.eval_every, "evaluate and checkpoint every N steps")->check(integer_in(1, train::TrainOptions::kMaxSteps))->capture_default_str();
+  cmd->add_option("--eval-iters", o.eval_iters, "batches per split in an evaluation")->check(integer_in(1, train::TrainOptions::kMaxBatch))->capture_default_str();
   cmd->add_option("--val-fraction", flags->val_fraction, "share of the text held out for validation")->check(number_in(0.0, 0.9))->capture_default_str();
-  last_counts(add_threads_flag(*cmd, flags->threads, "under mpirun, 0 without OMP_NUM_THREADS shares the cores among the ranks"));
+  add_threads_flag(*cmd, flags->threads, "under mpirun, 0 without OMP_NUM_THREADS shares the cores among the ranks");
   cmd->callback([flags, cmd] { run_train(*flags, *cmd); });
 }
 
