@@ -307,7 +307,7 @@ void add_heads_command(CLI::App& app) {
       };
     }
     heads::HeadReport report;
-    draw_or_stop(out_dir, [&] { report = analysis::report_heads(model, loaded.tokenizer, set, out); });
+    draw_or_stop(out.heatmap_dir, [&] { report = analysis::report_heads(model, loaded.tokenizer, set, out); });
 
     nlohmann::json extra = nlohmann::json::object();
     if (!removed.empty()) {
