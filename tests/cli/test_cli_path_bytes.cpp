@@ -35,7 +35,8 @@ void use_run(const std::string& run, const std::string& html) {
 
 }  // namespace
 
-TEST_CASE("--out, --model and --html take a name that is not UTF-8", "[cli][path-bytes][slow]") {
+TEST_CASE("train --out, sample --model and heads --html take a name that is not UTF-8",
+          "[cli][path-bytes][slow]") {
   ScratchDir dir;
   const std::string run = dir.file(kNotUtf8);
   run_ok(tiny_train_args(run, {"--json"}));
@@ -44,7 +45,8 @@ TEST_CASE("--out, --model and --html take a name that is not UTF-8", "[cli][path
   CHECK(dir.entries() == std::set<std::string>{kNotUtf8, kNotUtf8 + ".html"});
 }
 
-TEST_CASE("--out and --html take a name of NAME_MAX bytes", "[cli][path-bytes][slow]") {
+TEST_CASE("train --out and heads --html take a name of NAME_MAX bytes",
+          "[cli][path-bytes][slow]") {
   ScratchDir dir;
   const std::string run = dir.file(kLongest);
   run_ok(tiny_train_args(run));
@@ -54,7 +56,7 @@ TEST_CASE("--out and --html take a name of NAME_MAX bytes", "[cli][path-bytes][s
   CHECK(fs::directory_iterator(dir.file("pages"))->path().filename() == kLongest);
 }
 
-TEST_CASE("--data and --init-from that are not UTF-8 are recorded exactly and resume",
+TEST_CASE("train --data and --init-from paths that are not UTF-8 are recorded exactly and resume",
           "[cli][path-bytes][slow]") {
   ScratchDir dir;
   const std::string data = dir.file("text " + kNotUtf8 + ".txt");

@@ -64,11 +64,9 @@ void hold_closed_standard_descriptors() {
 // How long an idle OpenMP thread spins before it sleeps. libgomp's default (neither
 // OMP_WAIT_POLICY nor GOMP_SPINCOUNT set) is 300,000 spins, milliseconds on these CPUs, at every
 // barrier: when the cores are shared with other processes, each parallel region then waits for a
-// descheduled partner while the finished thread burns the core it needs: with the other cores'
-// owners busy, a small-model step took 600-900 ms instead of 55-60 ms with 1,000 spins (see
-// docs/PERFORMANCE.md). libgomp reads the
-// variables once as it loads, before main, so tinygpt sets a short spin and re-executes itself
-// once. Setting either variable (OMP_WAIT_POLICY=active for libgomp's default) skips this.
+// descheduled partner while the finished thread burns the core it needs, and a small model's
+// step slows many times over (docs/PERFORMANCE.md, Threads). libgomp reads the variables once as
+// it loads, before main, so tinygpt sets a short spin and re-executes itself once. Setting either variable (OMP_WAIT_POLICY=active for libgomp's default) skips this.
 // The thread count is settled first, so that libgomp in the re-executed process reads a sane one
 // (and warns of nothing the first process's libgomp already warned of).
 void settle_openmp_environment(char** argv) {

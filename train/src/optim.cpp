@@ -27,9 +27,8 @@ void for_each_param(const std::vector<ParamGroup>& groups, F&& f) {
 
 // Calls f(param, weight_decay, index, lo, hi) for this thread's share [lo, hi) of every
 // parameter's elements, in one parallel region for them all: most of a small model's tensors are
-// too small to share alone and ran on one thread each (AdamW took 0.9 ms of the small model's
-// ~25 ms step, 0.4 shared). Optimisers update every element alone, so the values do not depend
-// on the split.
+// too small to be worth sharing alone, and together they are. Optimisers update every element
+// alone, so the values do not depend on the split.
 template <class F>
 void for_each_param_shared(const std::vector<ParamGroup>& groups, F&& f) {
   int64_t total = 0;

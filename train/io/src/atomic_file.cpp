@@ -160,7 +160,9 @@ void refuse_in_the_way(const std::string& path, EntryKind expected, std::string_
   if (expected == EntryKind::folder) refuse_symlink(path);  // a file's link is replaced by its rename
   std::error_code ec;
   const std::filesystem::file_type type = std::filesystem::symlink_status(path, ec).type();
-  if (type == std::filesystem::file_type::not_found) return;
+  // A path that cannot be looked at (a loop of links on the way, no search permission) is the
+  // run folder's problem, which the command names with its reason when it opens that folder.
+  if (ec || type == std::filesystem::file_type::not_found) return;
   const bool folder = type == std::filesystem::file_type::directory;
   if (folder != (expected == EntryKind::folder)) {
     throw IOError(fmt::format("{} is {} where tinygpt writes {} (a {}): remove or rename it", path,

@@ -1,7 +1,8 @@
 #pragma once
-// One pool of threads: OpenMP's. OpenBLAS is kept single-threaded and called from inside the
-// OpenMP team (matmul splits rows and batches across it), so the two never oversubscribe the
-// cores -- with both pools active, spinning BLAS threads made training 3x slower here.
+// One pool of threads: OpenMP's. The product libraries (oneDNN, OpenBLAS) run single-threaded
+// inside the OpenMP team (matmul splits rows and batches across it), so two pools never
+// oversubscribe the cores: a library's own spinning threads would take the cores the team waits
+// for at every barrier.
 namespace tinygpt {
 
 // Sets the OpenMP thread count (OpenBLAS stays at 1); n <= 0 means the count OMP_NUM_THREADS
@@ -17,8 +18,8 @@ int omp_num_threads_from_env();
 // Subnormal floats (below 2^-126 in f32) read as zero and results that would be subnormal
 // written as zero -- the x86 FTZ and DAZ modes -- on the calling thread and every OpenMP thread
 // (set_num_threads carries the setting to a larger team), or IEEE subnormals again. Intel cores
-// take a microcode assist for each subnormal operand or result: once the demo's attention heads
-// turned sharp, their tiny probabilities made its steps 1.6x slower (20 vs 12 ms). The `tinygpt`
+// take a microcode assist for each subnormal operand or result, and once the demo's attention
+// heads turn sharp their tiny probabilities are full of them (docs/PERFORMANCE.md). The `tinygpt`
 // CLI turns this on; the library leaves it off unless asked, as PyTorch's
 // set_flush_denormal and TensorFlow (which flushes by default) let a trainer choose. A no-op
 // where the CPU has no such modes (flush_denormals() then stays false).
