@@ -190,10 +190,11 @@ void check_finite(const NamedTensors& weights, const std::string& source) {
 }  // namespace
 
 std::optional<NonFinite> first_non_finite(const NamedTensors& tensors) {
-  for (const auto& [name, tensor] : tensors) {
-    const auto scan = [&, &name = name](const auto* v) -> std::optional<NonFinite> {
+  for (const auto& named : tensors) {
+    const Tensor& tensor = named.second;
+    const auto scan = [&](const auto* v) -> std::optional<NonFinite> {
       for (int64_t i = 0; i < tensor.numel(); ++i) {
-        if (!std::isfinite(v[i])) return NonFinite{name, static_cast<double>(v[i])};
+        if (!std::isfinite(v[i])) return NonFinite{named.first, static_cast<double>(v[i])};
       }
       return std::nullopt;
     };
