@@ -13,7 +13,7 @@
 namespace tinygpt::train {
 
 void TrainOptions::validate() const {
-  auto fail = [](const std::string& what) { throw ValueError("train: " + what); };
+  auto fail = [](const std::string& what) { throw ValueError("TrainOptions: " + what); };
   const auto check_count = [&](const char* name, int64_t value, int64_t most) {
     if (value < 1 || value > most) fail(fmt::format("{} must be in [1, {}], got {}", name, most, value));
   };
@@ -65,7 +65,7 @@ Trainer::Trainer(std::unique_ptr<Objective> objective, TrainOptions options,
   precision_ = parse_precision(options_.precision);
   if (options_.batch % micro_batches() != 0) {
     throw ValueError(fmt::format(
-        "train: batch {} cannot be split across {} ranks x {} micro-batches (grad-accum): it "
+        "Trainer: batch {} cannot be split across {} ranks x {} micro-batches (grad-accum): it "
         "must be a multiple of {}", options_.batch, comm_.size(), options_.grad_accum,
         micro_batches()));
   }
