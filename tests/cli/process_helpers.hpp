@@ -20,12 +20,15 @@
 
 namespace tinygpt::testing {
 
-// Polls `ready` every 10 ms until it holds (true) or 60 s pass (false).
+// Polls `ready` until it holds (true) or kWaitLimit passes (false): often enough that a signal
+// lands while the awaited state lasts, and long enough for a tiny run on a loaded CI machine.
+inline constexpr std::chrono::milliseconds kPollEvery{10};
+inline constexpr std::chrono::seconds kWaitLimit{60};
 inline bool wait_until(const std::function<bool()>& ready) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  const auto until = std::chrono::steady_clock::now() + kWaitLimit;
   while (std::chrono::steady_clock::now() < until) {
     if (ready()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::this_thread::sleep_for(kPollEvery);
   }
   return false;
 }
