@@ -20,16 +20,20 @@ AttentionPattern AttentionPattern::strided_attention(int64_t stride) {
 
 void AttentionPattern::validate(const char* op) const {
   if (kind == Kind::window && window < 1) {
-    throw ValueError(fmt::format("{}: a sliding window needs at least 1 key, got {}", op, window));
+    throw SettingError(Operation(op), "window", window,
+                       fmt::format("a sliding window needs at least 1 key, got {}", window));
   }
   if (kind == Kind::strided && stride < 1) {
-    throw ValueError(fmt::format("{}: a stride must be at least 1, got {}", op, stride));
+    throw SettingError(Operation(op), "stride", stride,
+                       fmt::format("a stride must be at least 1, got {}", stride));
   }
   if (global_tokens < 0) {
-    throw ValueError(fmt::format("{}: global tokens must be >= 0, got {}", op, global_tokens));
+    throw SettingError(Operation(op), "global_tokens", global_tokens,
+                       fmt::format("global tokens must be >= 0, got {}", global_tokens));
   }
   if (kind != Kind::window && global_tokens != 0) {
-    throw ValueError(fmt::format("{}: global tokens ({}) need a sliding window", op, global_tokens));
+    throw SettingError(Operation(op), "global_tokens", global_tokens,
+                       fmt::format("global tokens ({}) need a sliding window", global_tokens));
   }
 }
 

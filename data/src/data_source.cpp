@@ -66,7 +66,7 @@ TextDataset make_dataset(const std::string& text, const std::string& source,
   try {
     return TextDataset(tokenizer.encode(text), block, val_fraction, only);
   } catch (const ValueError& e) {
-    throw ValueError(source + ": " + e.what());
+    throw ValueError(source + ": ", e);
   }
 }
 

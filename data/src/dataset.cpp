@@ -32,11 +32,12 @@ TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double
                          std::optional<Split> only)
     : tokens_(std::move(tokens)), block_size_(block_size) {
   if (block_size < 1) {
-    throw ValueError(fmt::format("TextDataset: block_size must be >= 1, got {}", block_size));
+    throw SettingError(Operation("TextDataset"), "block_size", block_size,
+                       fmt::format("block_size must be >= 1, got {}", block_size));
   }
   if (!(val_fraction >= 0.0 && val_fraction < 1.0)) {  // also rejects NaN
-    throw ValueError(
-        fmt::format("TextDataset: val_fraction must be in [0, 1), got {}", val_fraction));
+    throw SettingError(Operation("TextDataset"), "val_fraction", val_fraction,
+                       fmt::format("val_fraction must be in [0, 1), got {}", val_fraction));
   }
   const auto n = static_cast<int64_t>(tokens_.size());
   train_size_ = static_cast<int64_t>(std::floor(static_cast<double>(n) * (1.0 - val_fraction)));
@@ -46,11 +47,13 @@ TextDataset::TextDataset(std::vector<int64_t> tokens, int64_t block_size, double
   for (Split split : checked) {
     if (!only && split == Split::val && val_fraction == 0.0) continue;  // val is not used
     if (size(split) < needed) {
-      throw ValueError(fmt::format(
-          "TextDataset: the {} split has {} tokens but block_size {} needs at least {} (the "
-          "text has {} tokens, val_fraction {}); use a longer text, a shorter context or "
-          "another validation share",
-          split_name(split), size(split), block_size, needed, n, val_fraction));
+      throw SettingError(
+          Operation("TextDataset"),
+          {fmt::format("the {} split has {} tokens but ", split_name(split), size(split)),
+           named("block_size", block_size),
+           fmt::format(" needs at least {} (the text has {} tokens, ", needed, n),
+           named("val_fraction", val_fraction),
+           "); use a longer text, a shorter context or another validation share"});
     }
   }
 }
@@ -64,13 +67,13 @@ int64_t TextDataset::size(Split split) const {
 
 Batch TextDataset::sample_batch(Split split, int64_t batch_size, Generator& gen) const {
   if (batch_size < 1) {
-    throw ValueError(
-        fmt::format("TextDataset::sample_batch: batch_size must be >= 1, got {}", batch_size));
+    throw ValueError(Operation("TextDataset::sample_batch"),
+        fmt::format("batch_size must be >= 1, got {}", batch_size));
   }
   const int64_t n = size(split);
   if (n < block_size_ + 1) {
-    throw ValueError(fmt::format(
-        "TextDataset::sample_batch: the {} split has {} tokens, fewer than block_size + 1 = {} "
+    throw ValueError(Operation("TextDataset::sample_batch"), fmt::format(
+        "the {} split has {} tokens, fewer than block_size + 1 = {} "
         "(it is empty when val_fraction is 0)",
         split_name(split), n, block_size_ + 1));
   }
@@ -87,8 +90,8 @@ int64_t TextDataset::num_windows(Split split) const {
 Batch TextDataset::window_batch(Split split, int64_t first, int64_t count) const {
   const int64_t available = num_windows(split);
   if (count < 1 || first < 0 || first > available - count) {
-    throw IndexError(fmt::format(
-        "TextDataset::window_batch: windows [{}, {}) are not a non-empty range of the {} "
+    throw IndexError(Operation("TextDataset::window_batch"), fmt::format(
+        "windows [{}, {}) are not a non-empty range of the {} "
         "windows of the {} split",
         first, first + count, available, split_name(split)));
   }

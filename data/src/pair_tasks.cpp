@@ -101,7 +101,7 @@ bool is_pair_task(std::string_view source) {
 
 std::string generate_pair_task(std::string_view task, uint64_t seed, int64_t count) {
   if (!is_pair_task(task)) {
-    throw ValueError(fmt::format("generate_pair_task: unknown task '{}' (expected {}, {} or {})",
+    throw ValueError(Operation("generate_pair_task"), fmt::format("unknown task '{}' (expected {}, {} or {})",
                                  task, kReverseTask, kSortTask, kDatesTask));
   }
   Generator gen(seed);

@@ -43,24 +43,23 @@ CharTokenizer fit_pair_tokenizer(const std::vector<TextPair>& pairs) {
 PairDataset::PairDataset(const std::vector<TextPair>& pairs, const CharTokenizer& tokenizer,
                          int64_t max_positions, double val_fraction, const std::string& where) {
   if (!(val_fraction >= 0.0 && val_fraction < 1.0)) {
-    throw ValueError(fmt::format("PairDataset: val_fraction must be in [0, 1), got {}", val_fraction));
+    throw SettingError(Operation("PairDataset"), "val_fraction", val_fraction,
+                       fmt::format("val_fraction must be in [0, 1), got {}", val_fraction));
   }
   if (tokenizer.num_specials() != 3 || tokenizer.specials() != pair_specials()) {
-    throw ValueError("PairDataset: the tokenizer's special tokens must be <pad>, <s>, </s>");
+    throw ValueError(Operation("PairDataset"), "the tokenizer's special tokens must be <pad>, <s>, </s>");
   }
   for (const TextPair& p : pairs) {
-    const auto fail = [&](const std::string& why) {
-      return ValueError(fmt::format("{}:{}: {}", where, p.line, why));
-    };
+    const std::string at = fmt::format("{}:{}: ", where, p.line);
     try {
       sources_.push_back(tokenizer.encode(p.source));
       targets_.push_back(tokenizer.encode(p.target));
     } catch (const ValueError& e) {
-      throw fail(e.what());
+      throw ValueError(at, e);
     }
     const auto s = static_cast<int64_t>(sources_.back().size()), t = static_cast<int64_t>(targets_.back().size());
     if (s > max_positions || t + 1 > max_positions) {
-      throw fail(fmt::format("a source of {} and a target of {} characters do not fit {} positions "
+      throw ValueError(at + fmt::format("a source of {} and a target of {} characters do not fit {} positions "
                              "(the target takes one more: its start or end token)",
                              s, t, max_positions));
     }
@@ -68,8 +67,8 @@ PairDataset::PairDataset(const std::vector<TextPair>& pairs, const CharTokenizer
   const auto n = static_cast<int64_t>(pairs.size());
   train_size_ = n - static_cast<int64_t>(std::llround(static_cast<double>(n) * val_fraction));
   if (train_size_ < 1 || (val_fraction > 0.0 && size(Split::val) < 1)) {
-    throw ValueError(fmt::format("{}: {} pairs leave an empty split at val_fraction {}", where, n,
-                                 val_fraction));
+    throw SettingError(Operation(""), {fmt::format("{}: {} pairs leave an empty split at ", where, n),
+                                       named("val_fraction", val_fraction)});
   }
 }
 
@@ -89,7 +88,8 @@ int64_t PairDataset::size(Split split) const {
 
 const std::vector<int64_t>& PairDataset::source(Split split, int64_t i) const {
   if (i < 0 || i >= size(split)) {
-    throw IndexError(fmt::format("PairDataset: pair {} is outside the {} split's {}", i, split_name(split), size(split)));
+    throw IndexError(Operation("PairDataset"),
+                     fmt::format("pair {} is outside the {} split's {}", i, split_name(split), size(split)));
   }
   return sources_[static_cast<size_t>(begin(split) + i)];
 }
@@ -101,7 +101,8 @@ const std::vector<int64_t>& PairDataset::target(Split split, int64_t i) const {
 
 PairBatch PairDataset::sample_batch(Split split, int64_t rows, Generator& gen) const {
   if (rows < 1 || size(split) < 1) {
-    throw ValueError(fmt::format("PairDataset::sample_batch: {} rows from a {} split of {} pairs",
+    throw ValueError(Operation("PairDataset::sample_batch"),
+                     fmt::format("{} rows from a {} split of {} pairs",
                                  rows, split_name(split), size(split)));
   }
   std::vector<int64_t> index(static_cast<size_t>(rows));
@@ -111,7 +112,8 @@ PairBatch PairDataset::sample_batch(Split split, int64_t rows, Generator& gen) c
 
 PairBatch PairDataset::batch(Split split, int64_t first, int64_t count) const {
   if (count < 1 || first < 0 || first + count > size(split)) {
-    throw IndexError(fmt::format("PairDataset::batch: pairs [{}, {}) are outside the {} split's {}",
+    throw IndexError(Operation("PairDataset::batch"),
+                     fmt::format("pairs [{}, {}) are outside the {} split's {}",
                                  first, first + count, split_name(split), size(split)));
   }
   std::vector<int64_t> index(static_cast<size_t>(count));

@@ -39,19 +39,22 @@ std::string read_text_file(const std::string& path, uint64_t max_bytes) {
   const Descriptor file(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
   if (file.get() < 0) {
     const int error = errno;
-    if (error == ENOENT) throw ValueError(fmt::format("read_text_file: '{}' does not exist", path));
-    throw ValueError(fmt::format("read_text_file: '{}' cannot be opened ({})", path, reason(error)));
+    if (error == ENOENT) throw ValueError(Operation("read_text_file"),
+                                          fmt::format("'{}' does not exist", path));
+    throw ValueError(Operation("read_text_file"),
+                     fmt::format("'{}' cannot be opened ({})", path, reason(error)));
   }
   struct stat info {};
   if (::fstat(file.get(), &info) != 0) {
-    throw ValueError(fmt::format("read_text_file: cannot stat '{}' ({})", path, reason(errno)));
+    throw ValueError(Operation("read_text_file"), fmt::format("cannot stat '{}' ({})", path, reason(errno)));
   }
   if (!S_ISREG(info.st_mode)) {
-    throw ValueError(fmt::format("read_text_file: '{}' is {}, not a text file", path, file_kind(info.st_mode)));
+    throw ValueError(Operation("read_text_file"),
+                     fmt::format("'{}' is {}, not a text file", path, file_kind(info.st_mode)));
   }
   const auto too_large = [&](uint64_t bytes) {
-    return ValueError(fmt::format(
-        "read_text_file: '{}' holds {} bytes or more, beyond the limit of {} (the text and its "
+    return ValueError(Operation("read_text_file"), fmt::format(
+        "'{}' holds {} bytes or more, beyond the limit of {} (the text and its "
         "token ids are held in memory)", path, bytes, max_bytes));
   };
   if (static_cast<uint64_t>(info.st_size) > max_bytes) throw too_large(static_cast<uint64_t>(info.st_size));
@@ -65,17 +68,18 @@ std::string read_text_file(const std::string& path, uint64_t max_bytes) {
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
-      throw ValueError(fmt::format("read_text_file: reading '{}' failed ({})", path, reason(errno)));
+      throw ValueError(Operation("read_text_file"),
+                       fmt::format("reading '{}' failed ({})", path, reason(errno)));
     }
     text.append(chunk, static_cast<size_t>(n));
     if (text.size() > max_bytes) throw too_large(text.size());
   }
   if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // a byte-order mark, not text
-  if (text.empty()) throw ValueError(fmt::format("read_text_file: '{}' is empty", path));
+  if (text.empty()) throw ValueError(Operation("read_text_file"), fmt::format("'{}' is empty", path));
   try {
     check_utf8(text);
   } catch (const ValueError& e) {
-    throw ValueError(fmt::format("read_text_file: '{}' is not UTF-8 text ({})", path, e.what()));
+    throw ValueError(Operation("read_text_file"), fmt::format("'{}' is not UTF-8 text ({})", path, e.what()));
   }
   return text;
 }

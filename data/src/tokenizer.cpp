@@ -13,13 +13,14 @@ namespace tinygpt::data {
 
 CharTokenizer::CharTokenizer(std::vector<char32_t> vocab, std::vector<std::string> specials)
     : vocab_(std::move(vocab)), specials_(std::move(specials)) {
-  if (vocab_.empty()) throw ValueError("CharTokenizer: the vocabulary is empty");
+  if (vocab_.empty()) throw ValueError(Operation("CharTokenizer"), "the vocabulary is empty");
   tokens_.reserve(specials_.size() + vocab_.size());
   for (size_t i = 0; i < specials_.size(); ++i) {
     const std::string& special = specials_[i];
     if (decode_utf8(special).size() < 2 ||
         std::find(specials_.begin(), specials_.begin() + static_cast<long>(i), special) != specials_.begin() + static_cast<long>(i)) {
-      throw ValueError(fmt::format("CharTokenizer: special token {} \"{}\" must be new and longer "
+      throw ValueError(Operation("CharTokenizer"),
+                       fmt::format("special token {} \"{}\" must be new and longer "
                                    "than one character", i, excerpt(special)));
     }
     tokens_.push_back(special);
@@ -29,7 +30,7 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> vocab, std::vector<std::strin
     const char32_t cp = vocab_[id];
     const auto [it, inserted] = ids_.emplace(cp, first + static_cast<int64_t>(id));
     if (!inserted) {
-      throw ValueError(fmt::format("CharTokenizer: vocab[{}] {} duplicates vocab[{}]", id,
+      throw ValueError(Operation("CharTokenizer"), fmt::format("vocab[{}] {} duplicates vocab[{}]", id,
                                    describe_code_point(cp), it->second - first));
     }
     std::string utf8;
@@ -40,7 +41,7 @@ CharTokenizer::CharTokenizer(std::vector<char32_t> vocab, std::vector<std::strin
 
 CharTokenizer CharTokenizer::fit(std::string_view text, std::vector<std::string> specials) {
   const std::u32string code_points = decode_utf8(text);
-  if (code_points.empty()) throw ValueError("CharTokenizer::fit: the text is empty");
+  if (code_points.empty()) throw ValueError(Operation("CharTokenizer::fit"), "the text is empty");
   const std::set<char32_t> distinct(code_points.begin(), code_points.end());
   return CharTokenizer(std::vector<char32_t>(distinct.begin(), distinct.end()), std::move(specials));
 }
@@ -57,8 +58,8 @@ std::vector<int64_t> CharTokenizer::encode(std::string_view text) const {
   for (size_t pos = 0; pos < code_points.size(); ++pos) {
     const auto it = ids_.find(code_points[pos]);
     if (it == ids_.end()) {
-      throw ValueError(
-          fmt::format("CharTokenizer::encode: character {} at position {} is not in the vocabulary "
+      throw ValueError(Operation("CharTokenizer::encode"),
+          fmt::format("character {} at position {} is not in the vocabulary "
                       "({} characters)",
                       describe_code_point(code_points[pos]), pos, vocab_size()));
     }
@@ -73,8 +74,8 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
   for (size_t pos = 0; pos < ids.size(); ++pos) {
     const int64_t id = ids[pos];
     if (id < 0 || id >= vocab_size()) {
-      throw IndexError(
-          fmt::format("CharTokenizer::decode: id {} at position {} is out of range [0, {})", id,
+      throw IndexError(Operation("CharTokenizer::decode"),
+          fmt::format("id {} at position {} is out of range [0, {})", id,
                       pos, vocab_size()));
     }
     text += tokens_[static_cast<size_t>(id)];
@@ -84,8 +85,8 @@ std::string CharTokenizer::decode(const std::vector<int64_t>& ids) const {
 
 std::string CharTokenizer::token(int64_t id) const {
   if (id < 0 || id >= vocab_size()) {
-    throw IndexError(
-        fmt::format("CharTokenizer::token: id {} is out of range [0, {})", id, vocab_size()));
+    throw IndexError(Operation("CharTokenizer::token"),
+        fmt::format("id {} is out of range [0, {})", id, vocab_size()));
   }
   return tokens_[static_cast<size_t>(id)];
 }
@@ -96,7 +97,7 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 ValueError from_json_error(const std::string& what) {
-  return ValueError("CharTokenizer::from_json: " + what);
+  return ValueError(Operation("CharTokenizer::from_json"), what);
 }
 
 // The one character of a vocabulary entry; `where` names the entry in errors.

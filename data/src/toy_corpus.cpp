@@ -191,7 +191,8 @@ ToyDocument generate_any_document(Generator& gen) {
 
 std::string generate_toy_corpus(uint64_t seed, int64_t num_chars) {
   if (num_chars < 1) {
-    throw ValueError(fmt::format("generate_toy_corpus: num_chars must be >= 1, got {}", num_chars));
+    throw ValueError(Operation("generate_toy_corpus"),
+                     fmt::format("num_chars must be >= 1, got {}", num_chars));
   }
   Generator gen(seed);
   std::string text;

@@ -92,7 +92,8 @@ void check_utf8(std::string_view bytes) {
 void append_utf8(std::string& out, char32_t cp) {
   if (is_surrogate(cp) || cp > kMaxCodePoint) {
     throw ValueError(
-        fmt::format("encode_utf8: U+{:04X} is not a Unicode scalar value "
+        Operation("encode_utf8"),
+        fmt::format("U+{:04X} is not a Unicode scalar value "
                     "(surrogates and values above U+10FFFF have no UTF-8 form)",
                     as_u32(cp)));
   }

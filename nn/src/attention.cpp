@@ -13,8 +13,8 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, const char* op
   const bool ok = q.ndim() == 4 && k.ndim() == 4 && v.ndim() == 4 && k.shape() == v.shape() &&
                   q.size(0) == k.size(0) && q.size(1) == k.size(1) && q.size(3) == k.size(3);
   if (!ok) {
-    throw ShapeError(fmt::format(
-        "{}: expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, v {}", op,
+    throw ShapeError(Operation(op), fmt::format(
+        "expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, v {}",
         q.shape().str(), k.shape().str(), v.shape().str()));
   }
 }
@@ -26,7 +26,7 @@ AttentionResult weigh_values(Tensor weights, const Tensor& v, double dropout_p, 
   if (edit_weights) weights = edit_weights(weights);
   Tensor dropped = weights;
   if (training && dropout_p > 0.0) {
-    if (gen == nullptr) throw ValueError(fmt::format("{}: dropout needs a generator", op));
+    if (gen == nullptr) throw ValueError(Operation(op), "dropout needs a generator");
     dropped = dropout(weights, dropout_p, true, *gen);
   }
   return {matmul(dropped, v), weights};
@@ -68,7 +68,7 @@ Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor
                   q.size(0) == k.size(0) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
                   q.size(2) == k.size(2) && q.size(3) == k.size(3);
   if (!ok) {
-    throw ShapeError(fmt::format("recurrent_linear_attention: expects q (B,H,T,d), k and v "
+    throw ShapeError(Operation("recurrent_linear_attention"), fmt::format("expects q (B,H,T,d), k and v "
                                  "(B,Hkv,T,d) with Hkv dividing H; got q {}, k {}, v {}",
                                  q.shape().str(), k.shape().str(), v.shape().str()));
   }
@@ -95,8 +95,9 @@ void check_pattern_positions(const AttentionPattern& pattern, PositionEmbedding 
                              const char* op) {
   if (pattern.is_linear() &&
       (position == PositionEmbedding::rope || position == PositionEmbedding::alibi)) {
-    throw ValueError(fmt::format("{}: linear attention takes learned, sinusoidal or no "
-                                 "positions, not {}", op, position_embedding_name(position)));
+    throw SettingError(Operation(op), "position_embedding", position_embedding_name(position),
+                       fmt::format("linear attention takes learned, sinusoidal or no positions, "
+                                   "not {}", position_embedding_name(position)));
   }
 }
 
@@ -104,7 +105,8 @@ Tensor causal_mask(int64_t tq, int64_t tk) { return pattern_mask(AttentionPatter
 
 Tensor pattern_mask(const AttentionPattern& pattern, int64_t tq, int64_t tk) {
   if (tq > tk) {
-    throw ShapeError(fmt::format("causal_mask: {} queries cannot be the last of {} keys", tq, tk));
+    throw ShapeError(Operation("causal_mask"),
+                     fmt::format("{} queries cannot be the last of {} keys", tq, tk));
   }
   std::vector<int64_t> positions(static_cast<size_t>(tk));
   for (int64_t j = 0; j < tk; ++j) positions[static_cast<size_t>(j)] = j;
@@ -132,7 +134,7 @@ Tensor padding_mask(const std::vector<int64_t>& lengths, int64_t tk) {
   float* m = mask.data<float>();
   for (int64_t i = 0; i < b; ++i) {
     if (lengths[static_cast<size_t>(i)] < 0 || lengths[static_cast<size_t>(i)] > tk) {
-      throw IndexError(fmt::format("padding_mask: length {} of sequence {} is outside [0, {}]",
+      throw IndexError(Operation("padding_mask"), fmt::format("length {} of sequence {} is outside [0, {}]",
                                    lengths[static_cast<size_t>(i)], i, tk));
     }
     for (int64_t j = lengths[static_cast<size_t>(i)]; j < tk; ++j) m[i * tk + j] = 1.0f;
@@ -145,18 +147,19 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
     : options_(options), noise_(noise) {
   const int64_t c = options.d_model;
   if (c <= 0 || options.n_heads <= 0 || c % options.n_heads != 0) {
-    throw ValueError(fmt::format(
-        "MultiHeadSelfAttention: d_model {} must be a positive multiple of n_heads {}", c,
+    throw ValueError(Operation("MultiHeadSelfAttention"), fmt::format(
+        "d_model {} must be a positive multiple of n_heads {}", c,
         options.n_heads));
   }
   if (options.n_kv_heads < 0 || options.n_heads % options.kv_heads() != 0) {
-    throw ValueError(fmt::format("MultiHeadSelfAttention: n_kv_heads {} does not divide n_heads {}",
+    throw ValueError(Operation("MultiHeadSelfAttention"),
+                     fmt::format("n_kv_heads {} does not divide n_heads {}",
                                  options.n_kv_heads, options.n_heads));
   }
   options.pattern.validate("MultiHeadSelfAttention");
   check_pattern_positions(options.pattern, options.position, "MultiHeadSelfAttention");
   if (!options.causal && !options.pattern.is_full()) {
-    throw ValueError(fmt::format("MultiHeadSelfAttention: a {} pattern needs causal attention",
+    throw ValueError(Operation("MultiHeadSelfAttention"), fmt::format("a {} pattern needs causal attention",
                                  options.pattern.str()));
   }
   const int64_t kv = options.kv_heads() * (c / options.n_heads);  // (KV) columns of k and of v
@@ -170,21 +173,21 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
                                        KVCache* cache) {
   const int64_t c = options_.d_model, h = options_.n_heads, d = c / h;
   if (x.ndim() != 3 || x.size(2) != c) {
-    throw ShapeError(fmt::format("MultiHeadSelfAttention: expects x (B,T,{}), got {}", c,
+    throw ShapeError(Operation("MultiHeadSelfAttention"), fmt::format("expects x (B,T,{}), got {}", c,
                                  x.shape().str()));
   }
   const int64_t b = x.size(0), t = x.size(1);
   if (!options_.causal && cache != nullptr) {
-    throw ValueError("MultiHeadSelfAttention: a KV cache continues causal attention; this "
+    throw ValueError(Operation("MultiHeadSelfAttention"), "a KV cache continues causal attention; this "
                      "attention is not causal");
   }
   if (!lengths.empty() && cache != nullptr && (cache->ring > 0 || cache->recurrent)) {
-    throw ValueError(fmt::format("MultiHeadSelfAttention: padding lengths need a cache that "
+    throw ValueError(Operation("MultiHeadSelfAttention"), fmt::format("padding lengths need a cache that "
                                  "keeps every position, not a {} cache",
                                  cache->recurrent ? "recurrent" : "ring"));
   }
   if (!lengths.empty() && static_cast<int64_t>(lengths.size()) != b) {
-    throw ShapeError(fmt::format("MultiHeadSelfAttention: {} lengths for a batch of {}",
+    throw ShapeError(Operation("MultiHeadSelfAttention"), fmt::format("{} lengths for a batch of {}",
                                  lengths.size(), b));
   }
   const int64_t kvh = options_.kv_heads(), kv = kvh * d;
@@ -280,7 +283,8 @@ Tensor MultiHeadSelfAttention::forward_recurrent(Tensor q, Tensor k, Tensor v, K
   const bool hooked = hooks_ != nullptr && hooks_->attention_hooked();
   if (!options_.pattern.is_linear() || (is_training() && options_.dropout > 0.0) ||
       (hooked && hooks_->has(HookPoint::attn_pattern))) {
-    throw ValueError(fmt::format("MultiHeadSelfAttention: a recurrent cache runs linear attention "
+    throw ValueError(Operation("MultiHeadSelfAttention"),
+                     fmt::format("a recurrent cache runs linear attention "
                                  "without dropout or an attn.pattern hook ({} attention{}{})",
                                  options_.pattern.str(),
                                  is_training() && options_.dropout > 0.0 ? ", dropout" : "",

@@ -6,8 +6,9 @@
 namespace tinygpt::nn {
 
 void EncoderDecoderConfig::validate() const {
-  const auto positive = [](const char* name, int64_t v) {
-    if (v <= 0) throw ValueError(fmt::format("EncoderDecoderConfig: {} must be positive, got {}", name, v));
+  const Operation op("EncoderDecoderConfig");
+  const auto positive = [&op](const char* name, int64_t v) {
+    if (v <= 0) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
   };
   positive("vocab_size", vocab_size);
   positive("d_model", d_model);
@@ -21,26 +22,22 @@ void EncoderDecoderConfig::validate() const {
   for (const auto& [name, heads] : {std::pair{"encoder_attention_heads", encoder_attention_heads},
                                     std::pair{"decoder_attention_heads", decoder_attention_heads}}) {
     if (d_model % heads != 0) {
-      throw ValueError(fmt::format("EncoderDecoderConfig: d_model {} is not divisible by {} {}",
-                                   d_model, name, heads));
+      throw SettingError(op, {named("d_model", d_model), " is not divisible by ", named(name, heads)});
     }
   }
+  const auto positive_number = [&op](const char* name, double v) {
+    if (!(v > 0.0)) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
+  };
   if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw ValueError(fmt::format("EncoderDecoderConfig: dropout must be in [0, 1), got {}", dropout));
+    throw SettingError(op, "dropout", dropout, fmt::format("dropout must be in [0, 1), got {}", dropout));
   }
-  if (!(layer_norm_epsilon > 0.0)) {
-    throw ValueError(fmt::format("EncoderDecoderConfig: layer_norm_epsilon must be positive, got {}",
-                                 layer_norm_epsilon));
-  }
-  if (!(init_std > 0.0)) {
-    throw ValueError(fmt::format("EncoderDecoderConfig: init_std must be positive, got {}", init_std));
-  }
+  positive_number("layer_norm_epsilon", layer_norm_epsilon);
+  positive_number("init_std", init_std);
   for (const auto& [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"bos_token_id", bos_token_id},
                                  std::pair{"eos_token_id", eos_token_id},
                                  std::pair{"decoder_start_token_id", decoder_start_token_id}}) {
     if (id < 0 || id >= vocab_size) {
-      throw ValueError(fmt::format("EncoderDecoderConfig: {} {} is outside the vocabulary [0, {})",
-                                   name, id, vocab_size));
+      throw SettingError(op, {named(name, id), fmt::format(" is outside the vocabulary [0, {})", vocab_size)});
     }
   }
 }
@@ -121,12 +118,13 @@ Stack<Layer>::Stack(const EncoderDecoderConfig& config, int64_t n_layers,
 template <class Layer>
 Tensor Stack<Layer>::embed(const Tensor& tokens, int64_t past) const {
   if (tokens.ndim() != 2 || tokens.dtype() != DType::i64) {
-    throw ShapeError(fmt::format("EncoderDecoder: expects tokens (B,T) of i64, got {} {}",
+    throw ShapeError(Operation("EncoderDecoder"), fmt::format("expects tokens (B,T) of i64, got {} {}",
                                  tokens.shape().str(), dtype_name(tokens.dtype())));
   }
   const int64_t t = tokens.size(1), limit = embed_positions->weight.size(0);
   if (past + t > limit) {
-    throw IndexError(fmt::format("EncoderDecoder: sequence length {} exceeds max_position_embeddings {}",
+    throw IndexError(Operation("EncoderDecoder"),
+                     fmt::format("sequence length {} exceeds max_position_embeddings {}",
                                  past + t, limit));
   }
   std::vector<int64_t> positions(static_cast<size_t>(t));
@@ -166,7 +164,7 @@ EncoderDecoder::EncoderDecoder(const EncoderDecoderConfig& config, uint64_t seed
 Tensor EncoderDecoder::encode(const Tensor& source, const std::vector<int64_t>& source_lengths) {
   Tensor x = model->encoder->embed(source, 0);  // (B,S,C)
   if (!source_lengths.empty() && static_cast<int64_t>(source_lengths.size()) != source.size(0)) {
-    throw ShapeError(fmt::format("EncoderDecoder::encode: {} source lengths for a batch of {}",
+    throw ShapeError(Operation("EncoderDecoder::encode"), fmt::format("{} source lengths for a batch of {}",
                                  source_lengths.size(), source.size(0)));
   }
   for (auto& layer : *model->encoder->layers) x = layer->forward(x, source_lengths);
@@ -177,7 +175,8 @@ Tensor EncoderDecoder::decode(const Tensor& inputs, const Tensor& memory,
                               const std::vector<int64_t>& source_lengths, DecoderCache* cache) {
   const auto n = static_cast<size_t>(config_.decoder_layers);
   if (cache != nullptr && (cache->self.size() != n || cache->cross.size() != n)) {
-    throw ValueError(fmt::format("EncoderDecoder::decode: the cache has {} layers, the decoder {}",
+    throw ValueError(Operation("EncoderDecoder::decode"),
+                     fmt::format("the cache has {} layers, the decoder {}",
                                  cache->self.size(), n));
   }
   const int64_t past = cache != nullptr ? cache->self[0].seen : 0;
@@ -199,7 +198,7 @@ Tensor EncoderDecoder::forward(const Tensor& source, const std::vector<int64_t>&
 Tensor EncoderDecoder::loss(const Tensor& source, const std::vector<int64_t>& source_lengths,
                             const Tensor& inputs, const Tensor& targets) {
   if (targets.shape() != inputs.shape()) {
-    throw ShapeError(fmt::format("EncoderDecoder::loss: targets {} and decoder inputs {} differ",
+    throw ShapeError(Operation("EncoderDecoder::loss"), fmt::format("targets {} and decoder inputs {} differ",
                                  targets.shape().str(), inputs.shape().str()));
   }
   return cross_entropy(forward(source, source_lengths, inputs), targets, kIgnoreIndex);
@@ -240,9 +239,9 @@ std::vector<int64_t> generate(EncoderDecoder& model, const std::vector<int64_t>&
                               const SampleOptions& options) {
   const EncoderDecoderConfig& config = model.config();
   const auto s = static_cast<int64_t>(source.size());
-  if (s == 0) throw ValueError("generate: the source needs at least one token");
-  if (options.tokens < 0) throw ValueError("generate: tokens must be >= 0");
-  if (options.temperature < 0.0) throw ValueError("generate: temperature must be >= 0");
+  if (s == 0) throw ValueError(Operation("generate"), "the source needs at least one token");
+  if (options.tokens < 0) throw ValueError(Operation("generate"), "tokens must be >= 0");
+  if (options.temperature < 0.0) throw ValueError(Operation("generate"), "temperature must be >= 0");
   NoGradGuard no_grad;
   model.eval();
   Generator gen(options.seed);

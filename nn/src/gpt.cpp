@@ -9,8 +9,9 @@
 namespace tinygpt::nn {
 
 void GPTConfig::validate() const {
-  auto positive = [](const char* name, int64_t v) {
-    if (v <= 0) throw ValueError(fmt::format("GPTConfig: {} must be positive, got {}", name, v));
+  const Operation op("GPTConfig");
+  auto positive = [&op](const char* name, int64_t v) {
+    if (v <= 0) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
   };
   positive("vocab_size", vocab_size);
   positive("block_size", block_size);
@@ -18,18 +19,17 @@ void GPTConfig::validate() const {
   positive("n_head", n_head);
   positive("n_embd", n_embd);
   if (n_embd % n_head != 0) {
-    throw ValueError(fmt::format("GPTConfig: n_embd {} is not divisible by n_head {}", n_embd,
-                                 n_head));
+    throw SettingError(op, {named("n_embd", n_embd), " is not divisible by ", named("n_head", n_head)});
   }
   if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw ValueError(fmt::format("GPTConfig: dropout must be in [0, 1), got {}", dropout));
+    throw SettingError(op, "dropout", dropout, fmt::format("dropout must be in [0, 1), got {}", dropout));
   }
   if (n_kv_head < 0 || n_head % kv_heads() != 0) {
-    throw ValueError(fmt::format("GPTConfig: n_kv_head {} does not divide n_head {}", n_kv_head, n_head));
+    throw SettingError(op, {named("n_kv_head", n_kv_head), " does not divide ", named("n_head", n_head)});
   }
   if (position_embedding == PositionEmbedding::rope && (n_embd / n_head) % 2 != 0) {
-    throw ValueError(fmt::format("GPTConfig: rope needs an even head width, got n_embd {} / n_head {} = {}",
-                                 n_embd, n_head, n_embd / n_head));
+    throw SettingError(op, {"rope needs an even head width, got ", named("n_embd", n_embd), " / ",
+                            named("n_head", n_head), fmt::format(" = {}", n_embd / n_head)});
   }
   attention.validate("GPTConfig");
   check_pattern_positions(attention, position_embedding, "GPTConfig");
@@ -39,16 +39,17 @@ void GPTConfig::validate() const {
                                     {"global_tokens", attention.global_tokens},
                                     {"stride", attention.stride}}) {
     if (reach > block_size) {
-      throw ValueError(fmt::format("GPTConfig: {} {} is beyond the context: block_size {} is the "
-                                   "most keys a query has", name, reach, block_size));
+      throw SettingError(op, {named(name, reach), " is beyond the context: ",
+                              named("block_size", block_size), " is the most keys a query has"});
     }
   }
   if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
-    throw ValueError(fmt::format("GPTConfig: rope_theta must be positive, got {}", rope_theta));
+    throw SettingError(op, "rope_theta", rope_theta,
+                       fmt::format("rope_theta must be positive, got {}", rope_theta));
   }
   if (!(layer_norm_epsilon > 0.0)) {
-    throw ValueError(fmt::format("GPTConfig: layer_norm_epsilon must be positive, got {}",
-                                 layer_norm_epsilon));
+    throw SettingError(op, "layer_norm_epsilon", layer_norm_epsilon,
+                       fmt::format("layer_norm_epsilon must be positive, got {}", layer_norm_epsilon));
   }
 }
 
@@ -238,7 +239,7 @@ std::vector<std::string> GPT::hook_names() const {
 }
 
 HookId GPT::add_hook(const std::string& name, Hook hook) {
-  if (!hook) throw ValueError(fmt::format("add_hook: the hook for {} is empty", name));
+  if (!hook) throw ValueError(Operation("add_hook"), fmt::format("the hook for {} is empty", name));
   for (int64_t layer = 0; layer < config_.n_layer; ++layer) {
     for (int p = 0; p < kNumHookPoints; ++p) {
       if (hook_name(layer, static_cast<HookPoint>(p)) == name) {
@@ -251,7 +252,7 @@ HookId GPT::add_hook(const std::string& name, Hook hook) {
   for (int p = 0; p < kNumHookPoints; ++p) {
     points += (p > 0 ? ", " : "") + std::string(hook_point_name(static_cast<HookPoint>(p)));
   }
-  throw ValueError(fmt::format("add_hook: no hook point '{}'; names are blocks.{{L}}.{{point}} "
+  throw ValueError(Operation("add_hook"), fmt::format("no hook point '{}'; names are blocks.{{L}}.{{point}} "
                                "with L in [0, {}) and point one of {}",
                                name, config_.n_layer, points));
 }

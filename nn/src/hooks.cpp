@@ -65,7 +65,8 @@ const Tensor& ActivationCache::operator[](const std::string& name) const {
   }
   std::string held;
   for (const auto& a : activations) held += (held.empty() ? "" : ", ") + a.first;
-  throw ValueError(fmt::format("ActivationCache: no activation '{}'; it holds [{}]", name, held));
+  throw ValueError(Operation("ActivationCache"),
+                   fmt::format("no activation '{}'; it holds [{}]", name, held));
 }
 
 }  // namespace tinygpt::nn

@@ -5,7 +5,7 @@
 namespace tinygpt::nn {
 
 LayerNorm::LayerNorm(int64_t dim, double eps_, bool with_bias) : eps(eps_) {
-  if (dim <= 0) throw ValueError(fmt::format("LayerNorm: dim must be positive, got {}", dim));
+  if (dim <= 0) throw ValueError(Operation("LayerNorm"), fmt::format("dim must be positive, got {}", dim));
   weight = register_parameter("weight", Tensor::ones({dim}));
   if (with_bias) bias = register_parameter("bias", Tensor::zeros({dim}));
 }

@@ -10,7 +10,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Genera
                WeightLayout layout)
     : layout_(layout) {
   if (in_features <= 0 || out_features <= 0) {
-    throw ValueError(fmt::format("Linear: sizes must be positive, got in={} out={}", in_features,
+    throw ValueError(Operation("Linear"), fmt::format("sizes must be positive, got in={} out={}", in_features,
                                  out_features));
   }
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features));
@@ -25,7 +25,7 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Genera
 
 Tensor Linear::forward(const Tensor& x) const {
   if (x.ndim() < 1 || x.size(-1) != in_features()) {
-    throw ShapeError(fmt::format("Linear: input {} does not end in in_features={} (weight {})",
+    throw ShapeError(Operation("Linear"), fmt::format("input {} does not end in in_features={} (weight {})",
                                  x.shape().str(), in_features(), weight.shape().str()));
   }
   if (x.ndim() == 1) return reshape(forward(reshape(x, {1, -1})), {-1});

@@ -9,7 +9,7 @@ namespace tinygpt::nn {
 
 Tensor Module::register_parameter(const std::string& name, Tensor value) {
   for (const auto& [existing, _] : params_) {
-    if (existing == name) throw ValueError(fmt::format("register_parameter: '{}' twice", name));
+    if (existing == name) throw ValueError(Operation("register_parameter"), fmt::format("'{}' twice", name));
   }
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
@@ -17,9 +17,9 @@ Tensor Module::register_parameter(const std::string& name, Tensor value) {
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
-  if (!module) throw ValueError(fmt::format("register_module: '{}' is null", name));
+  if (!module) throw ValueError(Operation("register_module"), fmt::format("'{}' is null", name));
   for (const auto& [existing, _] : children_) {
-    if (existing == name) throw ValueError(fmt::format("register_module: '{}' twice", name));
+    if (existing == name) throw ValueError(Operation("register_module"), fmt::format("'{}' twice", name));
   }
   module->train(training_);
   children_.emplace_back(name, std::move(module));
@@ -72,16 +72,16 @@ void Module::load_state_dict(const NamedTensors& state) {
   for (const auto& [name, t] : state) {
     auto it = own.find(name);
     if (it == own.end()) {
-      throw ValueError(fmt::format("load_state_dict: unexpected tensor '{}' of shape {}", name,
+      throw ValueError(Operation("load_state_dict"), fmt::format("unexpected tensor '{}' of shape {}", name,
                                    t.shape().str()));
     }
     if (it->second.shape() != t.shape()) {
-      throw ShapeError(fmt::format("load_state_dict: '{}' has shape {} but the model expects {}",
+      throw ShapeError(Operation("load_state_dict"), fmt::format("'{}' has shape {} but the model expects {}",
                                    name, t.shape().str(), it->second.shape().str()));
     }
     // Floats convert between precisions; integers in place of a float weight are not weights.
     if (is_floating(it->second.dtype()) && !is_floating(t.dtype())) {
-      throw ValueError(fmt::format("load_state_dict: tensor '{}' holds integers ({}), but the "
+      throw ValueError(Operation("load_state_dict"), fmt::format("tensor '{}' holds integers ({}), but the "
                                    "model's weight is {}", name, dtype_name(t.dtype()),
                                    dtype_name(it->second.dtype())));
     }
@@ -89,7 +89,7 @@ void Module::load_state_dict(const NamedTensors& state) {
   }
   for (const auto& [name, p] : own) {
     if (!seen.count(name)) {
-      throw ValueError(fmt::format("load_state_dict: missing tensor '{}' of shape {}", name,
+      throw ValueError(Operation("load_state_dict"), fmt::format("missing tensor '{}' of shape {}", name,
                                    p.shape().str()));
     }
   }

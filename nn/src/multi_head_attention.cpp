@@ -10,15 +10,16 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
     : options_(options), noise_(std::move(noise)) {
   const int64_t c = options.d_model, h = options.n_heads;
   if (c <= 0 || h <= 0 || c % h != 0) {
-    throw ValueError(fmt::format(
-        "MultiHeadAttention: d_model {} must be a positive multiple of n_heads {}", c, h));
+    throw ValueError(Operation("MultiHeadAttention"), fmt::format(
+        "d_model {} must be a positive multiple of n_heads {}", c, h));
   }
   if (options.n_kv_heads < 0 || h % options.kv_heads() != 0) {
-    throw ValueError(fmt::format("MultiHeadAttention: n_kv_heads {} does not divide n_heads {}",
+    throw ValueError(Operation("MultiHeadAttention"), fmt::format("n_kv_heads {} does not divide n_heads {}",
                                  options.n_kv_heads, h));
   }
   if (!(options.dropout >= 0.0 && options.dropout < 1.0)) {
-    throw ValueError(fmt::format("MultiHeadAttention: dropout {} is outside [0, 1)", options.dropout));
+    throw ValueError(Operation("MultiHeadAttention"),
+                     fmt::format("dropout {} is outside [0, 1)", options.dropout));
   }
   const int64_t kv = options.kv_heads() * (c / h);
   const auto make = [&](const char* name, int64_t out) {
@@ -32,7 +33,7 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
 
 void MultiHeadAttention::set_head_mask(std::vector<double> mask) {
   if (!mask.empty() && static_cast<int64_t>(mask.size()) != options_.n_heads) {
-    throw ShapeError(fmt::format("MultiHeadAttention::set_head_mask: {} values for {} heads",
+    throw ShapeError(Operation("MultiHeadAttention::set_head_mask"), fmt::format("{} values for {} heads",
                                  mask.size(), options_.n_heads));
   }
   head_mask_ = std::move(mask);
@@ -50,22 +51,22 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
                          (reuse_memory || (memory.defined() && memory.ndim() == 3 &&
                                            memory.size(2) == c && memory.size(0) == query.size(0)));
   if (!shapes_ok) {
-    throw ShapeError(fmt::format("MultiHeadAttention: expects query (B,Tq,{0}) and memory "
+    throw ShapeError(Operation("MultiHeadAttention"), fmt::format("expects query (B,Tq,{0}) and memory "
                                  "(B,Tk,{0}); got query {1}, memory {2}", c, query.shape().str(),
                                  memory.defined() ? memory.shape().str() : "none"));
   }
   const int64_t b = query.size(0), tq = query.size(1);
   if (how.causal && how.cache == nullptr && memory.size(1) != tq) {
-    throw ShapeError(fmt::format("MultiHeadAttention: causal attention is self-attention; query "
+    throw ShapeError(Operation("MultiHeadAttention"), fmt::format("causal attention is self-attention; query "
                                  "{} and memory {} differ in length", query.shape().str(),
                                  memory.shape().str()));
   }
   if (!how.memory_lengths.empty() && static_cast<int64_t>(how.memory_lengths.size()) != b) {
-    throw ShapeError(fmt::format("MultiHeadAttention: {} memory lengths for a batch of {}",
+    throw ShapeError(Operation("MultiHeadAttention"), fmt::format("{} memory lengths for a batch of {}",
                                  how.memory_lengths.size(), b));
   }
   if (how.cache != nullptr && (how.cache->ring > 0 || how.cache->recurrent)) {
-    throw ValueError("MultiHeadAttention: takes a cache that keeps every position");
+    throw ValueError(Operation("MultiHeadAttention"), "takes a cache that keeps every position");
   }
   const Tensor q = split_heads(q_proj->forward(query), h);  // (B,H,Tq,d)
   Tensor k, v;                                              // (B,Hkv,Tk,d)

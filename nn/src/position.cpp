@@ -22,7 +22,7 @@ PositionEmbedding parse_position_embedding(const std::string& name) {
 
 Tensor sinusoidal_positions(int64_t offset, int64_t length, int64_t dim, DType dtype) {
   if (offset < 0 || length < 0 || dim <= 0) {
-    throw ValueError(fmt::format("sinusoidal_positions: bad offset {}, length {} or dim {}",
+    throw ValueError(Operation("sinusoidal_positions"), fmt::format("bad offset {}, length {} or dim {}",
                                  offset, length, dim));
   }
   Tensor table = Tensor::empty({length, dim}, dtype);  // (T,C)

@@ -17,7 +17,7 @@ int64_t sample_next(const Tensor& logits_btv, const SampleOptions& options, Gene
   const float* logits = f32.data<float>() + f32.numel() - vocab;  // the last position's
   // Text drawn from NaN or infinite logits would be garbage that looks like output.
   if (!std::all_of(logits, logits + vocab, [](float v) { return std::isfinite(v); })) {
-    throw ValueError(fmt::format("generate: the logits for output token {} are not finite: the "
+    throw ValueError(Operation("generate"), fmt::format("the logits for output token {} are not finite: the "
                                  "model's computation overflows float32 or meets NaN",
                                  output_index));
   }
@@ -47,9 +47,9 @@ int64_t sample_next(const Tensor& logits_btv, const SampleOptions& options, Gene
 std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt,
                               const SampleOptions& options,
                               const std::function<void(int64_t)>& on_token) {
-  if (prompt.empty()) throw ValueError("generate: the prompt needs at least one token");
-  if (options.tokens < 0) throw ValueError("generate: tokens must be >= 0");
-  if (options.temperature < 0.0) throw ValueError("generate: temperature must be >= 0");
+  if (prompt.empty()) throw ValueError(Operation("generate"), "the prompt needs at least one token");
+  if (options.tokens < 0) throw ValueError(Operation("generate"), "tokens must be >= 0");
+  if (options.temperature < 0.0) throw ValueError(Operation("generate"), "temperature must be >= 0");
   const int64_t block = model.config().block_size;
   NoGradGuard no_grad;
   model.eval();

@@ -100,7 +100,7 @@ data::CharTokenizer tokenizer_from_json(const std::string& text, const std::stri
   try {
     return data::CharTokenizer::from_json(text);
   } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", source, e.what()));
+    throw FormatError(source + ": ", e);
   }
 }
 
@@ -342,7 +342,7 @@ void read_encoder_decoder(const io::CommittedFiles& files, const std::string& co
   try {
     out.seq2seq->load_state_dict(weights);
   } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+    throw FormatError(weights_path + ": ", e);
   }
 }
 
@@ -382,7 +382,7 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
   try {
     out.model->load_state_dict(weights);
   } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+    throw FormatError(weights_path + ": ", e);
   }
   return out;
 }
@@ -437,7 +437,7 @@ RunState read_run_state(const io::CommittedFiles& files) {
   try {
     run.options.validate();
   } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", path, e.what()));
+    throw FormatError(path + ": ", e);
   }
   return run;
 }

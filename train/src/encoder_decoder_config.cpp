@@ -149,7 +149,7 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
   try {
     c.validate();
   } catch (const Error& e) {
-    throw io::FormatError(fmt::format("{}: {}", source, e.what()));
+    throw io::FormatError(source + ": ", e);
   }
   return c;
 }

@@ -232,7 +232,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
     try {
       c.position_embedding = nn::parse_position_embedding(type);
     } catch (const ValueError& e) {
-      jf::fail(source, "position_embedding_type: {}", e.what());
+      throw io::FormatError(source + ": ", Error(Operation("position_embedding_type"), e.what()));
     }
   }
   if (j.contains("rope_theta")) c.rope_theta = jf::number(j["rope_theta"], "rope_theta", source);
@@ -243,7 +243,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   try {
     c.validate();
   } catch (const Error& e) {
-    throw io::FormatError(fmt::format("{}: {}", source, e.what()));
+    throw io::FormatError(source + ": ", e);
   }
   return c;
 }

@@ -141,7 +141,7 @@ std::vector<ParamGroup> decay_groups(const nn::Module& model, double weight_deca
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr)
     : groups_(std::move(groups)), lr_(lr) {
-  if (!(lr > 0.0)) throw ValueError(fmt::format("optimizer: lr must be positive, got {}", lr));
+  if (!(lr > 0.0)) throw ValueError(Operation("optimizer"), fmt::format("lr must be positive, got {}", lr));
 }
 
 void Optimizer::zero_grad() {
@@ -153,7 +153,7 @@ void Optimizer::zero_grad() {
 AdamW::AdamW(std::vector<ParamGroup> groups, const AdamWOptions& options)
     : Optimizer(std::move(groups), options.lr), options_(options) {
   if (!(options.beta1 >= 0 && options.beta1 < 1) || !(options.beta2 >= 0 && options.beta2 < 1)) {
-    throw ValueError(fmt::format("AdamW: betas must be in [0, 1), got ({}, {})", options.beta1,
+    throw ValueError(Operation("AdamW"), fmt::format("betas must be in [0, 1), got ({}, {})", options.beta1,
                                  options.beta2));
   }
   m_ = zeros_like_params(groups_);

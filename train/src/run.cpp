@@ -126,7 +126,7 @@ std::string load_run_text(const RunState& state) {
   try {
     return data::load_text(state.data_source);
   } catch (const ValueError& e) {
-    throw DataMissingError(state.data_source, e.what());
+    throw DataMissingError(state.data_source, e);
   }
 }
 
@@ -378,8 +378,8 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
     try {
       loaded->tokenizer.encode(text);
     } catch (const ValueError& e) {
-      throw ValueError(fmt::format("{}: {}; a fine-tuned model keeps the vocabulary of {}",
-                                   state.data_source, e.what(), init->dir));
+      throw ValueError(state.data_source + ": ", e,
+                       fmt::format("; a fine-tuned model keeps the vocabulary of {}", init->dir));
     }
     config = loaded->config;
     if (init->dropout) config.dropout = *init->dropout;
@@ -463,7 +463,7 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   try {
     run.trainer_->optimizer().load_state(saved.optimizer.tensors, step);
   } catch (const Error& e) {
-    throw io::FormatError(fmt::format("{}: {}", saved.optimizer.source, e.what()));
+    throw io::FormatError(saved.optimizer.source + ": ", e);
   }
   run.trainer_->data_generator().set_state(run.state_.data_rng);
   run.trainer_->objective().dropout_generator().set_state(run.state_.dropout_rng);
@@ -559,12 +559,10 @@ void Run::save() {
       commit_model(dir_, &trainer_->optimizer(), &state_, {{kLogFile, log_.text()}}, "");
       log_.write_through(log_path());  // the file committed (in place, or new after --force)
     } catch (const io::IOError& e) {  // a full disk, say: what the user has is named
-      throw io::IOError(
-          kept_step > 0
-              ? fmt::format("saving step {} failed: {}; the checkpoint of step {} in {} is intact",
-                            state_.step, e.what(), kept_step, dir_)
-              : fmt::format("saving step {} failed: {}; the run saved nothing in {}", state_.step,
-                            e.what(), dir_));
+      throw io::IOError(fmt::format("saving step {} failed: ", state_.step), e,
+                        kept_step > 0
+                            ? fmt::format("; the checkpoint of step {} in {} is intact", kept_step, dir_)
+                            : fmt::format("; the run saved nothing in {}", dir_));
     }
   });
   best_unsaved_ = false;

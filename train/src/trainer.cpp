@@ -13,39 +13,42 @@
 namespace tinygpt::train {
 
 void TrainOptions::validate() const {
-  auto fail = [](const std::string& what) { throw ValueError("TrainOptions: " + what); };
+  const Operation op("TrainOptions");
+  // The common refusal: "<name> must be <requirement>, got <value>".
+  const auto require = [&op](bool ok, const char* name, const auto& value, const std::string& requirement) {
+    if (!ok) throw SettingError(op, name, value, fmt::format("{} must be {}, got {}", name, requirement, value));
+  };
   const auto check_count = [&](const char* name, int64_t value, int64_t most) {
-    if (value < 1 || value > most) fail(fmt::format("{} must be in [1, {}], got {}", name, most, value));
+    require(value >= 1 && value <= most, name, value, fmt::format("in [1, {}]", most));
   };
   check_count("steps", steps, kMaxSteps);
   check_count("batch", batch, kMaxBatch);
   check_count("grad_accum", grad_accum, kMaxBatch);
   if (batch % grad_accum != 0) {
-    fail(fmt::format("batch {} is not divisible by grad-accum {}: a step splits its batch into "
-                     "equal micro-batches", batch, grad_accum));
+    throw SettingError(op, {named("batch", batch), " is not divisible by ", named("grad-accum", grad_accum),
+                            ": a step splits its batch into equal micro-batches"});
   }
-  if (!(lr > 0)) fail(fmt::format("lr must be positive, got {}", lr));
-  if (!(min_lr >= 0)) fail(fmt::format("min_lr must be >= 0, got {}", min_lr));
+  require(lr > 0, "lr", lr, "positive");
+  require(min_lr >= 0, "min_lr", min_lr, ">= 0");
   if (min_lr > lr) {
-    fail(fmt::format("min_lr {} is above lr {}: the learning rate decays from lr down to min_lr",
-                     min_lr, lr));
+    throw SettingError(op, {named("min_lr", min_lr), " is above ", named("lr", lr),
+                            ": the learning rate decays from lr down to min_lr"});
   }
-  if (warmup < 0) fail(fmt::format("warmup must be >= 0, got {}", warmup));
-  if (lr_decay_steps < 0) fail(fmt::format("lr_decay_steps must be >= 0, got {}", lr_decay_steps));
-  if (!(weight_decay >= 0)) fail(fmt::format("weight_decay must be >= 0, got {}", weight_decay));
-  if (!(beta1 >= 0 && beta1 < 1)) fail(fmt::format("beta1 must be in [0, 1), got {}", beta1));
-  if (!(beta2 >= 0 && beta2 < 1)) fail(fmt::format("beta2 must be in [0, 1), got {}", beta2));
-  if (!(grad_clip >= 0)) fail(fmt::format("grad_clip must be >= 0, got {}", grad_clip));
-  if (optimizer != "adamw" && optimizer != "sgd") {
-    fail(fmt::format("optimizer must be adamw or sgd, got '{}'", optimizer));
-  }
+  require(warmup >= 0, "warmup", warmup, ">= 0");
+  require(lr_decay_steps >= 0, "lr_decay_steps", lr_decay_steps, ">= 0");
+  require(weight_decay >= 0, "weight_decay", weight_decay, ">= 0");
+  require(beta1 >= 0 && beta1 < 1, "beta1", beta1, "in [0, 1)");
+  require(beta2 >= 0 && beta2 < 1, "beta2", beta2, "in [0, 1)");
+  require(grad_clip >= 0, "grad_clip", grad_clip, ">= 0");
+  require(optimizer == "adamw" || optimizer == "sgd", "optimizer", fmt::format("'{}'", optimizer),
+          "adamw or sgd");
   check_count("eval_every", eval_every, kMaxSteps);
   check_count("eval_iters", eval_iters, kMaxBatch);
   const std::optional<Precision> products = precision_from_name(precision);
-  if (!products) fail(fmt::format("precision must be f32 or bf16, got '{}'", precision));
+  require(products.has_value(), "precision", fmt::format("'{}'", precision), "f32 or bf16");
   if (*products == Precision::bf16) {
     const std::string reason = bf16_unsupported_reason();
-    if (!reason.empty()) fail("precision 'bf16' cannot run here: " + reason);
+    if (!reason.empty()) throw SettingError(op, {named("precision", "'bf16'"), " cannot run here: " + reason});
   }
 }
 
@@ -64,10 +67,11 @@ Trainer::Trainer(std::unique_ptr<Objective> objective, TrainOptions options,
   options_.validate();
   precision_ = parse_precision(options_.precision);
   if (options_.batch % micro_batches() != 0) {
-    throw ValueError(fmt::format(
-        "Trainer: batch {} cannot be split across {} ranks x {} micro-batches (grad-accum): it "
-        "must be a multiple of {}", options_.batch, comm_.size(), options_.grad_accum,
-        micro_batches()));
+    throw SettingError(Operation("Trainer"),
+                       {named("batch", options_.batch),
+                        fmt::format(" cannot be split across {} ranks x {} micro-batches (grad-accum): "
+                                    "it must be a multiple of {}", comm_.size(), options_.grad_accum,
+                                    micro_batches())});
   }
   auto groups = decay_groups(objective_->model(), options_.weight_decay);
   if (options_.optimizer == "sgd") {

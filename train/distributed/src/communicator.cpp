@@ -22,6 +22,37 @@ Communicator g_world;
 constexpr int64_t kBucketElements = int64_t{1} << 20;
 
 #ifdef TINYGPT_HAVE_MPI
+// An error's message parts as bytes another rank reads back whole (each part's kind, then its
+// text and value, each after its length), so the rank that reports it can still leave out the
+// operation and name the settings as its program does.
+std::string encoded(const std::vector<MessagePart>& parts) {
+  std::string out;
+  for (const MessagePart& part : parts) {
+    out += static_cast<char>(part.kind);
+    for (const std::string* field : {&part.text, &part.value}) out += std::to_string(field->size()) + ':' + *field;
+  }
+  return out;
+}
+
+std::vector<MessagePart> decoded(const std::string& bytes) {
+  std::vector<MessagePart> parts;
+  size_t at = 0;
+  const auto field = [&] {
+    const size_t colon = bytes.find(':', at);
+    const size_t length = std::stoul(bytes.substr(at, colon - at));
+    at = colon + 1 + length;
+    return bytes.substr(colon + 1, length);
+  };
+  while (at < bytes.size()) {
+    const auto kind = static_cast<MessagePart::Kind>(bytes[at++]);
+    MessagePart part(field());
+    part.kind = kind;
+    part.value = field();
+    parts.push_back(std::move(part));
+  }
+  return parts;
+}
+
 MPI_Datatype mpi_type(float) { return MPI_FLOAT; }
 MPI_Datatype mpi_type(double) { return MPI_DOUBLE; }
 
@@ -133,12 +164,13 @@ void Communicator::together(const std::function<void()>& f) {
     return;
   }
 #ifdef TINYGPT_HAVE_MPI
-  std::string error;
+  std::string error;  // encoded()
   try {
     f();
+  } catch (const Error& e) {
+    error = encoded(e.parts());
   } catch (const std::exception& e) {
-    error = e.what();
-    if (error.empty()) error = "unknown error";
+    error = encoded({std::string(*e.what() != '\0' ? e.what() : "unknown error")});
   }
   int failed = error.empty() ? size_ : rank_;  // the lowest failing rank, or size_ for none
   check(MPI_Allreduce(MPI_IN_PLACE, &failed, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD), "MPI_Allreduce");
@@ -147,7 +179,7 @@ void Communicator::together(const std::function<void()>& f) {
   check(MPI_Bcast(&length, 1, MPI_INT, failed, MPI_COMM_WORLD), "MPI_Bcast");
   error.resize(static_cast<size_t>(length));
   check(MPI_Bcast(error.data(), length, MPI_CHAR, failed, MPI_COMM_WORLD), "MPI_Bcast");
-  throw CollectiveError(failed == 0 ? error : fmt::format("rank {}: {}", failed, error));
+  throw CollectiveError(failed == 0 ? "" : fmt::format("rank {}: ", failed), Error(decoded(error)));
 #endif
 }
 

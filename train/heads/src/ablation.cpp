@@ -11,7 +11,7 @@ namespace tinygpt::heads {
 AblationMode parse_ablation_mode(const std::string& name) {
   if (name == "zero") return AblationMode::zero;
   if (name == "mean") return AblationMode::mean;
-  throw ValueError(fmt::format("ablation: mode must be zero or mean, got '{}'", name));
+  throw ValueError(Operation("ablation"), fmt::format("mode must be zero or mean, got '{}'", name));
 }
 
 const char* ablation_mode_name(AblationMode mode) {
@@ -51,7 +51,7 @@ std::string head_list_str(const std::vector<HeadRef>& heads) {
 HeadAblation::HeadAblation(nn::GPT& model, const HeadProbes& probes, AblationMode mode)
     : model_(model), probes_(probes), mode_(mode) {
   if (probes.texts.empty() || probes.alphabet.empty()) {
-    throw ValueError("HeadAblation: needs at least one text probe and a non-empty alphabet");
+    throw ValueError(Operation("HeadAblation"), "needs at least one text probe and a non-empty alphabet");
   }
   period_ = probe_period(model.config(), probes);
   repeated_ = repeated_sequences(probes, period_);
@@ -116,7 +116,7 @@ EachHeadAblation ablate_each_head(HeadAblation& ablation) {
 nlohmann::json EachHeadAblation::heads_json(const HeadReport& report) const {
   nlohmann::json list = report.heads_json();
   if (heads.size() != list.size()) {
-    throw ShapeError(fmt::format("EachHeadAblation: {} ablations for {} heads", heads.size(),
+    throw ShapeError(Operation("EachHeadAblation"), fmt::format("{} ablations for {} heads", heads.size(),
                                  list.size()));
   }
   for (size_t i = 0; i < heads.size(); ++i) {

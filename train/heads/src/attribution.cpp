@@ -65,10 +65,11 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b) {
 }
 
 std::vector<double> attention_rollout(const std::vector<Tensor>& maps, int64_t position) {
-  if (maps.empty()) throw ValueError("attention_rollout: no attention maps");
+  if (maps.empty()) throw ValueError(Operation("attention_rollout"), "no attention maps");
   const int64_t t = maps[0].size(1);
   if (position < 0 || position >= t) {
-    throw IndexError(fmt::format("attention_rollout: position {} outside a sequence of {}", position, t));
+    throw IndexError(Operation("attention_rollout"),
+                     fmt::format("position {} outside a sequence of {}", position, t));
   }
   // The query's row of A'_L ... A'_1, carried down one layer at a time: row <- row A'_l.
   std::vector<double> row(static_cast<size_t>(t), 0.0);
@@ -95,11 +96,12 @@ std::vector<double> attention_rollout(const std::vector<Tensor>& maps, int64_t p
 Attribution attribute(nn::GPT& model, const std::vector<int64_t>& ids, int64_t position) {
   const auto t = static_cast<int64_t>(ids.size());
   if (position < 0 || position >= t) {
-    throw IndexError(fmt::format("attribute: position {} is outside the text's {} tokens [0, {})",
+    throw IndexError(Operation("attribute"),
+                     fmt::format("position {} is outside the text's {} tokens [0, {})",
                                  position, t, t));
   }
   if (t > model.config().block_size) {
-    throw IndexError(fmt::format("attribute: {} tokens exceed the context length {}", t,
+    throw IndexError(Operation("attribute"), fmt::format("{} tokens exceed the context length {}", t,
                                  model.config().block_size));
   }
   Attribution out;

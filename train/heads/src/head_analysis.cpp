@@ -36,7 +36,7 @@ struct KeepAttention {
 HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   const auto& config = model.config();
   if (probes.texts.empty() || probes.alphabet.empty()) {
-    throw ValueError("analyze_heads: needs at least one text probe and a non-empty alphabet");
+    throw ValueError(Operation("analyze_heads"), "needs at least one text probe and a non-empty alphabet");
   }
   NoGradGuard no_grad;
   KeepAttention keep(model);

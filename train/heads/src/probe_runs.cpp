@@ -19,11 +19,11 @@ int64_t probe_period(const nn::GPTConfig& config, const HeadProbes& probes) {
                              ? probes.period
                              : std::min({config.block_size / 2, int64_t{32}, alphabet_size});
   if (2 * period > config.block_size || period < 2) {
-    throw ValueError(fmt::format("analyze_heads: two copies of period {} do not fit context {}",
+    throw ValueError(Operation("analyze_heads"), fmt::format("two copies of period {} do not fit context {}",
                                  period, config.block_size));
   }
   if (period > alphabet_size) {
-    throw ValueError(fmt::format("analyze_heads: a copy of period {} needs that many distinct "
+    throw ValueError(Operation("analyze_heads"), fmt::format("a copy of period {} needs that many distinct "
                                  "tokens, the alphabet has {}",
                                  period, alphabet_size));
   }

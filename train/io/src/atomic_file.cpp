@@ -18,13 +18,20 @@
 namespace tinygpt::io {
 namespace {
 
-// Throws IOError "<what the format says>: <strerror of the current errno>". errno is read before
-// anything else runs; std::error_code's message is thread-safe, unlike std::strerror's buffer.
+// Throws IOError "<operation>: <what the format says>: <strerror of the current errno>" (no
+// operation when it is empty). errno is read before anything else runs; std::error_code's message
+// is thread-safe, unlike std::strerror's buffer.
+template <class... Args>
+[[noreturn]] void fail_in(Operation operation, fmt::format_string<Args...> what, Args&&... args) {
+  const int error = errno;
+  throw IOError(std::move(operation),
+                fmt::format("{}: {}", fmt::format(what, std::forward<Args>(args)...),
+                            std::error_code(error, std::generic_category()).message()));
+}
+
 template <class... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> what, Args&&... args) {
-  const int error = errno;
-  throw IOError(fmt::format("{}: {}", fmt::format(what, std::forward<Args>(args)...),
-                            std::error_code(error, std::generic_category()).message()));
+  fail_in(Operation(""), what, std::forward<Args>(args)...);
 }
 
 // Closes the descriptor it owns; close errors after a successful write are checked explicitly.
@@ -76,7 +83,7 @@ std::pair<std::string, int> create_temporary(const std::filesystem::path& target
     if (fd >= 0) return {path, fd};
     // A leftover of a crashed process with the same pid: try the next name.
     if (errno != EEXIST || attempt == 100) {
-      fail("write_file_atomic: cannot create a temporary file beside '{}'", target.string());
+      fail_in(Operation("write_file_atomic"), "cannot create a temporary file beside '{}'", target.string());
     }
   }
 }
@@ -108,7 +115,7 @@ std::string parent_of(const std::filesystem::path& target) {
 void write_file_atomic(const std::string& path, std::string_view bytes) {
   const std::filesystem::path target(path);
   if (target.filename().empty()) {
-    throw IOError(fmt::format("write_file_atomic: '{}' names a directory, not a file", path));
+    throw IOError(Operation("write_file_atomic"), fmt::format("'{}' names a directory, not a file", path));
   }
   auto [temporary_path, fd] = create_temporary(target);
   TemporaryFile temporary(temporary_path);
@@ -116,7 +123,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
   write_sync_close(file, bytes,
                    fmt::format("'{}' (through its temporary copy '{}')", path, temporary.path()));
   if (::rename(temporary.path().c_str(), path.c_str()) != 0) {
-    fail("write_file_atomic: cannot rename '{}' over '{}'", temporary.path(), path);
+    fail_in(Operation("write_file_atomic"), "cannot rename '{}' over '{}'", temporary.path(), path);
   }
   temporary.release();
   sync_directory(parent_of(target));  // the rename is durable only once the entry is on disk
@@ -125,7 +132,7 @@ void write_file_atomic(const std::string& path, std::string_view bytes) {
 void write_file_synced(const std::string& path, std::string_view bytes) {
   // Never through a symbolic link: a link planted in a folder must not redirect the write.
   FileDescriptor file(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0666));
-  if (file.get() < 0) fail("write_file_synced: cannot create '{}'", path);
+  if (file.get() < 0) fail_in(Operation("write_file_synced"), "cannot create '{}'", path);
   write_sync_close(file, bytes, fmt::format("'{}'", path));
 }
 

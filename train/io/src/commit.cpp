@@ -298,11 +298,11 @@ void commit_files(const std::string& dir, const NamedFiles& files,
   std::set<std::string> names;
   for (const auto& [name, bytes] : files) {
     if (!is_plain_file_name(name)) {
-      throw ValueError(fmt::format("commit_files: '{}' is not a plain file name, or is reserved "
+      throw ValueError(Operation("commit_files"), fmt::format("'{}' is not a plain file name, or is reserved "
                                    "by the commit protocol", name));
     }
     if (!names.insert(name).second) {
-      throw ValueError(fmt::format("commit_files: file '{}' given twice", name));
+      throw ValueError(Operation("commit_files"), fmt::format("file '{}' given twice", name));
     }
   }
   create_directory(dir, "checkpoint directory");

@@ -93,7 +93,7 @@ void require_utf8(const std::string& text, std::string_view what) {
   try {
     (void)Json(text).dump();
   } catch (const Json::type_error&) {
-    throw ValueError(fmt::format("encode_safetensors: {} is not valid UTF-8", what));
+    throw ValueError(Operation("encode_safetensors"), fmt::format("{} is not valid UTF-8", what));
   }
 }
 
@@ -384,14 +384,14 @@ std::string encode_safetensors(const NamedTensors& tensors,
   for (const auto& [name, tensor] : tensors) {
     require_utf8(name, fmt::format("tensor name '{}'", name));
     if (name == kMetadataKey) {
-      throw ValueError(fmt::format("encode_safetensors: '{}' is reserved for the metadata and "
+      throw ValueError(Operation("encode_safetensors"), fmt::format("'{}' is reserved for the metadata and "
                                    "cannot name a tensor", kMetadataKey));
     }
     if (!names.insert(name).second) {
-      throw ValueError(fmt::format("encode_safetensors: duplicate tensor name '{}'", name));
+      throw ValueError(Operation("encode_safetensors"), fmt::format("duplicate tensor name '{}'", name));
     }
     if (!tensor.defined()) {
-      throw ValueError(fmt::format("encode_safetensors: tensor '{}' is undefined", name));
+      throw ValueError(Operation("encode_safetensors"), fmt::format("tensor '{}' is undefined", name));
     }
     const auto nbytes = static_cast<uint64_t>(tensor.numel() * dtype_size(tensor.dtype()));
     header[name] = {{"dtype", safetensors_name(tensor.dtype())},

@@ -26,17 +26,17 @@ void save_attribution_plot(const std::string& path, const std::vector<std::vecto
                            const std::vector<std::string>& labels, const std::string& title) {
   const auto n = static_cast<int>(labels.size());
   if (rows.empty() || n == 0 || n > kMaxAttributionTokens) {
-    throw ValueError(fmt::format("save_attribution_plot: needs at least one row and 1 to {} "
+    throw ValueError(Operation("save_attribution_plot"), fmt::format("needs at least one row and 1 to {} "
                                  "tokens, got {} rows of {}",
                                  kMaxAttributionTokens, rows.size(), n));
   }
   if (row_names.size() != rows.size()) {
-    throw ShapeError(fmt::format("save_attribution_plot: {} row names for {} rows",
+    throw ShapeError(Operation("save_attribution_plot"), fmt::format("{} row names for {} rows",
                                  row_names.size(), rows.size()));
   }
   for (const auto& row : rows) {
     if (row.size() != labels.size()) {
-      throw ShapeError(fmt::format("save_attribution_plot: a row of {} values for {} tokens",
+      throw ShapeError(Operation("save_attribution_plot"), fmt::format("a row of {} values for {} tokens",
                                    row.size(), labels.size()));
     }
   }

@@ -23,8 +23,8 @@ double round_up_to_nice(double x) {
 
 AxisTicks nice_ticks(double lo, double hi, int max_ticks, double min_step) {
   if (!(lo < hi) || !std::isfinite(lo) || !std::isfinite(hi) || max_ticks < 2) {
-    throw ValueError(
-        fmt::format("nice_ticks: need finite lo < hi and max_ticks >= 2, got [{}, {}] "
+    throw ValueError(Operation("nice_ticks"),
+        fmt::format("need finite lo < hi and max_ticks >= 2, got [{}, {}] "
                     "and {}",
                     lo, hi, max_ticks));
   }

@@ -73,7 +73,7 @@ int quads_right(const std::vector<Quad>& quads) {
 
 Canvas::Canvas(int width, int height, Rgb background) : width_(width), height_(height) {
   if (width <= 0 || height <= 0) {
-    throw ValueError(fmt::format("Canvas: size must be positive, got {}x{}", width, height));
+    throw ValueError(Operation("Canvas"), fmt::format("size must be positive, got {}x{}", width, height));
   }
   rgb_.resize(3 * static_cast<std::size_t>(width) * static_cast<std::size_t>(height));
   fill_rect(0, 0, width, height, background);
@@ -81,8 +81,8 @@ Canvas::Canvas(int width, int height, Rgb background) : width_(width), height_(h
 
 Rgb Canvas::pixel(int x, int y) const {
   if (x < 0 || y < 0 || x >= width_ || y >= height_) {
-    throw IndexError(
-        fmt::format("Canvas::pixel: ({}, {}) is outside the {}x{} canvas", x, y, width_, height_));
+    throw IndexError(Operation("Canvas::pixel"),
+        fmt::format("({}, {}) is outside the {}x{} canvas", x, y, width_, height_));
   }
   const std::uint8_t* p = &rgb_[3 * (static_cast<std::size_t>(y) * width_ + x)];
   return {p[0], p[1], p[2]};
@@ -154,13 +154,13 @@ void Canvas::save_png(const std::string& path) const {
     static_cast<std::string*>(out)->append(static_cast<const char*>(data), static_cast<size_t>(size));
   };
   if (stbi_write_png_to_func(append, &png, width_, height_, 3, rgb_.data(), 3 * width_) == 0) {
-    throw Error(fmt::format("save_png: cannot encode '{}'", path));
+    throw Error(Operation("save_png"), fmt::format("cannot encode '{}'", path));
   }
   const std::string temp = path + ".tmp";
   const auto fail = [&](const char* what) {
     const std::string reason = std::strerror(errno);
     std::remove(temp.c_str());
-    throw Error(fmt::format("save_png: cannot {} '{}': {}", what, path, reason));
+    throw Error(Operation("save_png"), fmt::format("cannot {} '{}': {}", what, path, reason));
   };
   errno = 0;
   // Not through a symbolic link planted as the temporary; the rename then replaces a link at

@@ -83,11 +83,11 @@ struct HeadGridFigure {
 void check_heads(const char* fn, const std::vector<std::vector<float>>& heads, size_t queries,
                  size_t keys, const std::vector<std::string>& head_titles) {
   if (heads.size() != head_titles.size()) {
-    throw ShapeError(fmt::format("{}: {} titles for {} heads", fn, head_titles.size(), heads.size()));
+    throw ShapeError(Operation(fn), fmt::format("{} titles for {} heads", head_titles.size(), heads.size()));
   }
   for (std::size_t h = 0; h < heads.size(); ++h) {
     if (heads[h].size() != queries * keys) {
-      throw ShapeError(fmt::format("{}: head {} has {} weights; {} queries x {} keys need {}", fn, h,
+      throw ShapeError(Operation(fn), fmt::format("head {} has {} weights; {} queries x {} keys need {}", h,
                                    heads[h].size(), queries, keys, queries * keys));
     }
   }
@@ -117,7 +117,7 @@ void draw_head_grid(const std::string& path, const std::vector<std::vector<float
 }
 
 void check_head_titles(const char* fn, const std::vector<std::string>& head_titles) {
-  if (head_titles.empty()) throw ShapeError(fmt::format("{}: no heads to draw", fn));
+  if (head_titles.empty()) throw ShapeError(Operation(fn), "no heads to draw");
 }
 
 

@@ -77,7 +77,8 @@ std::string terminal_heatmap(const float* weights, int seq_len,
                              const std::vector<std::string>& labels, bool color, int columns) {
   check_positions("terminal_heatmap", seq_len, labels, kMaxPlotPositions);
   if (columns < 8) {
-    throw tinygpt::ValueError(fmt::format("terminal_heatmap: {} columns are too few (at least 8)", columns));
+    throw tinygpt::ValueError(Operation("terminal_heatmap"),
+                              fmt::format("{} columns are too few (at least 8)", columns));
   }
   check_weights("terminal_heatmap", weights);
   std::vector<std::string> shown_labels;

@@ -87,12 +87,14 @@ void check_attention(const char* what, const std::vector<float>& attention, int6
                      const std::vector<HeadEntry>& entries) {
   const auto expected = static_cast<size_t>(layers * heads * rows * columns);
   if (attention.size() != expected) {
-    throw ValueError(fmt::format("explorer_html: {} has {} weights, (L,H,T,T) = ({},{},{},{}) needs {}",
+    throw ValueError(Operation("explorer_html"),
+                     fmt::format("{} has {} weights, (L,H,T,T) = ({},{},{},{}) needs {}",
                                  what, attention.size(), layers, heads, rows, columns, expected));
   }
   for (const HeadEntry& h : entries) {
     if (h.layer < 0 || h.layer >= layers || h.head < 0 || h.head >= heads) {
-      throw ValueError(fmt::format("explorer_html: {} head entry {}.{} is outside {} layers x {} heads",
+      throw ValueError(Operation("explorer_html"),
+                       fmt::format("{} head entry {}.{} is outside {} layers x {} heads",
                                    what, h.layer, h.head, layers, heads));
     }
   }
@@ -101,7 +103,8 @@ void check_attention(const char* what, const std::vector<float>& attention, int6
 void check_shapes(const ExplorerData& d) {
   const auto t = static_cast<int64_t>(d.tokens.size());
   if (t == 0 || d.layers <= 0 || d.heads <= 0) {
-    throw ValueError(fmt::format("explorer_html: needs tokens and at least one head, got {} tokens, "
+    throw ValueError(Operation("explorer_html"),
+                     fmt::format("needs tokens and at least one head, got {} tokens, "
                                  "{} layers, {} heads", t, d.layers, d.heads));
   }
   check_attention("attention", d.attention, d.layers, d.heads, t, t, d.head_entries);
@@ -109,18 +112,20 @@ void check_shapes(const ExplorerData& d) {
   const CrossView& c = *d.cross;
   const auto outputs = static_cast<int64_t>(c.output_tokens.size());
   if (outputs == 0 || c.layers <= 0 || c.heads <= 0) {
-    throw ValueError(fmt::format("explorer_html: cross-attention needs output tokens and at least one "
+    throw ValueError(Operation("explorer_html"),
+                     fmt::format("cross-attention needs output tokens and at least one "
                                  "head, got {} tokens, {} layers, {} heads", outputs, c.layers, c.heads));
   }
   check_attention("cross-attention", c.attention, c.layers, c.heads, outputs, t, c.head_entries);
   if (!c.aligned.empty() && static_cast<int64_t>(c.aligned.size()) != outputs) {
-    throw ValueError(fmt::format("explorer_html: cross-attention aligns {} output tokens of {}",
+    throw ValueError(Operation("explorer_html"), fmt::format("cross-attention aligns {} output tokens of {}",
                                  c.aligned.size(), outputs));
   }
   for (const auto& positions : c.aligned) {
     for (const int64_t j : positions) {
       if (j < 0 || j >= t) {
-        throw ValueError(fmt::format("explorer_html: cross-attention aligns source position {} of {}", j, t));
+        throw ValueError(Operation("explorer_html"),
+                         fmt::format("cross-attention aligns source position {} of {}", j, t));
       }
     }
   }
@@ -148,7 +153,8 @@ std::string script_safe(const json& j) {
 void replace_marker(std::string& html, const std::string& marker, const std::string& text) {
   const size_t at = html.find(marker);
   if (at == std::string::npos || html.find(marker, at + 1) != std::string::npos) {
-    throw Error(fmt::format("explorer_html: the page template must hold '{}' exactly once", marker));
+    throw Error(Operation("explorer_html"),
+                fmt::format("the page template must hold '{}' exactly once", marker));
   }
   html.replace(at, marker.size(), text);
 }

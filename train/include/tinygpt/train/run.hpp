@@ -65,8 +65,8 @@ class DamagedLogError : public ValueError {
 // source() lets a caller say how to point at the text's new place (the CLI names --data).
 class DataMissingError : public ValueError {
  public:
-  DataMissingError(std::string source, const std::string& why)
-      : ValueError(why), source_(std::move(source)) {}
+  DataMissingError(std::string source, const Error& why)
+      : ValueError("", why), source_(std::move(source)) {}
   const std::string& source() const { return source_; }
 
  private:
