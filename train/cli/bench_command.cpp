@@ -207,7 +207,7 @@ Precision bench_precision(const BenchFlags& f) {
   try {
     bench_options(f).validate();
   } catch (const ValueError& e) {
-    throw UsageError(in_flag_terms(e.what()));
+    throw UsageError(in_flag_terms(e));
   }
   return parse_precision(f.precision);
 }
@@ -315,7 +315,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
     try {
       return data::TextDataset(std::move(tokens), f.model.block, 0.1);
     } catch (const ValueError& e) {
-      throw ValueError(fmt::format("{}: {}", source, in_flag_terms(e.what())));
+      throw ValueError(fmt::format("{}: {}", source, in_flag_terms(e)));
     }
   }();
   nn::GPT model(f.model.config(vocab), f.seed);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <functional>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,22 +91,22 @@ struct ModelFlags {
 };
 
 // A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in
-// the command line's terms: "GPTConfig: n_kv_head 3 does not divide n_head 2" becomes
-// "GPTConfig: --kv-heads 3 does not divide --heads 2" (and in_user_terms drops "GPTConfig: ").
-// The checks live in the library; only the names change.
-std::string in_flag_terms(const std::string& message);
+// the command line's terms: each setting its message names is called by its flag, found in one
+// table by the setting's name, and the operation is left out: "GPTConfig: n_kv_head 3 does not
+// divide n_head 2" reads "--kv-heads 3 does not divide --heads 2". The checks live in the library;
+// only the names change.
+std::string in_flag_terms(const Error& e);
 
-// `message` with each setting's field name that is followed by its value ("batch 4", not the same
-// word in a sentence) replaced by the user's words for it: in_flag_terms' mechanism, for callers
-// whose words are not flags.
-using SettingNames = std::vector<std::pair<const char*, const char*>>;
-std::string with_setting_names(const std::string& message, const SettingNames& names);
+// A program's words for the library's settings, by the setting's name.
+using SettingNames = std::map<std::string, std::string>;
+// e's message without its operations, each setting in `names` called by its words there (the
+// others by the library's name): in_flag_terms' mechanism, for callers whose words are not flags.
+std::string in_terms_of(const Error& e, const SettingNames& names);
 
-// Any error as the command line shows it. The library starts a message, or a part of one after
-// the path or flag the CLI put before it, with the class or function that raised it
-// ("CharTokenizer::encode: ", "read_text_file: "): a C++ caller's clue, noise to a user, so
-// those names are dropped; paths and flags ("/a/b.txt: ", "--prompt: ") stay.
-std::string in_user_terms(const std::string& message);
+// Any error as the command line shows it. The library names the class or function that raised
+// an error ("CharTokenizer::encode") apart from what went wrong: a C++ caller's clue, noise to a
+// user, so it is left out; the paths and flags the message names stay.
+std::string in_user_terms(const std::exception& e);
 
 // JSON text for stdout. A path that is not UTF-8 (Linux allows any bytes but NUL) shows each
 // invalid byte as U+FFFD, where nlohmann would throw once the command's work is done.
@@ -172,7 +173,7 @@ auto with_context(const std::string& context, F&& f) {
   try {
     return f();
   } catch (const ValueError& e) {
-    throw ValueError(fmt::format("{}: {}", context, e.what()));
+    throw ValueError(context + ": ", e);
   }
 }
 

@@ -1,13 +1,10 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
-#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
-#include <regex>
 #include <sstream>
-#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -233,7 +230,7 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
       c.vocab_size = 4;  // any vocabulary with the special tokens
       c.validate();
     } catch (const ValueError& e) {
-      throw UsageError(in_flag_terms(e.what()));
+      throw UsageError(in_flag_terms(e));
     }
     return;
   }
@@ -251,20 +248,20 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
   try {
     config(1).validate();
   } catch (const ValueError& e) {
-    throw UsageError(in_flag_terms(e.what()));
+    throw UsageError(in_flag_terms(e));
   }
 }
 
-std::string with_setting_names(const std::string& message, const SettingNames& names) {
-  std::string out = message;
-  for (const auto& [name, words] : names) {
-    out = std::regex_replace(out, std::regex(std::string("(^|[^\\w-])") + name + "(?= [-0-9'\"])"),
-                             std::string("$1") + words);
-  }
-  return out;
+std::string in_terms_of(const Error& e, const SettingNames& names) {
+  return e.in_terms([&names](const std::string& setting) {
+    const auto name = names.find(setting);
+    return name != names.end() ? name->second : setting;
+  });
 }
 
-std::string in_flag_terms(const std::string& message) {
+std::string in_flag_terms(const Error& e) {
+  // The library's settings the command line's flags set; an encoder-decoder's per-stack settings
+  // share one flag. "grad-accum" is the name the library's messages use for grad_accum.
   static const SettingNames kFlags = {
       {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},
       {"n_layer", "--layers"},       {"block_size", "--block"},     {"dropout", "--dropout"},
@@ -278,30 +275,16 @@ std::string in_flag_terms(const std::string& message) {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"}};
-  return with_setting_names(message, kFlags);
+  return in_terms_of(e, kFlags);
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {
   return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
-std::string in_user_terms(const std::string& message) {
-  // A class (CamelCase, maybe with ::member; not an environment variable in capitals), a
-  // snake_case function with at least one '_' (no flag or word of a sentence looks like either),
-  // or one of the library's one-word operations.
-  static const std::regex internal_name(
-      R"((?:[A-Z][A-Z0-9]*[a-z][A-Za-z0-9]*|[a-z][a-z0-9]*(?:_[a-z0-9]+)+|generate|ablation|attribute|optimizer|train)(?:::\w+)*)");
-  constexpr size_t kLongestName = 100;  // and std::regex recurses per character: keep it short
-  std::string out;
-  size_t start = 0;
-  for (size_t end; (end = message.find(": ", start)) != std::string::npos; start = end + 2) {
-    const std::string part = message.substr(start, end - start);
-    std::error_code ec;  // a file or folder the user named ("Notes", "my_run") is theirs
-    const bool internal = part.size() <= kLongestName && std::regex_match(part, internal_name) &&
-                          !std::filesystem::exists(part, ec);
-    if (!internal) out += part + ": ";
-  }
-  return out + message.substr(start);
+std::string in_user_terms(const std::exception& e) {
+  const auto* error = dynamic_cast<const Error*>(&e);
+  return error != nullptr ? error->in_terms() : e.what();
 }
 
 std::string memory_in_flag_terms(const train::MemoryError& e) {
@@ -363,8 +346,8 @@ std::string read_run_text(const train::RunState& state, const char* flag) {
   try {
     text = train::load_run_text(state);
   } catch (const ValueError& e) {
-    throw ValueError(fmt::format("{}; the text the model trained on is not there: pass {} to read "
-                                 "another", e.what(), flag));
+    throw ValueError("", e, fmt::format("; the text the model trained on is not there: pass {} to "
+                                        "read another", flag));
   }
   if (state.text_differs(text.size(), io::sha256_hex(text))) {
     add_input_note({fmt::format("{} changed since the run trained on it ({} bytes then, {} now)",

@@ -119,7 +119,7 @@ void run_eval(EvalFlags f) {
     try {
       return data::make_dataset(text, data::absolute_source(f.data), loaded.tokenizer, block, f.val_fraction, split);
     } catch (const ValueError& e) {
-      throw ValueError(in_flag_terms(e.what()));
+      throw ValueError(in_flag_terms(e));
     }
   }();
   const int64_t windows = dataset.num_windows(split);

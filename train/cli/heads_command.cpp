@@ -39,11 +39,10 @@ struct HeadsFlags {
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
 // context and validation share were set when it trained, not by a flag of this command, so the
 // advice to change them goes too.
-std::string in_run_terms(const std::string& message) {
+std::string in_run_terms(const Error& e) {
   static const SettingNames kRun = {{"block_size", "the model's context of"},
                                     {"val_fraction", "the run's validation share"}};
-  return std::regex_replace(with_setting_names(message, kRun), std::regex("; use a longer text.*$"),
-                            "");
+  return std::regex_replace(in_terms_of(e, kRun), std::regex("; use a longer text.*$"), "");
 }
 
 // The probes of a checkpoint: --text if given, else the run's own validation windows (its data
@@ -63,7 +62,7 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
       return data::make_dataset(text_now, state.data_source, loaded.tokenizer,
                                 loaded.config.block_size, state.val_fraction);
     } catch (const ValueError& e) {
-      throw ValueError(in_run_terms(e.what()));
+      throw ValueError(in_run_terms(e));
     }
   }();
   return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
@@ -176,7 +175,7 @@ CLI::Validator head_list_syntax() {
         try {
           heads::parse_head_list(text, kAny, kAny);
         } catch (const ValueError& e) {
-          return e.what();
+          return e.in_terms();
         }
         return "";
       },
@@ -273,7 +272,7 @@ void add_heads_command(CLI::App& app) {
       try {  // a head the model does not have: the command line's mistake, as --attribute's
         removed = heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
       } catch (const ValueError& e) {
-        throw UsageError(fmt::format("--ablate-heads: {}", e.what()));
+        throw UsageError("--ablate-heads: ", e);
       }
     }
     const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);

@@ -36,8 +36,8 @@ std::string one_line(std::string text) {
 
 // An error's message as the user reads it: in the command line's terms, with the facts about its
 // input that may explain it, on one line.
-std::string shown(const std::string& message) {
-  std::string text = tinygpt::cli::in_user_terms(message);
+std::string shown(const std::exception& e) {
+  std::string text = tinygpt::cli::in_user_terms(e);
   for (const tinygpt::cli::InputNote& note : tinygpt::cli::input_notes()) text += "; " + note.fact;
   return one_line(text);
 }
@@ -74,8 +74,8 @@ int report_alone(const std::string& line, int status) {
   world.abort(status);
 }
 
-int report_usage_error(const std::string& message, const char* command) {
-  return report_alone(fmt::format("{} (see 'tinygpt {} --help')", shown(message), command), 2);
+int report_usage_error(const std::exception& e, const char* command) {
+  return report_alone(fmt::format("{} (see 'tinygpt {} --help')", shown(e), command), 2);
 }
 
 // An error under mpirun. One every rank raised together (a collective setup or save, a divergence
@@ -85,8 +85,8 @@ int report_failure(const std::exception& e) {
   tinygpt::distributed::Communicator& world = tinygpt::distributed::world();
   const bool shared = dynamic_cast<const tinygpt::distributed::CollectiveError*>(&e) != nullptr ||
                       dynamic_cast<const tinygpt::train::DivergedError*>(&e) != nullptr;
-  if (!shared) return report_alone(shown(e.what()), 1);
-  if (world.is_root()) tinygpt::cli::say("tinygpt: error: " + shown(e.what()));
+  if (!shared) return report_alone(shown(e), 1);
+  if (world.is_root()) tinygpt::cli::say("tinygpt: error: " + shown(e));
   return 1;
 }
 
@@ -129,7 +129,7 @@ int main(int argc, char** argv) {
   try {
     tinygpt::io::lock_wait_seconds();  // a malformed TINYGPT_LOCK_TIMEOUT: before any command runs
   } catch (const tinygpt::ValueError& e) {
-    return report_alone(shown(e.what()), 2);
+    return report_alone(shown(e), 2);
   }
   try {
     app.parse(argc, argv);
@@ -141,9 +141,9 @@ int main(int argc, char** argv) {
     // A usage error: exit status 2, as for a missing or unknown subcommand above, whatever
     // CLI11's own code for the kind of error (105 for a value out of range, 109 for an unknown
     // flag, ...), and the help of the subcommand it concerns.
-    return report_usage_error(e.what(), argv[1]);
+    return report_usage_error(e, argv[1]);
   } catch (const tinygpt::cli::UsageError& e) {
-    return report_usage_error(e.what(), argv[1]);  // the same, found by the command itself
+    return report_usage_error(e, argv[1]);  // the same, found by the command itself
   } catch (const tinygpt::cli::Interrupted& stop) {
     return 128 + stop.signal;  // 130 for SIGINT, 143 for SIGTERM, as a shell reports them
   } catch (const std::bad_alloc&) {

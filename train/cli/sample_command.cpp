@@ -100,7 +100,7 @@ void run_sample(const SampleFlags& f) {
       flush_stdout();
     });
   } catch (const ValueError& e) {
-    throw ValueError(fmt::format("{}: {}", f.model, e.what()));
+    throw ValueError(f.model + ": ", e);
   }
   show_prompt();
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -292,7 +292,7 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
   try {
     f.options.validate();
   } catch (const ValueError& e) {
-    throw UsageError(in_flag_terms(e.what()));
+    throw UsageError(in_flag_terms(e));
   }
 }
 
@@ -371,17 +371,17 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
     } catch (const UsageError&) {
       throw;
     } catch (const train::OptionError& e) {
-      throw UsageError(in_flag_terms(e.what()));
+      throw UsageError(in_flag_terms(e));
     } catch (const train::DataChangedError& e) {
       throw ValueError(fmt::format("--data {}; pass --force to resume on it anyway", e.change()));
     } catch (const train::DamagedLogError& e) {
-      throw ValueError(fmt::format("{}; the weights and optimiser state are intact: pass --force to "
-                                   "resume with a new log (the damaged one is kept aside)", e.what()));
+      throw ValueError("", e, "; the weights and optimiser state are intact: pass --force to "
+                              "resume with a new log (the damaged one is kept aside)");
     } catch (const train::DataMissingError& e) {
-      throw ValueError(fmt::format("{}; if the run's text moved, pass --data with its new path (taken "
-                                   "when its bytes are the ones the run recorded)", e.what()));
+      throw ValueError("", e, "; if the run's text moved, pass --data with its new path (taken "
+                              "when its bytes are the ones the run recorded)");
     } catch (const ValueError& e) {
-      throw ValueError(in_flag_terms(e.what()));
+      throw ValueError(in_flag_terms(e));
     } catch (const train::MemoryError& e) {
       throw ValueError(memory_in_flag_terms(e));
     }
