@@ -31,24 +31,31 @@ std::string read_json_file(const std::string& path) { return io::read_file(path,
 
 // --tokenizer: a tokenizer.json (byte-level BPE, or a run's character tokenizer), or a folder
 // holding one, or GPT-2's vocab.json and merges.txt.
+std::unique_ptr<data::Tokenizer> read_tokenizer(const std::string& path) {
+  std::string file = path;
+  if (io::file_type_of(path, "the tokenizer") == fs::file_type::directory) {
+    file = (fs::path(path) / "tokenizer.json").string();
+    if (io::file_type_of(file, "the tokenizer") == fs::file_type::not_found) {
+      return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_vocab_and_merges(
+          read_json_file((fs::path(path) / "vocab.json").string()),
+          io::read_file((fs::path(path) / "merges.txt").string(), io::kMaxJsonBytes)));
+    }
+  }
+  const std::string text = read_json_file(file);
+  const json root = json::parse(text, nullptr, false);
+  if (root.is_object() && root.value("pre_tokenizer", json()).is_object()) {
+    return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_json(text));
+  }
+  return std::make_unique<data::CharTokenizer>(data::CharTokenizer::from_json(text));
+}
+
+// read_tokenizer, its refusal (a file it cannot read, a format it does not take) naming the flag.
 std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& path) {
-  return with_context("--tokenizer " + path, [&]() -> std::unique_ptr<data::Tokenizer> {
-    std::string file = path;
-    if (io::file_type_of(path, "the tokenizer") == fs::file_type::directory) {
-      file = (fs::path(path) / "tokenizer.json").string();
-      if (io::file_type_of(file, "the tokenizer") == fs::file_type::not_found) {
-        return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_vocab_and_merges(
-            read_json_file((fs::path(path) / "vocab.json").string()),
-            io::read_file((fs::path(path) / "merges.txt").string(), io::kMaxJsonBytes)));
-      }
-    }
-    const std::string text = read_json_file(file);
-    const json root = json::parse(text, nullptr, false);
-    if (root.is_object() && root.value("pre_tokenizer", json()).is_object()) {
-      return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_json(text));
-    }
-    return std::make_unique<data::CharTokenizer>(data::CharTokenizer::from_json(text));
-  });
+  try {
+    return read_tokenizer(path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--tokenizer {}: {}", path, e.what()));
+  }
 }
 
 // The bytes to encode: --text as given, or --data's file as it is (any bytes).
