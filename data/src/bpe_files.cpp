@@ -7,6 +7,7 @@
 
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/data/bpe.hpp"
+#include "hugging_face_json.hpp"
 
 namespace tinygpt::data {
 
@@ -175,8 +176,7 @@ std::string BpeTokenizer::to_json() const {
   ordered_json added = ordered_json::array();
   for (const AddedToken& token : added_) {
     names[token.id] = token.content;
-    added.push_back({{"id", token.id}, {"content", token.content}, {"single_word", false}, {"lstrip", false},
-                     {"rstrip", false}, {"normalized", false}, {"special", true}});
+    added.push_back(special_token_entry(token.id, token.content));
   }
   ordered_json vocab = ordered_json::object();
   for (size_t id = 0; id < names.size(); ++id) vocab[names[id]] = id;
@@ -184,27 +184,7 @@ std::string BpeTokenizer::to_json() const {
   for (const BpeMerge& m : merges_) merges.push_back(names[m.left] + " " + names[m.right]);
   const ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
-  const ordered_json root = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", byte_level},
-      {"post_processor", byte_level},
-      {"decoder", byte_level},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", ""},
-        {"end_of_word_suffix", ""},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", false},
-        {"vocab", vocab},
-        {"merges", merges}}}};
-  return root.dump(2);
+  return hugging_face_tokenizer_json({added, byte_level, byte_level, byte_level, vocab, merges});
 }
 
 }  // namespace tinygpt::data
