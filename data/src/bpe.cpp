@@ -25,13 +25,14 @@ constexpr size_t kMinChunkBytes = size_t{1} << 16;
 // that never repeats.
 constexpr size_t kMaxCachedPieces = 200000;
 
-// Where chunks may start: just after a line feed, at an ASCII byte that is not white space. The
-// run of white space that ends with the line feed is a pre-token of its own that ends there
-// (only a space, U+0020, may lead a pre-token), and the pattern never looks behind, so the
-// pieces of each chunk are exactly those of the whole text.
+// Where chunks may start: at an ASCII byte that is not white space, after a line feed that
+// follows another such byte. That line feed is a pre-token of its own whether a chunk ends with
+// it or the text goes on (a longer run of white space would be cut differently at a chunk's end:
+// "\n\n" there, "\n" "\n" before a word), and the pattern never looks behind, so the pieces of
+// each chunk are exactly those of the whole text.
+bool ascii_visible(char c) { return c > ' ' && c < 0x7F; }
 bool chunk_may_start(std::string_view text, size_t at) {
-  const auto c = static_cast<unsigned char>(text[at]);
-  return text[at - 1] == '\n' && c > ' ' && c < 0x7F;
+  return at >= 2 && text[at - 1] == '\n' && ascii_visible(text[at - 2]) && ascii_visible(text[at]);
 }
 
 std::vector<std::string_view> chunks_of(std::string_view text, size_t threads) {

@@ -7,7 +7,8 @@
 // nothing is downloaded. Every hard case must encode to the references' ids and decode back to
 // its exact bytes. The references take JavaScript strings, so a case's bytes that are not UTF-8
 // (tinygpt makes each such run a pre-token of its own) are checked against gpt-3-encoder's own
-// bpe() over those bytes, and js-tiktoken checks the cases that are all UTF-8.
+// bpe() over those bytes, and js-tiktoken checks the cases that are all UTF-8, and the whole of
+// tiny Shakespeare encoded on two threads.
 // Exit codes: 0 passed, 1 failed, 77 skipped (a package is not installed).
 "use strict";
 
@@ -114,7 +115,13 @@ function main() {
   });
   console.log(`${CASES.length} hard cases: ${CASES.length - failures} equal to gpt-3-encoder's ids ` +
               `(js-tiktoken's too on the ${tiktokenChecked} all-UTF-8 ones) and decoded to their bytes`);
-  process.exit(failures === 0 ? 0 : 1);
+  // A whole text on two threads: its chunks are encoded apart and joined.
+  const shakespeare = path.join(__dirname, "..", "..", "data", "texts", "tinyshakespeare.txt");
+  const whole = childProcess.execFileSync(args.tinygpt, ["tokenizer", "encode", "--tokenizer", dir, "--data", shakespeare,
+                                                         "--threads", "2"], { maxBuffer: 1 << 26 }).toString().trim();
+  const sameWhole = whole === tiktoken.encode(fs.readFileSync(shakespeare, "utf8")).join(" ");
+  console.log(`tiny Shakespeare on two threads: ${sameWhole ? "equal to" : "NOT equal to"} js-tiktoken's ids`);
+  process.exit(failures === 0 && sameWhole ? 0 : 1);
 }
 
 main();
