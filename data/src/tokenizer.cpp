@@ -8,6 +8,7 @@
 
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/data/utf8.hpp"
+#include "hugging_face_json.hpp"
 
 namespace tinygpt::data {
 
@@ -229,31 +230,9 @@ std::string CharTokenizer::to_json() const {
   ordered_json vocab = ordered_json::object();
   for (size_t id = 0; id < tokens_.size(); ++id) vocab[tokens_[id]] = id;
   ordered_json added = ordered_json::array();
-  for (size_t id = 0; id < specials_.size(); ++id) {
-    added.push_back({{"id", id}, {"content", specials_[id]}, {"single_word", false},
-                     {"lstrip", false}, {"rstrip", false}, {"normalized", false}, {"special", true}});
-  }
-  const ordered_json root = {
-      {"version", "1.0"},
-      {"truncation", nullptr},
-      {"padding", nullptr},
-      {"added_tokens", added},
-      {"normalizer", nullptr},
-      {"pre_tokenizer", nullptr},
-      {"post_processor", nullptr},
-      {"decoder", {{"type", "Fuse"}}},
-      {"model",
-       {{"type", "BPE"},
-        {"dropout", nullptr},
-        {"unk_token", nullptr},
-        {"continuing_subword_prefix", nullptr},
-        {"end_of_word_suffix", nullptr},
-        {"fuse_unk", false},
-        {"byte_fallback", false},
-        {"ignore_merges", false},
-        {"vocab", vocab},
-        {"merges", ordered_json::array()}}}};
-  return root.dump(2);
+  for (size_t id = 0; id < specials_.size(); ++id) added.push_back(special_token_entry(static_cast<int64_t>(id), specials_[id]));
+  return hugging_face_tokenizer_json(
+      {added, nullptr, nullptr, {{"type", "Fuse"}}, vocab, ordered_json::array()});
 }
 
 CharTokenizer CharTokenizer::from_json(std::string_view json_text) {

@@ -32,6 +32,7 @@ void add_bench_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
+void add_tokenizer_command(CLI::App& app);
 
 // The rules every subcommand's flags follow, set once on `app` after its subcommands: a flag is
 // given at most once (a second value would silently win over the first: "--resume A --resume B"),

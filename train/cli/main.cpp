@@ -121,6 +121,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_eval_command(app);
   tinygpt::cli::add_heads_command(app);
   tinygpt::cli::add_bench_command(app);
+  tinygpt::cli::add_tokenizer_command(app);
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
   tinygpt::cli::apply_flag_rules(app);

@@ -23,7 +23,22 @@
 
 namespace tinygpt::data {
 
-class CharTokenizer {
+// What a run, a command or a test needs of any tokenizer: text (bytes) to ids and back. The
+// character tokenizer below and byte-level BPE (bpe.hpp) implement it.
+class Tokenizer {
+ public:
+  virtual ~Tokenizer() = default;
+  virtual int64_t vocab_size() const = 0;
+  virtual std::vector<int64_t> encode(std::string_view text) const = 0;
+  // Throws IndexError naming the first id outside [0, vocab_size()) and its position.
+  virtual std::string decode(const std::vector<int64_t>& ids) const = 0;
+  // The bytes of one id. Throws IndexError when out of range.
+  virtual std::string token(int64_t id) const = 0;
+  // The Hugging Face tokenizer.json of this tokenizer.
+  virtual std::string to_json() const = 0;
+};
+
+class CharTokenizer : public Tokenizer {
  public:
   // Ids: the specials', then positions in `vocab` after them. Throws ValueError if the vocab is
   // empty, holds a duplicate, or holds a value that is not a Unicode scalar value, or a special is
@@ -34,7 +49,7 @@ class CharTokenizer {
   // ValueError for empty or invalid UTF-8 text.
   static CharTokenizer fit(std::string_view text, std::vector<std::string> specials = {});
 
-  int64_t vocab_size() const { return static_cast<int64_t>(tokens_.size()); }
+  int64_t vocab_size() const override { return static_cast<int64_t>(tokens_.size()); }
   // The characters, in id order from num_specials().
   const std::vector<char32_t>& vocab() const { return vocab_; }
   const std::vector<std::string>& specials() const { return specials_; }
@@ -44,14 +59,14 @@ class CharTokenizer {
 
   // Throws ValueError for invalid UTF-8 or for a character outside the vocabulary; the message
   // names the character (e.g. U+00E9 'é') and its position counted in characters.
-  std::vector<int64_t> encode(std::string_view text) const;
+  std::vector<int64_t> encode(std::string_view text) const override;
   // Throws IndexError naming the first id outside [0, vocab_size()) and its position.
-  std::string decode(const std::vector<int64_t>& ids) const;
+  std::string decode(const std::vector<int64_t>& ids) const override;
   // The character of one id, as UTF-8. Throws IndexError when out of range.
-  std::string token(int64_t id) const;
+  std::string token(int64_t id) const override;
 
   // The Hugging Face tokenizer.json described above (indented, no trailing newline).
-  std::string to_json() const;
+  std::string to_json() const override;
   // Parses what to_json writes, or the first {"vocab": [...]} form. Throws ValueError naming the
   // key at fault when the text is not JSON, the vocabulary is not distinct single characters
   // with ids 0..n-1, or the tokenizer would not encode one id per character (merges, a
