@@ -6,9 +6,9 @@
 // zeros or unused scores.
 #include <cstdint>
 
-#include "gemm_bf16.hpp"
+#include "kernels/product.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // Which part of the product a causal block of `rows` queries against `rows + offset` keys needs
 // (offset = keys - rows >= 0; query r sees keys j <= r + offset):
@@ -37,8 +37,8 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 // word tiles: faster than the f32 tiles on widened operands for the medium model's blocks, and
 // no slower for the small model's. Made for A, B = (bf16, bf16), (float, bf16), (float, float).
 template <class A, class B>
-void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
+void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                             const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
                             int64_t ldc, Band band, int64_t offset);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

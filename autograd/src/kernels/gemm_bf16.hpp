@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 using bf16 = uint16_t;  // the upper half of an f32
 
@@ -107,4 +107,4 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* ou
 void gemm_bf16(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const PackedB& b, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels
