@@ -301,9 +301,9 @@ void zero_padding(Word32* x, int64_t rows, int64_t cols, int64_t rows_p, int64_t
 }
 
 template <class A, class B>
-void product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
-                  int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                  Band band, int64_t offset) {
+void product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  float alpha, const A* a, int64_t lda, const B* b, int64_t ldb, float beta,
+                  float* c, int64_t ldc, Band band, int64_t offset) {
   thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows, a_rows;
   const bool amx = backend == ProductBackend::bf16_amx && amx_tiles_usable();
   const int64_t words = (k + 1) / 2;
@@ -379,9 +379,10 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 }
 
 template <class A, class B>
-void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                            const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
-                            int64_t ldc, Band band, int64_t offset) {
+void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n,
+                            int64_t k, float alpha, const A* a, int64_t lda, const B* b,
+                            int64_t ldb, float beta, float* c, int64_t ldc, Band band,
+                            int64_t offset) {
 #if TINYGPT_HAS_AVX512_CLONES
   if (use_avx512_bf16()) {
     product_bf16(backend, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
@@ -393,10 +394,10 @@ void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m,
   throw Error("attention_product_bf16: no avx512_bf16 products here (see use_avx512_bf16())");
 }
 
-#define TINYGPT_ATTENTION_PRODUCT_BF16(A, B)                                                     \
-  template void attention_product_bf16(ProductBackend, bool, bool, int64_t, int64_t, int64_t, float, const A*,  \
-                                       int64_t, const B*, int64_t, float, float*, int64_t, Band, \
-                                       int64_t);
+#define TINYGPT_ATTENTION_PRODUCT_BF16(A, B)                                                       \
+  template void attention_product_bf16(ProductBackend, bool, bool, int64_t, int64_t, int64_t,      \
+                                       float, const A*, int64_t, const B*, int64_t, float, float*, \
+                                       int64_t, Band, int64_t);
 TINYGPT_ATTENTION_PRODUCT_BF16(bf16, bf16)
 TINYGPT_ATTENTION_PRODUCT_BF16(float, bf16)
 TINYGPT_ATTENTION_PRODUCT_BF16(float, float)

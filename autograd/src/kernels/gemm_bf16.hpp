@@ -1,8 +1,8 @@
 #pragma once
-// bf16 products for the door (blas.hpp): operands rounded to bfloat16 (nearest even), products
-// accumulated in f32 -- on oneDNN's bf16 matmul, one primitive per shape kept by each thread, or
-// widened back to f32 for the f32 kernels (bf16_products() in precision.hpp says which). Only
-// used where the CPU has avx512_bf16 (set_matmul_precision checks).
+// The bf16 backends' pieces behind kernels::gemm (product.hpp): operands rounded to bfloat16
+// (nearest even), products accumulated in f32 -- on oneDNN's bf16 matmul, one primitive per
+// shape kept by each thread, or widened back to f32 for the f32 kernels (the bf16_f32_fma
+// backend). Only used where the CPU has avx512_bf16 (set_matmul_precision checks).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>

@@ -40,11 +40,15 @@ struct Operand {
   int64_t ld = 0;
 };
 
-inline Operand<float> operand(const float* x, int64_t ld) { return {x, nullptr, nullptr, false, ld}; }
+inline Operand<float> operand(const float* x, int64_t ld) {
+  return {x, nullptr, nullptr, false, ld};
+}
 inline Operand<double> operand(const double* x, int64_t ld) {
   return {x, nullptr, nullptr, false, ld};
 }
-inline Operand<float> operand(const bf16* x, int64_t ld) { return {nullptr, x, nullptr, false, ld}; }
+inline Operand<float> operand(const bf16* x, int64_t ld) {
+  return {nullptr, x, nullptr, false, ld};
+}
 inline Operand<float> widened_operand(const float* x, int64_t ld) {
   return {x, nullptr, nullptr, true, ld};
 }

@@ -13,8 +13,8 @@
 #include "kernels/product.hpp"
 #include "packed_heads.hpp"
 #include "rounded.hpp"
-#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
@@ -22,10 +22,10 @@ namespace tinygpt {
 namespace {
 
 using detail::Rounded;
+using detail::rounded;
 using kernels::Band;
 using kernels::bf16;
 using kernels::ProductBackend;
-using detail::rounded;
 using namespace detail::packed;
 
 // Queries are taken kBlock at a time: each block's scores against every key it may see form a
@@ -36,7 +36,7 @@ constexpr int64_t kBlock = 64;
 // The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
 // columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
 // between them are seen by no query of the block and are skipped; full attention is the single
-// run [0, keys), which leaves its products exactly as they were before patterns existed.
+// run [0, keys), whose products are those of plain causal attention.
 struct KeyRuns {
   int64_t global, lo, keys;
   int64_t columns() const { return global + keys - lo; }
@@ -62,15 +62,14 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
-// whose terms are zero or unused (attention_products.hpp: 0.78 of sgemm's time on the medium
-// model's f32 blocks, half on the small model's). When the head's Q, K and V are bf16 (In,
-// Precision::bf16 on the bf16 dot products or the AMX tiles, bf16_products()) every product's
-// operands are rounded as gemm() rounds them, on bf16 tiles. Otherwise gemm.
+// whose terms are zero or unused (attention_products.hpp). When the head's Q, K and V are bf16
+// (In: the bf16_dot_pairs or bf16_amx backend) every product's operands are rounded as
+// kernels::gemm rounds them, on bf16 tiles. Otherwise kernels::gemm on the op's backend.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
-void block_product(ProductBackend backend, Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
-                   int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
-                   T* c, int64_t ldc) {
+void block_product(ProductBackend backend, Band band, int64_t rows, int64_t n, bool ta, bool tb,
+                   int64_t m, int64_t cols, int64_t k, T alpha, const A* a, int64_t lda, const B* b,
+                   int64_t ldb, T beta, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<In, bf16>) {
     if (band != Band::none && kernels::use_avx512_bf16()) {
       kernels::attention_product_bf16(backend, ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c,
@@ -80,20 +79,19 @@ void block_product(ProductBackend backend, Band band, int64_t rows, int64_t n, b
   } else if constexpr (std::is_same_v<T, float>) {
     if (band != Band::none && kernels::use_avx512()) {
       kernels::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
-                                n - rows);
+                                 n - rows);
       return;
     }
   }
   kernels::gemm(backend, ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products::f32_fma: vdpbf16ps
-// runs at half the f32 rate there), a head's Q, K and V are widened to f32 once, into `out`
-// (3 T d values), and its products run on the f32 tiles, each operand that is not one of them
-// rounded to bf16 first (round_bf16). Widening each product's operands instead made the medium
-// model's bf16 attention slower than its f32 one (112 ms a step against 82): every block of
-// queries widened all its keys again. Under amx the products run on the AMX tiles
-// (attention_products.hpp) and read the head's bf16 values as they are.
+// On the bf16_f32_fma backend (where vdpbf16ps runs below the f32 rate) a head's Q, K and V are
+// widened to f32 once, into `out` (3 T d values), and its products run on the f32 tiles, each
+// operand that is not one of them rounded to bf16 first (round_bf16): widening each product's
+// operands instead would have every block of queries widen all its keys again. On bf16_amx the
+// products run on the AMX tiles (attention_products.hpp) and read the head's bf16 values as
+// they are.
 int64_t widened_head_values(int64_t t, int64_t d) { return 3 * t * d; }
 
 Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, float* out) {
@@ -139,16 +137,16 @@ void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pa
 // log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise. Q, K and V are T, or bf16
 // under Precision::bf16 (In), the scores and y T.
 template <class T, class In>
-void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                  T scale, T slope, const AttentionPattern& pattern, T* s) {
+void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy, T* lse,
+                  int64_t t, int64_t d, T scale, T slope, const AttentionPattern& pattern, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
-                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * n;
@@ -158,7 +156,7 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
       mask_row(row, i, runs, pattern);
       T top = row[0];
       // Written as a comparison: GCC vectorises no std::max reduction without -ffast-math, and
-      // the scalar loop took a third of this function's own time.
+      // this loop runs once per score.
 #pragma omp simd reduction(max : top)
       for (int64_t j = 1; j < valid; ++j) top = row[j] > top ? row[j] : top;
       T sum = 0;
@@ -175,9 +173,9 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
-                        s + col, n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy,
-                        ldy);
+      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count,
+                        T(1), s + col, n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1),
+                        y + i0 * ldy, ldy);
     });
   }
 }
@@ -189,8 +187,8 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
 // on the thread count. dQ is overwritten, or added to with add_to_dq. With hd.bf16_values the
 // products read the block's dY rounded into `dy16` (kBlock d values).
 template <class T, class In>
-void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
-                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
+void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh, const T* y,
+                   const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
                    const AttentionPattern& pattern, T* p, T* ds, T* dy16, bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
@@ -206,13 +204,13 @@ void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<
       ld_product = d;
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
-                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1),
-                        dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        T(1), dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
-    // here their loads overlap (inside the row loop below they took half of this function).
+    // here their loads overlap instead of stalling the row loop below.
     T deltas[kBlock];
     for (int64_t r = 0; r < rows; ++r) {
       const T* g = dy_block + r * ldy;
@@ -246,13 +244,13 @@ void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
-                        p + col, n, dy_product, ld_product, T(1), dh.v + key * dh.ld, dh.ld);
-      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
-                        ds + col, n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
-                        dh.q + i0 * dh.ld, dh.ld);
-      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
-                        ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows,
+                        T(1), p + col, n, dy_product, ld_product, T(1), dh.v + key * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count,
+                        T(1), ds + col, n, hd.k + key * hd.ld, hd.ld,
+                        first && !add_to_dq ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows,
+                        T(1), ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }
 }
@@ -280,9 +278,11 @@ inline int64_t strided_scratch(int64_t t, int64_t d, const AttentionPattern& pat
 }
 
 template <class T, class In>
-void forward_strided_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                          T scale, T slope, int64_t stride, T* s, T* class_y) {
-  forward_head(backend, hd, y, ldy, lse, t, d, scale, slope, AttentionPattern::sliding_window(stride), s);
+void forward_strided_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy,
+                          T* lse, int64_t t, int64_t d, T scale, T slope, int64_t stride, T* s,
+                          T* class_y) {
+  forward_head(backend, hd, y, ldy, lse, t, d, scale, slope,
+               AttentionPattern::sliding_window(stride), s);
   T* class_lse = class_y + (t / stride + 1) * d;
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
@@ -306,9 +306,9 @@ void forward_strided_head(ProductBackend backend, const Head<const In>& hd, T* y
 // Given the merged log-sum-exps, each pass's weights are exp(score - lse) and the backward of the
 // two passes is separable: the band's, then each class's adding to dQ.
 template <class T, class In>
-void backward_strided_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
-                           int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                           int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
+void backward_strided_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh,
+                           const T* y, const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d,
+                           T scale, T slope, int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
   backward_head(backend, hd, dh, y, dy, ldy, lse, t, d, scale, slope,
                 AttentionPattern::sliding_window(stride), p, ds, dy16);
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
@@ -352,7 +352,8 @@ std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
   std::vector<T> out(static_cast<size_t>(n_heads), T(0));
   if (alibi) {
     const std::vector<double> slopes = alibi_slopes(n_heads);
-    std::transform(slopes.begin(), slopes.end(), out.begin(), [](double m) { return static_cast<T>(m); });
+    std::transform(slopes.begin(), slopes.end(), out.begin(),
+                   [](double m) { return static_cast<T>(m); });
   }
   return out;
 }
@@ -391,8 +392,8 @@ void attention_forward(const Tensor& qkv, AttentionSaved& sv) {
       const T slope = slopes[static_cast<size_t>(hi)];
       auto forward = [&](const auto& hd) {
         if (sv.pattern.kind == AttentionPattern::Kind::strided) {
-          forward_strided_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern.stride,
-                               s, s + sv.panel);
+          forward_strided_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern.stride, s,
+                               s + sv.panel);
         } else {
           forward_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern, s);
         }
@@ -439,8 +440,8 @@ Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
           backward_strided_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
                                 sv.pattern.stride, s, s + panel, s + 2 * panel, dy16);
         } else {
-          backward_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
-                        sv.pattern, s, s + panel, dy16);
+          backward_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, sv.pattern,
+                        s, s + panel, dy16);
         }
       };
       if constexpr (std::is_same_v<T, float>) {
@@ -466,11 +467,20 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   }
   const Layout layout = packed_layout(qkv, n_heads, n_kv_heads, "causal_self_attention");
   const int64_t b = qkv.size(0), t = layout.t, c = layout.c;
-  AttentionSaved sv{kernels::product_backend(qkv.dtype()), Tensor{},
+  AttentionSaved sv{kernels::product_backend(qkv.dtype()),
+                    Tensor{},
                     Tensor::empty({b, t, c}, qkv.dtype()),
-                    Tensor::empty({b, n_heads, t}, qkv.dtype()), Rounded{}, qkv.shape(),
-                    qkv.dtype(), layout, n_heads, alibi, pattern,
-                    std::min(kBlock, t) * t, strided_scratch(t, layout.d, pattern), false};
+                    Tensor::empty({b, n_heads, t}, qkv.dtype()),
+                    Rounded{},
+                    qkv.shape(),
+                    qkv.dtype(),
+                    layout,
+                    n_heads,
+                    alibi,
+                    pattern,
+                    std::min(kBlock, t) * t,
+                    strided_scratch(t, layout.d, pattern),
+                    false};
   // On a bf16 backend the products read q, k and v rounded to bf16 once, here, in place of qkv.
   const bool keep_bf16 = qkv.dtype() == DType::f32 && kernels::rounds_to_bf16(sv.backend);
   if (keep_bf16 && qkv.numel() > 0) sv.qkv16 = rounded(qkv);
@@ -479,9 +489,8 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   if (b * t * c > 0) attention_forward(qkv, sv);
   const Tensor y = sv.y;
   sv.y = y.detach();
-  return record("causal_self_attention", y, {qkv}, [sv](const Tensor& g) {
-    return std::vector<Tensor>{attention_backward(g, sv)};
-  });
+  return record("causal_self_attention", y, {qkv},
+                [sv](const Tensor& g) { return std::vector<Tensor>{attention_backward(g, sv)}; });
 }
 
 }  // namespace tinygpt

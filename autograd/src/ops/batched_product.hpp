@@ -44,4 +44,8 @@ template <class T>
 void gemm_batched(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb,
                   ProductInput<T> a, ProductInput<T> b, T* c, const T* bias = nullptr);
 
+// matmul (ops.hpp) on a given backend: the op's backward passes run their products on the
+// backend of their forward pass.
+Tensor matmul_on(ProductBackend backend, const Tensor& a, const Tensor& b, bool ta, bool tb);
+
 }  // namespace tinygpt::detail

@@ -100,8 +100,7 @@ Tensor product(ProductBackend backend, const MatmulPlan& p, const Tensor& x, con
       }
       return;
     }
-    gemm_batched<T>(backend, p, false, false, {x.data<T>()}, {weight.data<T>()}, out.data<T>(),
-                    pb);
+    gemm_batched<T>(backend, p, false, false, {x.data<T>()}, {weight.data<T>()}, out.data<T>(), pb);
   });
   return out;
 }
@@ -116,10 +115,11 @@ Tensor product_bf16(ProductBackend backend, const MatmulPlan& p, const Rounded& 
 }
 
 // dx = g W^T, dW = x^T g over all rows at once, db = column sums of g; f32 and f64.
-Grads linear_backward_values(const Tensor& g, const Tensor& x, const Tensor& w, Needs needs) {
+Grads linear_backward_values(ProductBackend backend, const Tensor& g, const Tensor& x,
+                             const Tensor& w, Needs needs) {
   Tensor gx, gw, gb;
-  if (needs.x) gx = matmul(g, w, false, true);
-  if (needs.w) gw = matmul(fold_rows(x), fold_rows(g), true, false);
+  if (needs.x) gx = matmul_on(backend, g, w, false, true);
+  if (needs.w) gw = matmul_on(backend, fold_rows(x), fold_rows(g), true, false);
   if (needs.b) gb = column_sums(g);
   return Grads{gx, gw, gb};
 }
@@ -172,9 +172,10 @@ Tensor linear_forward(const MatmulPlan& p, const Tensor& x, const Tensor& weight
 
 // dx (B,T,K) = g (B,T,N) W^T, dW (K,N) = x^T g over all B T rows, db (N) = column sums of g.
 Grads linear_backward(const Tensor& g, const LinearSaved& s) {
-  if (s.x16.data == nullptr) return linear_backward_values(g, s.x, s.w, s.needs);
+  if (s.x16.data == nullptr) return linear_backward_values(s.backend, g, s.x, s.w, s.needs);
   const Rounded& x16 = s.x16;
-  return linear_backward_bf16(s.backend, g, s.w, [&x16](const Tensor&) { return x16; }, s.needs);
+  auto input16 = [&x16](const Tensor&) { return x16; };
+  return linear_backward_bf16(s.backend, g, s.w, input16, s.needs);
 }
 
 // gelu(h) and its slope gelu'(h) in h's dtype, off the tape, from one exp per element.
@@ -213,8 +214,8 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* gra
     row.resize(static_cast<size_t>(cols));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      kernels::gelu_bf16(h16.data + i * cols, row.data(), grad != nullptr ? grad + i * cols : nullptr,
-                         cols);
+      kernels::gelu_bf16(h16.data + i * cols, row.data(),
+                         grad != nullptr ? grad + i * cols : nullptr, cols);
       kernels::to_bf16(row.data(), 1, cols, cols, out + i * cols);
     }
   }
@@ -262,7 +263,7 @@ Grads gelu_linear_backward(const Tensor& g, const GeluLinearSaved& s) {
     };
     return linear_backward_bf16(s.backend, g, s.w, input16, s.needs);
   }
-  Grads grads = linear_backward_values(g, s.gelu.values, s.w, s.needs);
+  Grads grads = linear_backward_values(s.backend, g, s.gelu.values, s.w, s.needs);
   if (s.needs.x) {
     dispatch_float(s.gelu.slope.dtype(), "gelu_linear", [&](auto tag) {
       using T = decltype(tag);

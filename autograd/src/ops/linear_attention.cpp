@@ -49,7 +49,8 @@ void keep_causal(T* a, int64_t n) {
 // The chunk's weights A (n,n) = phi(Q) phi(K)^T with j <= i, and each row's normaliser
 // den_i = sum_j A_ij + phi(q_i).z.
 template <class T>
-void chunk_weights(ProductBackend backend, const T* fq, const T* fk, const T* z, int64_t n, int64_t d, T* a, T* den) {
+void chunk_weights(ProductBackend backend, const T* fq, const T* fk, const T* z, int64_t n,
+                   int64_t d, T* a, T* den) {
   gemm(backend, false, true, n, n, d, T(1), fq, d, fk, d, T(0), a, n);
   keep_causal(a, n);
   for (int64_t i = 0; i < n; ++i) {
@@ -62,7 +63,8 @@ void chunk_weights(ProductBackend backend, const T* fq, const T* fk, const T* z,
 
 // Adds a chunk's keys to the running sums: S += phi(K)^T V, z += sum of phi(K)'s rows.
 template <class T>
-void absorb_chunk(ProductBackend backend, const T* fk, const T* v, int64_t ldv, int64_t n, int64_t d, T* S, T* z) {
+void absorb_chunk(ProductBackend backend, const T* fk, const T* v, int64_t ldv, int64_t n,
+                  int64_t d, T* S, T* z) {
   gemm(backend, true, false, d, d, n, T(1), fk, d, v, ldv, T(1), S, d);
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t e = 0; e < d; ++e) z[e] += fk[j * d + e];
@@ -123,8 +125,8 @@ void add_through_phi(const T* dphi, const T* fx, int64_t n, int64_t d, T* dx, in
 //   d phi(K) += V R^T + 1 r^T,  dV += phi(K) R,  R = sum_later phi(Q)^T dN,  r = sum_later phi(Q)^T dden
 // (reverse pass). dq is written; dk and dv are added to.
 template <class T>
-void backward_head(ProductBackend backend, const Head<const T>& hd, const Head<T>& dh, const T* y, const T* g,
-                   int64_t ldy, int64_t t, int64_t d, T* s) {
+void backward_head(ProductBackend backend, const Head<const T>& hd, const Head<T>& dh, const T* y,
+                   const T* g, int64_t ldy, int64_t t, int64_t d, T* s) {
   T *a = s, *da = a + kChunk * kChunk, *fq = da + kChunk * kChunk, *fk = fq + kChunk * d,
     *dn = fk + kChunk * d, *tmp = dn + kChunk * d, *S = tmp + kChunk * d, *z = S + d * d,
     *den = z + d, *dden = den + t;
@@ -150,7 +152,8 @@ void backward_head(ProductBackend backend, const Head<const T>& hd, const Head<T
         dq[i * dh.ld + e] = (tmp[i * d + e] + dden[i] * z[e]) * simd::elu_plus_one_slope(fq[i * d + e]);
       }
     }
-    gemm(backend, true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);  // d phi(K) within the chunk
+    // d phi(K) within the chunk
+    gemm(backend, true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);
     add_through_phi(tmp, fk, n, d, dh.k + c0 * dh.ld, dh.ld);
     gemm(backend, true, false, n, d, n, T(1), a, n, dn, d, T(1), dh.v + c0 * dh.ld, dh.ld);
     absorb_chunk(backend, fk, v, hd.ld, n, d, S, z);
