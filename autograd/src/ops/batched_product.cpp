@@ -23,15 +23,18 @@ Shape leading(const Shape& s) {  // all but the last two axes
 // The pieces of one product on the OpenMP team: whole batches per thread, and a single large
 // product cut into kPanels row (or column) panels. The pieces depend on the shapes only, never
 // on the thread count: a BLAS kernel may sum a panel's edge rows in another order than the same
-// rows inside a larger call, so cutting by thread count would make results depend on it. Four
-// panels of at most kPanelRows rows, two per core of the machines this project targets: with
-// two, both cores' products slowed on some shapes, and more panels cost more than they gain
-// (docs/PERFORMANCE.md).
+// rows inside a larger call, so cutting by thread count would make results depend on it. At least
+// four panels of at most kPanelRows rows, two per core of the machines this project targets: with
+// fewer, the two cores' products slow down badly on some shapes under oneDNN's single-threaded
+// sgemm, and more only add calls (docs/PERFORMANCE.md, "What runs").
 constexpr int64_t kPanels = 4;
 constexpr int64_t kPanelRows = 512;
 
 struct Pieces {
-  bool small;       // too little work to share: waking a thread costs more than the product
+  // Too little work to share, below 2^20 multiply-adds: a thread costs more to wake than such a
+  // product takes on one core, while the small model's output layer, a few times larger,
+  // already gains from sharing.
+  bool small;
   bool split_rows;  // panels of rows of C, or else of columns
   int64_t extent;   // the rows (or columns) the panels cut
   int64_t panels;

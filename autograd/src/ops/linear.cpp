@@ -52,9 +52,10 @@ bool bf16_product(ProductBackend backend, const Tensor& x, const MatmulPlan& p) 
 
 // Column sums of g (rows, n) -> (n), accumulated in double, each column over the rows in order,
 // so the result does not depend on the thread count. Each thread takes a strip of whole 16-column
-// groups and walks it row by row, its sums in L1 (strips of rows a page apart were slower). With
-// `rounded`, g's values rounded to bf16 go there in the same pass (packed rows of n), as the bf16
-// backward needs beside the sums: one read of g instead of two.
+// groups and walks it row by row, its sums in L1 (walking down 64-column strips instead, whose
+// rows lie a page apart, is slower). With `rounded`, g's values rounded to bf16 go there in the
+// same pass (packed rows of n), as the bf16 backward needs beside the sums: one read of g instead
+// of two, which is what the pass's time goes to.
 Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
   Tensor out = Tensor::empty({n}, g.dtype());
@@ -151,7 +152,10 @@ Grads linear_backward_bf16(ProductBackend backend, const Tensor& g, const Tensor
   return {gx, gw, gb};
 }
 
-// What linear's backward pass reads: x, or on a bf16 backend x rounded to bf16 in its place.
+// What linear's backward pass reads: x, or on a bf16 backend x rounded to bf16 in its place,
+// which is all dW = x^T g needs: half the memory. W is rounded again in the backward pass rather
+// than kept: one more pass over the weights, so that no rounded copy of every layer's weights is
+// held through the step.
 struct LinearSaved {
   ProductBackend backend;
   Needs needs;
