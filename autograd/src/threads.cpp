@@ -58,7 +58,7 @@ void set_num_threads(int n) {
   g_threads = n;
   omp_set_num_threads(n);
   // OpenBLAS only ever runs inside one OpenMP thread: matmul splits its work across the OpenMP
-  // team itself (ops/matmul.cpp), so a second pool of BLAS threads would only fight it.
+  // team itself (ops/batched_product.cpp), so a second pool of BLAS threads would only fight it.
   openblas_set_num_threads(1);
   if (g_flush_denormals) apply_to_team();  // and to the threads a larger team adds
 }

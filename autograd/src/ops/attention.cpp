@@ -8,24 +8,24 @@
 #include <type_traits>
 #include <vector>
 
-#include "attention_products.hpp"
-#include "avx512_clones.hpp"
-#include "blas.hpp"
+#include "kernels/attention_products.hpp"
+#include "kernels/avx512_clones.hpp"
+#include "kernels/product.hpp"
 #include "packed_heads.hpp"
 #include "rounded.hpp"
-#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
 namespace tinygpt {
 namespace {
 
-using detail::Band;
-using detail::bf16;
-using detail::gemm;
 using detail::Rounded;
 using detail::rounded;
+using kernels::Band;
+using kernels::bf16;
+using kernels::ProductBackend;
 using namespace detail::packed;
 
 // Queries are taken kBlock at a time: each block's scores against every key it may see form a
@@ -36,13 +36,13 @@ constexpr int64_t kBlock = 64;
 // The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
 // columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
 // between them are seen by no query of the block and are skipped; full attention is the single
-// run [0, keys), whose products are then the plain causal ones, bit for bit.
+// run [0, keys), whose products are those of plain causal attention.
 struct KeyRuns {
   int64_t global, lo, keys;
   int64_t columns() const { return global + keys - lo; }
   // The part of a product the block needs (block_product): all of it across two runs.
-  detail::Band band(detail::Band single_run) const {
-    return global == 0 ? single_run : detail::Band::none;
+  kernels::Band band(kernels::Band single_run) const {
+    return global == 0 ? single_run : kernels::Band::none;
   }
 
   // f(column, first key, count, first run?) for each non-empty run, in column order.
@@ -62,44 +62,42 @@ KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
 // KeyRuns): on AVX-512, on register tiles that skip the products above the causal diagonal,
-// whose terms are zero or unused, which makes them faster than sgemm's whole products
-// (attention_products.hpp). When the head's Q, K and V are bf16 (In, Precision::bf16 on the bf16
-// dot products or the AMX tiles, bf16_products()) every product's operands are rounded as gemm()
-// rounds them, on bf16 tiles. Otherwise gemm.
+// whose terms are zero or unused (attention_products.hpp). When the head's Q, K and V are bf16
+// (In: the bf16_dot_pairs or bf16_amx backend) every product's operands are rounded as
+// kernels::gemm rounds them, on bf16 tiles. Otherwise kernels::gemm on the op's backend.
 // `band` says which part the block needs; two runs of keys need the whole product (Band::none).
 template <class In, class T, class A, class B>
-void block_product(Band band, int64_t rows, int64_t n, bool ta, bool tb, int64_t m, int64_t cols,
-                   int64_t k, T alpha, const A* a, int64_t lda, const B* b, int64_t ldb, T beta,
-                   T* c, int64_t ldc) {
+void block_product(ProductBackend backend, Band band, int64_t rows, int64_t n, bool ta, bool tb,
+                   int64_t m, int64_t cols, int64_t k, T alpha, const A* a, int64_t lda, const B* b,
+                   int64_t ldb, T beta, T* c, int64_t ldc) {
   if constexpr (std::is_same_v<In, bf16>) {
-    if (band != Band::none && detail::use_avx512_bf16()) {
-      detail::attention_product_bf16(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc,
-                                     band, n - rows);
+    if (band != Band::none && kernels::use_avx512_bf16()) {
+      kernels::attention_product_bf16(backend, ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c,
+                                      ldc, band, n - rows);
       return;
     }
   } else if constexpr (std::is_same_v<T, float>) {
-    if (band != Band::none && detail::use_avx512()) {
-      detail::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
-                                n - rows);
+    if (band != Band::none && kernels::use_avx512()) {
+      kernels::attention_product(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc, band,
+                                 n - rows);
       return;
     }
   }
-  gemm(ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  kernels::gemm(backend, ta, tb, m, cols, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
-// Under Precision::bf16 where the products run on the f32 FMAs (Bf16Products::f32_fma: vdpbf16ps
-// trails them there), a head's Q, K and V are widened to f32 once, into `out` (3 T d values), and
-// its products run on the f32 tiles, each operand that is not one of them rounded to bf16 first
-// (round_bf16). Widening each product's operands instead would widen all the keys again for every
-// block of queries, making bf16 attention slower than f32's. Under amx the products run on the
-// AMX tiles (attention_products.hpp) and read the head's bf16 values as they are.
-bool widens_heads() { return bf16_products() == Bf16Products::f32_fma; }
+// On the bf16_f32_fma backend (where vdpbf16ps runs below the f32 rate) a head's Q, K and V are
+// widened to f32 once, into `out` (3 T d values), and its products run on the f32 tiles, each
+// operand that is not one of them rounded to bf16 first (round_bf16): widening each product's
+// operands instead would have every block of queries widen all its keys again. On bf16_amx the
+// products run on the AMX tiles (attention_products.hpp) and read the head's bf16 values as
+// they are.
 int64_t widened_head_values(int64_t t, int64_t d) { return 3 * t * d; }
 
 Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, float* out) {
-  detail::widen_bf16(h.q, t, d, h.ld, out);
-  detail::widen_bf16(h.k, t, d, h.ld, out + t * d);
-  detail::widen_bf16(h.v, t, d, h.ld, out + 2 * t * d);
+  kernels::widen_bf16(h.q, t, d, h.ld, out);
+  kernels::widen_bf16(h.k, t, d, h.ld, out + t * d);
+  kernels::widen_bf16(h.v, t, d, h.ld, out + 2 * t * d);
   return {out, out + t * d, out + 2 * t * d, d, true};
 }
 
@@ -107,7 +105,7 @@ Head<const float> widened_head(const Head<const bf16>& h, int64_t t, int64_t d, 
 // (in place when out == x and ld == cols). bf16 values are only ever held in f32.
 template <class T>
 void round_bf16(const T* x, int64_t rows, int64_t cols, int64_t ld, T* out) {
-  if constexpr (std::is_same_v<T, float>) detail::widen_bf16(x, rows, cols, ld, out);
+  if constexpr (std::is_same_v<T, float>) kernels::widen_bf16(x, rows, cols, ld, out);
 }
 
 // ALiBi: adds -slope (i - j) to the scores of query position i against its first `valid`
@@ -139,16 +137,16 @@ void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pa
 // log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise. Q, K and V are T, or bf16
 // under Precision::bf16 (In), the scores and y T.
 template <class T, class In>
-void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                  T scale, T slope, const AttentionPattern& pattern, T* s) {
+void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy, T* lse,
+                  int64_t t, int64_t d, T scale, T slope, const AttentionPattern& pattern, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
     const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
     const int64_t n = runs.columns();
     const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
-                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), s + col, n);
     });
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * n;
@@ -158,7 +156,7 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       mask_row(row, i, runs, pattern);
       T top = row[0];
       // Written as a comparison: GCC vectorises no std::max reduction without -ffast-math, and
-      // this loop runs over every score of the panel.
+      // this loop runs once per score.
 #pragma omp simd reduction(max : top)
       for (int64_t j = 1; j < valid; ++j) top = row[j] > top ? row[j] : top;
       T sum = 0;
@@ -175,9 +173,9 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
       lse[i] = top + std::log(sum);
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {  // y = P V
-      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
-                        s + col, n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1), y + i0 * ldy,
-                        ldy);
+      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count,
+                        T(1), s + col, n, hd.v + key * hd.ld, hd.ld, first ? T(0) : T(1),
+                        y + i0 * ldy, ldy);
     });
   }
 }
@@ -189,8 +187,8 @@ void forward_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t
 // on the thread count. dQ is overwritten, or added to with add_to_dq. With hd.bf16_values the
 // products read the block's dY rounded into `dy16` (kBlock d values).
 template <class T, class In>
-void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
-                   int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
+void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh, const T* y,
+                   const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
                    const AttentionPattern& pattern, T* p, T* ds, T* dy16, bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
@@ -206,13 +204,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       ld_product = d;
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, scale, q,
-                        hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
-      block_product<In>(runs.band(Band::columns), rows, n, false, true, rows, count, d, T(1),
-                        dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        scale, q, hd.ld, hd.k + key * hd.ld, hd.ld, T(0), p + col, n);
+      block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
+                        T(1), dy_product, ld_product, hd.v + key * hd.ld, hd.ld, T(0), ds + col, n);
     });
     // rowsum(dY Y) of the block's rows in a pass of their own: y's rows are rarely in cache, and
-    // here their loads overlap instead of stalling the row loop below one at a time.
+    // here their loads overlap instead of stalling the row loop below.
     T deltas[kBlock];
     for (int64_t r = 0; r < rows; ++r) {
       const T* g = dy_block + r * ldy;
@@ -246,13 +244,13 @@ void backward_head(const Head<const In>& hd, const Head<T>& dh, const T* y, cons
       std::fill(dsrow + valid, dsrow + n, T(0));
     }
     runs.each([&](int64_t col, int64_t key, int64_t count, bool first) {
-      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
-                        p + col, n, dy_product, ld_product, T(1), dh.v + key * dh.ld, dh.ld);
-      block_product<In>(runs.band(Band::k_upper), rows, n, false, false, rows, d, count, T(1),
-                        ds + col, n, hd.k + key * hd.ld, hd.ld, first && !add_to_dq ? T(0) : T(1),
-                        dh.q + i0 * dh.ld, dh.ld);
-      block_product<In>(runs.band(Band::k_lower), rows, n, true, false, count, d, rows, T(1),
-                        ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows,
+                        T(1), p + col, n, dy_product, ld_product, T(1), dh.v + key * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_upper), rows, n, false, false, rows, d, count,
+                        T(1), ds + col, n, hd.k + key * hd.ld, hd.ld,
+                        first && !add_to_dq ? T(0) : T(1), dh.q + i0 * dh.ld, dh.ld);
+      block_product<In>(backend, runs.band(Band::k_lower), rows, n, true, false, count, d, rows,
+                        T(1), ds + col, n, q, hd.ld, T(1), dh.k + key * dh.ld, dh.ld);
     });
   }
 }
@@ -280,13 +278,15 @@ inline int64_t strided_scratch(int64_t t, int64_t d, const AttentionPattern& pat
 }
 
 template <class T, class In>
-void forward_strided_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, int64_t t, int64_t d,
-                          T scale, T slope, int64_t stride, T* s, T* class_y) {
-  forward_head(hd, y, ldy, lse, t, d, scale, slope, AttentionPattern::sliding_window(stride), s);
+void forward_strided_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy,
+                          T* lse, int64_t t, int64_t d, T scale, T slope, int64_t stride, T* s,
+                          T* class_y) {
+  forward_head(backend, hd, y, ldy, lse, t, d, scale, slope,
+               AttentionPattern::sliding_window(stride), s);
   T* class_lse = class_y + (t / stride + 1) * d;
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
-    forward_head(strided_class(hd, r, stride), class_y, d, class_lse, rows, d, scale,
+    forward_head(backend, strided_class(hd, r, stride), class_y, d, class_lse, rows, d, scale,
                  slope * static_cast<T>(stride), AttentionPattern{}, s);
     for (int64_t a = 0; a < rows; ++a) {
       const int64_t i = r + (a + 1) * stride;
@@ -306,10 +306,10 @@ void forward_strided_head(const Head<const In>& hd, T* y, int64_t ldy, T* lse, i
 // Given the merged log-sum-exps, each pass's weights are exp(score - lse) and the backward of the
 // two passes is separable: the band's, then each class's adding to dQ.
 template <class T, class In>
-void backward_strided_head(const Head<const In>& hd, const Head<T>& dh, const T* y, const T* dy,
-                           int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                           int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
-  backward_head(hd, dh, y, dy, ldy, lse, t, d, scale, slope,
+void backward_strided_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh,
+                           const T* y, const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d,
+                           T scale, T slope, int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
+  backward_head(backend, hd, dh, y, dy, ldy, lse, t, d, scale, slope,
                 AttentionPattern::sliding_window(stride), p, ds, dy16);
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
@@ -317,21 +317,10 @@ void backward_strided_head(const Head<const In>& hd, const Head<T>& dh, const T*
       class_lse[a] = lse[r + (a + 1) * stride] + slope * static_cast<T>(stride);
     }
     const int64_t first = (r + stride) * ldy;
-    backward_head(strided_class(hd, r, stride), strided_class(dh, r, stride), y + first,
+    backward_head(backend, strided_class(hd, r, stride), strided_class(dh, r, stride), y + first,
                   dy + first, ldy * stride, class_lse, rows, d, scale,
                   slope * static_cast<T>(stride), AttentionPattern{}, p, ds, dy16, true);
   }
-}
-
-// ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
-template <class T>
-std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
-  std::vector<T> out(static_cast<size_t>(n_heads), T(0));
-  if (alibi) {
-    const std::vector<double> slopes = alibi_slopes(n_heads);
-    std::transform(slopes.begin(), slopes.end(), out.begin(), [](double m) { return static_cast<T>(m); });
-  }
-  return out;
 }
 
 }  // namespace
@@ -355,6 +344,120 @@ Layout packed_layout(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, con
 
 }  // namespace detail::packed
 
+namespace {
+
+// ALiBi's slope of each head in the kernel's type, or zeros without ALiBi.
+template <class T>
+std::vector<T> head_slopes(int64_t n_heads, bool alibi) {
+  std::vector<T> out(static_cast<size_t>(n_heads), T(0));
+  if (alibi) {
+    const std::vector<double> slopes = alibi_slopes(n_heads);
+    std::transform(slopes.begin(), slopes.end(), out.begin(),
+                   [](double m) { return static_cast<T>(m); });
+  }
+  return out;
+}
+
+// What the backward pass reads of the forward: y and each row's log-sum-exp, and qkv, or on a
+// bf16 backend qkv rounded to bf16 in its place (half the memory).
+struct AttentionSaved {
+  ProductBackend backend;
+  Tensor qkv, y, lse;
+  Rounded qkv16;
+  Shape shape;
+  DType dtype;
+  Layout layout;
+  int64_t n_heads;
+  bool alibi;
+  AttentionPattern pattern;
+  int64_t panel, extra;  // one (block, T) score panel, and the strided pattern's scratch
+  bool widen;            // bf16_f32_fma: each head's q, k, v widened back to f32 once
+};
+
+// y (B,T,C) = softmax(pattern(scale Q K^T + ALiBi)) V per head, Q K V read from qkv
+// (B,T,C + 2 KV) in place; lse (B,H,T) each row's log-sum-exp.
+void attention_forward(const Tensor& qkv, AttentionSaved& sv) {
+  const Layout& layout = sv.layout;
+  const int64_t b = sv.shape[0], t = layout.t, c = layout.c, d = layout.d;
+  const int64_t wide = sv.widen ? widened_head_values(t, d) : 0;
+  const int64_t per_thread = sv.panel + sv.extra + wide;
+  Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, sv.dtype);
+  dispatch_float(sv.dtype, "causal_self_attention", [&](auto tag) {
+    using T = decltype(tag);
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const std::vector<T> slopes = head_slopes<T>(sv.n_heads, sv.alibi);
+    for_each_head<T>(b, sv.n_heads, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
+      T* yh = sv.y.data<T>() + y_offset(bi, hi, layout);
+      T* lh = sv.lse.data<T>() + (bi * sv.n_heads + hi) * t;
+      const T slope = slopes[static_cast<size_t>(hi)];
+      auto forward = [&](const auto& hd) {
+        if (sv.pattern.kind == AttentionPattern::Kind::strided) {
+          forward_strided_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern.stride, s,
+                               s + sv.panel);
+        } else {
+          forward_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern, s);
+        }
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        if (sv.qkv16.data != nullptr) {
+          const Head<const bf16> h16 = head_of(sv.qkv16.data, bi, hi, layout);
+          return sv.widen ? forward(widened_head(h16, t, d, s + sv.panel + sv.extra))
+                          : forward(h16);
+        }
+      }
+      forward(head_of(qkv.data<T>(), bi, hi, layout));
+    });
+  });
+}
+
+// dqkv (B,T,C + 2 KV) from g = dy (B,T,C), P recomputed from the saved log-sum-exps: per head
+// dV = P^T dY, dP = dY V^T, dS = P (dP - rowsum(dY Y)) scale, dQ = dS K, dK = dS^T Q.
+Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
+  const Layout& layout = sv.layout;
+  const int64_t b = sv.shape[0], t = layout.t, c = layout.c, d = layout.d;
+  Tensor dqkv = Tensor::empty(sv.shape, sv.dtype);
+  if (dqkv.numel() == 0) return dqkv;
+  // p, ds, the strided pattern's extra, and with `widen` the head widened and a block of dY
+  const int64_t wide = sv.widen ? widened_head_values(t, d) + kBlock * d : 0;
+  const int64_t panel = sv.panel, per_thread = 2 * panel + sv.extra + wide;
+  Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, sv.dtype);
+  dispatch_float(sv.dtype, "causal_self_attention", [&](auto tag) {
+    using T = decltype(tag);
+    const T* py = sv.y.data<T>();
+    const T* pg = g.data<T>();
+    T* pd = dqkv.data<T>();
+    const T scale = T(1) / std::sqrt(static_cast<T>(d));
+    const std::vector<T> slopes = head_slopes<T>(sv.n_heads, sv.alibi);
+    for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
+      const int64_t yo = y_offset(bi, hi, layout);
+      const Head<T> dh = head_of(pd, bi, hi, layout);
+      const T* lh = sv.lse.data<T>() + (bi * sv.n_heads + hi) * t;
+      const T slope = slopes[static_cast<size_t>(hi)];
+      T* head_wide = sv.widen ? s + 2 * panel + sv.extra : nullptr;
+      T* dy16 = sv.widen ? head_wide + widened_head_values(t, d) : nullptr;
+      auto backward = [&](const auto& hd) {
+        if (sv.pattern.kind == AttentionPattern::Kind::strided) {
+          backward_strided_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
+                                sv.pattern.stride, s, s + panel, s + 2 * panel, dy16);
+        } else {
+          backward_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, sv.pattern,
+                        s, s + panel, dy16);
+        }
+      };
+      if constexpr (std::is_same_v<T, float>) {
+        if (!sv.qkv.defined()) {
+          const Head<const bf16> h16 = head_of(sv.qkv16.data, bi, hi, layout);
+          return sv.widen ? backward(widened_head(h16, t, d, head_wide)) : backward(h16);
+        }
+      }
+      backward(head_of(sv.qkv.data<T>(), bi, hi, layout));
+    });
+  });
+  return dqkv;
+}
+
+}  // namespace
+
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
                              const AttentionPattern& pattern) {
   pattern.validate("causal_self_attention");
@@ -363,97 +466,31 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
                      "causal_linear_attention");
   }
   const Layout layout = packed_layout(qkv, n_heads, n_kv_heads, "causal_self_attention");
-  const int64_t b = qkv.size(0), t = layout.t, d = layout.d;
-  const int64_t c = layout.c;
-  Tensor y = Tensor::empty({b, t, c}, qkv.dtype());          // (B,T,C)
-  Tensor lse = Tensor::empty({b, n_heads, t}, qkv.dtype());  // (B,H,T)
-  const int64_t panel = std::min(kBlock, t) * t;             // one (block, T) score panel
-  const int64_t extra = strided_scratch(t, d, pattern);
-  const int64_t threads = omp_get_max_threads();
-  // Under Precision::bf16 the products read q, k and v rounded to bf16 once, here, in place of
-  // qkv; the backward pass keeps that rounding instead of qkv (half the memory).
-  const bool keep_bf16 = qkv.dtype() == DType::f32 && matmul_precision() == Precision::bf16;
-  const Rounded qkv16 = keep_bf16 && qkv.numel() > 0 ? rounded(qkv) : Rounded{};
-  const bool widen = keep_bf16 && widens_heads();
-  const int64_t wide = widen ? widened_head_values(t, d) : 0;
-  if (b * t * c > 0) {
-    Tensor scratch = Tensor::empty({threads, panel + extra + wide}, qkv.dtype());
-    dispatch_float(qkv.dtype(), "causal_self_attention", [&](auto tag) {
-      using T = decltype(tag);
-      const T* pqkv = qkv.data<T>();
-      T* py = y.data<T>();
-      T* pl = lse.data<T>();
-      const T scale = T(1) / std::sqrt(static_cast<T>(d));
-      const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_head<T>(b, n_heads, scratch, panel + extra + wide, [&](int64_t bi, int64_t hi,
-                                                                     T* s) {
-        T* yh = py + y_offset(bi, hi, layout);
-        T* lh = pl + (bi * n_heads + hi) * t;
-        const T slope = slopes[static_cast<size_t>(hi)];
-        auto forward = [&](const auto& hd) {
-          if (pattern.kind == AttentionPattern::Kind::strided) {
-            forward_strided_head(hd, yh, c, lh, t, d, scale, slope, pattern.stride, s, s + panel);
-          } else {
-            forward_head(hd, yh, c, lh, t, d, scale, slope, pattern, s);
-          }
-        };
-        if constexpr (std::is_same_v<T, float>) {
-          if (qkv16.data != nullptr) {
-            const Head<const bf16> h16 = head_of(qkv16.data, bi, hi, layout);
-            return widen ? forward(widened_head(h16, t, d, s + panel + extra)) : forward(h16);
-          }
-        }
-        forward(head_of(pqkv, bi, hi, layout));
-      });
-    });
-  }
-  const Tensor kept = keep_bf16 ? Tensor{} : qkv.detach();
+  const int64_t b = qkv.size(0), t = layout.t, c = layout.c;
+  AttentionSaved sv{kernels::product_backend(qkv.dtype()),
+                    Tensor{},
+                    Tensor::empty({b, t, c}, qkv.dtype()),
+                    Tensor::empty({b, n_heads, t}, qkv.dtype()),
+                    Rounded{},
+                    qkv.shape(),
+                    qkv.dtype(),
+                    layout,
+                    n_heads,
+                    alibi,
+                    pattern,
+                    std::min(kBlock, t) * t,
+                    strided_scratch(t, layout.d, pattern),
+                    false};
+  // On a bf16 backend the products read q, k and v rounded to bf16 once, here, in place of qkv.
+  const bool keep_bf16 = qkv.dtype() == DType::f32 && kernels::rounds_to_bf16(sv.backend);
+  if (keep_bf16 && qkv.numel() > 0) sv.qkv16 = rounded(qkv);
+  sv.widen = keep_bf16 && sv.backend == ProductBackend::bf16_f32_fma;
+  if (!keep_bf16) sv.qkv = qkv.detach();
+  if (b * t * c > 0) attention_forward(qkv, sv);
+  const Tensor y = sv.y;
+  sv.y = y.detach();
   return record("causal_self_attention", y, {qkv},
-                [kept, qkv16, shape = qkv.shape(), dtype = qkv.dtype(), y = y.detach(), lse, layout,
-                 n_heads, alibi, pattern, panel, extra, widen](const Tensor& g) {
-    const int64_t b = shape[0], t = layout.t, c = layout.c, d = layout.d;
-    Tensor dqkv = Tensor::empty(shape, dtype);
-    if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
-    // p, ds, the strided pattern's extra, and with `widen` the head widened and a block of dY
-    const int64_t wide = widen ? widened_head_values(t, d) + kBlock * d : 0;
-    const int64_t per_thread = 2 * panel + extra + wide;
-    Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, dtype);
-    dispatch_float(dtype, "causal_self_attention", [&](auto tag) {
-      using T = decltype(tag);
-      const T* pqkv = kept.defined() ? kept.data<T>() : nullptr;
-      const T* py = y.data<T>();
-      const T* pg = g.data<T>();
-      T* pd = dqkv.data<T>();
-      const T* pl = lse.data<T>();
-      const T scale = T(1) / std::sqrt(static_cast<T>(d));
-      const std::vector<T> slopes = head_slopes<T>(n_heads, alibi);
-      for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
-        const int64_t yo = y_offset(bi, hi, layout);
-        const Head<T> dh = head_of(pd, bi, hi, layout);
-        const T* lh = pl + (bi * n_heads + hi) * t;
-        const T slope = slopes[static_cast<size_t>(hi)];
-        T* head_wide = widen ? s + 2 * panel + extra : nullptr;
-        T* dy16 = widen ? head_wide + widened_head_values(t, d) : nullptr;
-        auto backward = [&](const auto& hd) {
-          if (pattern.kind == AttentionPattern::Kind::strided) {
-            backward_strided_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
-                                  pattern.stride, s, s + panel, s + 2 * panel, dy16);
-          } else {
-            backward_head(hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, pattern, s,
-                          s + panel, dy16);
-          }
-        };
-        if constexpr (std::is_same_v<T, float>) {
-          if (pqkv == nullptr) {
-            const Head<const bf16> h16 = head_of(qkv16.data, bi, hi, layout);
-            return widen ? backward(widened_head(h16, t, d, head_wide)) : backward(h16);
-          }
-        }
-        backward(head_of(pqkv, bi, hi, layout));
-      });
-    });
-    return std::vector<Tensor>{dqkv};
-  });
+                [sv](const Tensor& g) { return std::vector<Tensor>{attention_backward(g, sv)}; });
 }
 
 }  // namespace tinygpt

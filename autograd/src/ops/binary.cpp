@@ -1,7 +1,7 @@
 // Elementwise ops of two operands (broadcasting) and of a tensor and a scalar.
 #include <cmath>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

@@ -1,5 +1,5 @@
 // Broadcasting: shape rules, the broadcast_to op, and its adjoint sum_to.
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

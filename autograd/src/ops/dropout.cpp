@@ -1,6 +1,6 @@
 // Inverted dropout: the mask is drawn from the caller's Generator, one draw per element in
 // row-major order, so the same generator state gives the same mask.
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

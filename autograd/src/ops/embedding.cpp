@@ -1,7 +1,7 @@
 // Row lookup into a (V, C) table: the token embedding of the model.
 #include <algorithm>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

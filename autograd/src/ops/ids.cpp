@@ -1,6 +1,6 @@
 // Validation of integer ids (token ids, targets) shared by embedding and cross_entropy. It runs
 // before the kernels, which may then index without checks.
-#include "kernels.hpp"
+#include "common.hpp"
 
 namespace tinygpt::detail {
 

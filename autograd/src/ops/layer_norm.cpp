@@ -2,7 +2,7 @@
 // 1/std), one pass per row backward giving dx, dweight and dbias together.
 #include <cmath>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

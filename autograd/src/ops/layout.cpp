@@ -3,7 +3,7 @@
 #include <numeric>
 
 #include "../tensor_impl.hpp"
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

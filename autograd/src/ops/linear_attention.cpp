@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "blas.hpp"
+#include "kernels/product.hpp"
 #include "packed_heads.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
@@ -17,7 +17,8 @@
 namespace tinygpt {
 namespace {
 
-using detail::gemm;
+using kernels::gemm;
+using kernels::ProductBackend;
 using namespace detail::packed;
 
 // Positions are taken kChunk at a time: inside a chunk the weights phi(q_i).phi(k_j), j <= i,
@@ -48,8 +49,9 @@ void keep_causal(T* a, int64_t n) {
 // The chunk's weights A (n,n) = phi(Q) phi(K)^T with j <= i, and each row's normaliser
 // den_i = sum_j A_ij + phi(q_i).z.
 template <class T>
-void chunk_weights(const T* fq, const T* fk, const T* z, int64_t n, int64_t d, T* a, T* den) {
-  gemm(false, true, n, n, d, T(1), fq, d, fk, d, T(0), a, n);
+void chunk_weights(ProductBackend backend, const T* fq, const T* fk, const T* z, int64_t n,
+                   int64_t d, T* a, T* den) {
+  gemm(backend, false, true, n, n, d, T(1), fq, d, fk, d, T(0), a, n);
   keep_causal(a, n);
   for (int64_t i = 0; i < n; ++i) {
     T sum = 0;
@@ -61,8 +63,9 @@ void chunk_weights(const T* fq, const T* fk, const T* z, int64_t n, int64_t d, T
 
 // Adds a chunk's keys to the running sums: S += phi(K)^T V, z += sum of phi(K)'s rows.
 template <class T>
-void absorb_chunk(const T* fk, const T* v, int64_t ldv, int64_t n, int64_t d, T* S, T* z) {
-  gemm(true, false, d, d, n, T(1), fk, d, v, ldv, T(1), S, d);
+void absorb_chunk(ProductBackend backend, const T* fk, const T* v, int64_t ldv, int64_t n,
+                  int64_t d, T* S, T* z) {
+  gemm(backend, true, false, d, d, n, T(1), fk, d, v, ldv, T(1), S, d);
   for (int64_t j = 0; j < n; ++j) {
     for (int64_t e = 0; e < d; ++e) z[e] += fk[j * d + e];
   }
@@ -70,7 +73,8 @@ void absorb_chunk(const T* fk, const T* v, int64_t ldv, int64_t n, int64_t d, T*
 
 // Forward of one (batch, head): out = (A V + phi(Q) S) / den, chunk by chunk.
 template <class T>
-void forward_head(const Head<const T>& hd, T* y, int64_t ldy, int64_t t, int64_t d, T* s) {
+void forward_head(ProductBackend backend, const Head<const T>& hd, T* y, int64_t ldy, int64_t t,
+                  int64_t d, T* s) {
   T *a = s, *fq = a + kChunk * kChunk, *fk = fq + kChunk * d, *S = fk + kChunk * d, *z = S + d * d,
     *den = z + d;
   std::fill(S, S + d * d + d, T(0));
@@ -80,13 +84,13 @@ void forward_head(const Head<const T>& hd, T* y, int64_t ldy, int64_t t, int64_t
     T* out = y + c0 * ldy;
     phi_rows(hd.q + c0 * hd.ld, hd.ld, n, d, fq);
     phi_rows(hd.k + c0 * hd.ld, hd.ld, n, d, fk);
-    chunk_weights(fq, fk, z, n, d, a, den);
-    gemm(false, false, n, d, n, T(1), a, n, v, hd.ld, T(0), out, ldy);
-    gemm(false, false, n, d, d, T(1), fq, d, S, d, T(1), out, ldy);
+    chunk_weights(backend, fq, fk, z, n, d, a, den);
+    gemm(backend, false, false, n, d, n, T(1), a, n, v, hd.ld, T(0), out, ldy);
+    gemm(backend, false, false, n, d, d, T(1), fq, d, S, d, T(1), out, ldy);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t e = 0; e < d; ++e) out[i * ldy + e] /= den[i];
     }
-    absorb_chunk(fk, v, hd.ld, n, d, S, z);
+    absorb_chunk(backend, fk, v, hd.ld, n, d, S, z);
   }
 }
 
@@ -121,8 +125,8 @@ void add_through_phi(const T* dphi, const T* fx, int64_t n, int64_t d, T* dx, in
 //   d phi(K) += V R^T + 1 r^T,  dV += phi(K) R,  R = sum_later phi(Q)^T dN,  r = sum_later phi(Q)^T dden
 // (reverse pass). dq is written; dk and dv are added to.
 template <class T>
-void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const T* g,
-                   int64_t ldy, int64_t t, int64_t d, T* s) {
+void backward_head(ProductBackend backend, const Head<const T>& hd, const Head<T>& dh, const T* y,
+                   const T* g, int64_t ldy, int64_t t, int64_t d, T* s) {
   T *a = s, *da = a + kChunk * kChunk, *fq = da + kChunk * kChunk, *fk = fq + kChunk * d,
     *dn = fk + kChunk * d, *tmp = dn + kChunk * d, *S = tmp + kChunk * d, *z = S + d * d,
     *den = z + d, *dden = den + t;
@@ -132,26 +136,27 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
     const T *q = hd.q + c0 * hd.ld, *k = hd.k + c0 * hd.ld, *v = hd.v + c0 * hd.ld;
     phi_rows(q, hd.ld, n, d, fq);
     phi_rows(k, hd.ld, n, d, fk);
-    chunk_weights(fq, fk, z, n, d, a, den + c0);
+    chunk_weights(backend, fq, fk, z, n, d, a, den + c0);
     output_grads(g + c0 * ldy, y + c0 * ldy, ldy, den + c0, n, d, dn, dden);
-    gemm(false, true, n, n, d, T(1), dn, d, v, hd.ld, T(0), da, n);
+    gemm(backend, false, true, n, n, d, T(1), dn, d, v, hd.ld, T(0), da, n);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t j = 0; j <= i; ++j) da[i * n + j] += dden[i];
     }
     keep_causal(da, n);
     // d phi(Q) = dA phi(K) + dN S^T + dden z^T, then through phi into dq.
-    gemm(false, false, n, d, n, T(1), da, n, fk, d, T(0), tmp, d);
-    gemm(false, true, n, d, d, T(1), dn, d, S, d, T(1), tmp, d);
+    gemm(backend, false, false, n, d, n, T(1), da, n, fk, d, T(0), tmp, d);
+    gemm(backend, false, true, n, d, d, T(1), dn, d, S, d, T(1), tmp, d);
     T* dq = dh.q + c0 * dh.ld;
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t e = 0; e < d; ++e) {
         dq[i * dh.ld + e] = (tmp[i * d + e] + dden[i] * z[e]) * simd::elu_plus_one_slope(fq[i * d + e]);
       }
     }
-    gemm(true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);  // d phi(K) within the chunk
+    // d phi(K) within the chunk
+    gemm(backend, true, false, n, d, n, T(1), da, n, fq, d, T(0), tmp, d);
     add_through_phi(tmp, fk, n, d, dh.k + c0 * dh.ld, dh.ld);
-    gemm(true, false, n, d, n, T(1), a, n, dn, d, T(1), dh.v + c0 * dh.ld, dh.ld);
-    absorb_chunk(fk, v, hd.ld, n, d, S, z);
+    gemm(backend, true, false, n, d, n, T(1), a, n, dn, d, T(1), dh.v + c0 * dh.ld, dh.ld);
+    absorb_chunk(backend, fk, v, hd.ld, n, d, S, z);
   }
   T *R = S, *r = z;  // the forward sums are done with: reuse their room
   std::fill(R, R + d * d + d, T(0));
@@ -163,13 +168,13 @@ void backward_head(const Head<const T>& hd, const Head<T>& dh, const T* y, const
     phi_rows(k, hd.ld, n, d, fk);
     output_grads(g + c0 * ldy, y + c0 * ldy, ldy, den + c0, n, d, dn, dden);
     // d phi(K) += V R^T + r, dV += phi(K) R: what the later chunks read of this one.
-    gemm(false, true, n, d, d, T(1), v, hd.ld, R, d, T(0), tmp, d);
+    gemm(backend, false, true, n, d, d, T(1), v, hd.ld, R, d, T(0), tmp, d);
     for (int64_t j = 0; j < n; ++j) {
       for (int64_t e = 0; e < d; ++e) tmp[j * d + e] += r[e];
     }
     add_through_phi(tmp, fk, n, d, dh.k + c0 * dh.ld, dh.ld);
-    gemm(false, false, n, d, d, T(1), fk, d, R, d, T(1), dh.v + c0 * dh.ld, dh.ld);
-    gemm(true, false, d, d, n, T(1), fq, d, dn, d, T(1), R, d);
+    gemm(backend, false, false, n, d, d, T(1), fk, d, R, d, T(1), dh.v + c0 * dh.ld, dh.ld);
+    gemm(backend, true, false, d, d, n, T(1), fq, d, dn, d, T(1), R, d);
     for (int64_t i = 0; i < n; ++i) {
       for (int64_t e = 0; e < d; ++e) r[e] += dden[i] * fq[i * d + e];
     }
@@ -183,6 +188,7 @@ Tensor causal_linear_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_
   const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
   Tensor y = Tensor::empty({b, t, c}, qkv.dtype());  // (B,T,C)
   const int64_t per_thread = scratch_size(t, d);
+  const ProductBackend backend = kernels::product_backend(qkv.dtype());
   if (y.numel() > 0) {
     Tensor scratch = Tensor::empty({omp_get_max_threads(), per_thread}, qkv.dtype());
     dispatch_float(qkv.dtype(), "causal_linear_attention", [&](auto tag) {
@@ -190,12 +196,13 @@ Tensor causal_linear_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_
       const T* pqkv = qkv.data<T>();
       T* py = y.data<T>();
       for_each_head<T>(b, n_heads, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
-        forward_head(head_of(pqkv, bi, hi, layout), py + y_offset(bi, hi, layout), c, t, d, s);
+        forward_head(backend, head_of(pqkv, bi, hi, layout), py + y_offset(bi, hi, layout), c, t,
+                     d, s);
       });
     });
   }
   return record("causal_linear_attention", y, {qkv},
-                [qkv = qkv.detach(), y = y.detach(), layout, per_thread](const Tensor& g) {
+                [qkv = qkv.detach(), y = y.detach(), layout, per_thread, backend](const Tensor& g) {
     const int64_t b = qkv.size(0), t = layout.t, c = layout.c, d = layout.d;
     Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());
     if (dqkv.numel() == 0) return std::vector<Tensor>{dqkv};
@@ -208,8 +215,8 @@ Tensor causal_linear_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_
       T* pd = dqkv.data<T>();
       for_each_kv_group(b, layout, pd, scratch, per_thread, [&](int64_t bi, int64_t hi, T* s) {
         const int64_t yo = y_offset(bi, hi, layout);
-        backward_head(head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout), py + yo, pg + yo,
-                      c, t, d, s);
+        backward_head(backend, head_of(pqkv, bi, hi, layout), head_of(pd, bi, hi, layout),
+                      py + yo, pg + yo, c, t, d, s);
       });
     });
     return std::vector<Tensor>{dqkv};

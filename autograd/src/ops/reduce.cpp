@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <limits>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

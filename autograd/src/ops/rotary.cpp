@@ -7,7 +7,7 @@
 #include <cmath>
 #include <vector>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

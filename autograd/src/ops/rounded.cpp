@@ -1,6 +1,6 @@
 #include "rounded.hpp"
 
-#include "kernels.hpp"
+#include "common.hpp"
 
 namespace tinygpt::detail {
 
@@ -19,7 +19,8 @@ template <class From, class To>
 void convert_rows(const From* x, int64_t count, int64_t ld, To* out) {
   const int64_t rows = count / ld;
 #pragma omp parallel for schedule(static) if (count > kParallelGrain)
-  for (int64_t row = 0; row < rows; ++row) convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
+  for (int64_t row = 0; row < rows; ++row)
+    kernels::convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
 }
 
 }  // namespace

@@ -3,10 +3,12 @@
 // its bf16 casts): half the memory, and the products that read them round nothing again.
 #include <cstdint>
 
-#include "gemm_bf16.hpp"
+#include "kernels/gemm_bf16.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 
 namespace tinygpt::detail {
+
+using kernels::bf16;
 
 struct Rounded {
   Tensor storage;  // f32 slots from the allocator, holding two bf16 each

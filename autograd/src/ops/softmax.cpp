@@ -3,7 +3,7 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 

@@ -1,7 +1,7 @@
 // Elementwise ops of one tensor. Each backward is a second elementwise map over saved values.
 #include <cmath>
 
-#include "kernels.hpp"
+#include "common.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"

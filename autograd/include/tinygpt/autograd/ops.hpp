@@ -60,7 +60,7 @@ Tensor sum_to(const Tensor& x, const Shape& shape);
 // Repeats `x` along its size-1 and missing leading axes to `shape`.
 Tensor broadcast_to(const Tensor& x, const Shape& shape);
 
-// ---- Matrix product through BLAS (ops/matmul.cpp) ----
+// ---- Matrix products (ops/matmul.cpp, ops/linear.cpp; products in src/kernels/product.hpp) ----
 // a (..., M, K) @ b (..., K, N) -> (..., M, N). Batch dims (0 to 2 of them) must be equal,
 // or one operand is 2-D and is applied to every batch. trans_a / trans_b read an operand as
 // its transpose over the last two axes, as a BLAS flag rather than a copy.

@@ -3,7 +3,14 @@
 // Precision::bf16 rounds both inputs of every product to bfloat16 and accumulates in f32, as
 // torch.autocast("cpu", dtype=torch.bfloat16) does for these ops; all else -- master weights,
 // gradients, optimiser state, layer norm, softmax and its statistics, the loss -- stays f32.
-// One setting for the process: the products run on OpenMP's threads.
+// One setting for the process (the products run on OpenMP's threads), meant to be set for a
+// scope, as autocast is entered: PrecisionGuard below (the trainer holds one around each step).
+//
+// Where it is read: inside autograd, matmul_precision() and bf16_products() are read in one
+// place only, kernels::product_backend() (autograd/src/kernels/product.cpp), which turns them,
+// the dtype and the CPU into the backend of a product. Each op (matmul, linear, gelu_linear,
+// the fused attentions) asks it once when it runs forward, and its backward pass runs on that
+// same backend; a change of precision takes effect at the next op.
 #include <optional>
 #include <string>
 #include <vector>

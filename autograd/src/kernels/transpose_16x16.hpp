@@ -4,9 +4,9 @@
 // AVX-512F; callers check the CPU (use_avx512(), or bf16 precision, which implies it).
 #include <cstdint>
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // The block at b (leading dimension ldb) -> out (leading dimension ldo).
 void transpose_16x16(const float* b, int64_t ldb, float* out, int64_t ldo);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

@@ -1,14 +1,14 @@
 #pragma once
-// bf16 products for the door (blas.hpp): operands rounded to bfloat16 (nearest even), products
-// accumulated in f32 -- on oneDNN's bf16 matmul, one primitive per shape kept by each thread, or
-// widened back to f32 for the f32 kernels (bf16_products() in precision.hpp says which). Only
-// used where the CPU has avx512_bf16 (set_matmul_precision checks).
+// The bf16 backends' pieces behind kernels::gemm (product.hpp): operands rounded to bfloat16
+// (nearest even), products accumulated in f32 -- on oneDNN's bf16 matmul, one primitive per
+// shape kept by each thread, or widened back to f32 for the f32 kernels (the bf16_f32_fma
+// backend). Only used where the CPU has avx512_bf16 (set_matmul_precision checks).
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 using bf16 = uint16_t;  // the upper half of an f32
 
@@ -107,4 +107,4 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* ou
 void gemm_bf16(bool ta, int64_t m, int64_t n, int64_t k, float alpha, const bf16* a, int64_t lda,
                const PackedB& b, float beta, float* c, int64_t ldc, const float* bias = nullptr);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

@@ -1,6 +1,6 @@
 #include "avx512_clones.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 bool use_avx512() {
   static const bool use = TINYGPT_HAS_AVX512_CLONES && __builtin_cpu_supports("avx512f") &&
@@ -14,4 +14,4 @@ bool use_avx512_bf16() {
   return use;
 }
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

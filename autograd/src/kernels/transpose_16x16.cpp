@@ -2,7 +2,7 @@
 
 #include <immintrin.h>
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // GCC 12's unpack intrinsics read an "undefined" vector they never use, and -Wuninitialized
 // (-Wmaybe-uninitialized in the sanitizer build) says so.
@@ -49,4 +49,4 @@ __attribute__((target("avx512f"))) void transpose_16x16(const float* b, int64_t 
 #pragma GCC diagnostic pop
 
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

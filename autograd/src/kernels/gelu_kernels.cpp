@@ -7,7 +7,7 @@
 // registers speed up; test_fast_kernels compares their bits with the 8-lane build's (gelu_linear
 // against gelu, then linear).
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 namespace {
 
 template <class T>
@@ -49,4 +49,4 @@ TINYGPT_AVX512 void gelu_bf16(const bf16* h, float* out, float* grad, int64_t n)
   }
 }
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

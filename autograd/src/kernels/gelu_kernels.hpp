@@ -6,7 +6,7 @@
 
 #include "gemm_bf16.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // out[i] = gelu(h[i]) and slope[i] = gelu'(h[i]) for i < n.
 void gelu_with_slope(const float* h, float* out, float* slope, int64_t n);
@@ -16,4 +16,4 @@ void gelu_with_slope(const double* h, double* out, double* slope, int64_t n);
 // with `grad`, also grad[i] *= gelu'(h[i]) from the same exp.
 void gelu_bf16(const bf16* h, float* out, float* grad, int64_t n);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

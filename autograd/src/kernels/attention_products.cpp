@@ -15,7 +15,7 @@
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/precision.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 namespace {
 
 #if TINYGPT_HAS_AVX512_CLONES
@@ -301,11 +301,11 @@ void zero_padding(Word32* x, int64_t rows, int64_t cols, int64_t rows_p, int64_t
 }
 
 template <class A, class B>
-void product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha, const A* a,
-                  int64_t lda, const B* b, int64_t ldb, float beta, float* c, int64_t ldc,
-                  Band band, int64_t offset) {
+void product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                  float alpha, const A* a, int64_t lda, const B* b, int64_t ldb, float beta,
+                  float* c, int64_t ldc, Band band, int64_t offset) {
   thread_local std::vector<uint32_t> a_buffer, b_buffer, b_rows, a_rows;
-  const bool amx = bf16_products() == Bf16Products::amx && amx_tiles_usable();
+  const bool amx = backend == ProductBackend::bf16_amx && amx_tiles_usable();
   const int64_t words = (k + 1) / 2;
   // The AMX tiles read whole tiles of 16 x 16 words: the packed operands are padded to them.
   const int64_t wp = amx ? whole_tiles(words) : words, np = amx ? whole_tiles(n) : n;
@@ -379,27 +379,28 @@ void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float 
 }
 
 template <class A, class B>
-void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                            const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
-                            int64_t ldc, Band band, int64_t offset) {
+void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n,
+                            int64_t k, float alpha, const A* a, int64_t lda, const B* b,
+                            int64_t ldb, float beta, float* c, int64_t ldc, Band band,
+                            int64_t offset) {
 #if TINYGPT_HAS_AVX512_CLONES
   if (use_avx512_bf16()) {
-    product_bf16(ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
+    product_bf16(backend, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, band, offset);
     return;
   }
 #endif
-  (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda, (void)b,
-      (void)ldb, (void)beta, (void)c, (void)ldc, (void)band, (void)offset;
+  (void)backend, (void)ta, (void)tb, (void)m, (void)n, (void)k, (void)alpha, (void)a, (void)lda,
+      (void)b, (void)ldb, (void)beta, (void)c, (void)ldc, (void)band, (void)offset;
   throw Error("attention_product_bf16: no avx512_bf16 products here (see use_avx512_bf16())");
 }
 
-#define TINYGPT_ATTENTION_PRODUCT_BF16(A, B)                                                     \
-  template void attention_product_bf16(bool, bool, int64_t, int64_t, int64_t, float, const A*,  \
-                                       int64_t, const B*, int64_t, float, float*, int64_t, Band, \
-                                       int64_t);
+#define TINYGPT_ATTENTION_PRODUCT_BF16(A, B)                                                       \
+  template void attention_product_bf16(ProductBackend, bool, bool, int64_t, int64_t, int64_t,      \
+                                       float, const A*, int64_t, const B*, int64_t, float, float*, \
+                                       int64_t, Band, int64_t);
 TINYGPT_ATTENTION_PRODUCT_BF16(bf16, bf16)
 TINYGPT_ATTENTION_PRODUCT_BF16(float, bf16)
 TINYGPT_ATTENTION_PRODUCT_BF16(float, float)
 #undef TINYGPT_ATTENTION_PRODUCT_BF16
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

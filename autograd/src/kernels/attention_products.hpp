@@ -6,9 +6,9 @@
 // zeros or unused scores.
 #include <cstdint>
 
-#include "gemm_bf16.hpp"
+#include "kernels/product.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // Which part of the product a causal block of `rows` queries against `rows + offset` keys needs
 // (offset = keys - rows >= 0; query r sees keys j <= r + offset):
@@ -18,27 +18,28 @@ namespace tinygpt::detail {
 // none: the whole product.
 enum class Band { none, columns, k_upper, k_lower };
 
-// C = alpha op(A) op(B) + beta C, row-major, as gemm() in blas.hpp, on the calling thread, for
-// the part of C that `band` says the block needs; only when use_avx512() (Error otherwise).
-// Each element is summed over k in order with one FMA per term, as oneDNN's sgemm does on whole
-// blocks of 64 queries, so that those blocks give its bits; on a last, partial block its
-// transposed products round some scores differently. A transposed B is packed in this thread's
-// scratch first.
+// C = alpha op(A) op(B) + beta C, row-major, as kernels::gemm (product.hpp), on the calling
+// thread, for the part of C that `band` says the block needs; only when use_avx512() (Error
+// otherwise). Each element is summed over k in order with one FMA per term, as oneDNN's sgemm
+// does on whole blocks of 64 queries, so that those blocks give its bits; on a last, partial
+// block its transposed products round some scores differently. A transposed B is packed in this
+// thread's scratch first.
 void attention_product(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
                        const float* a, int64_t lda, const float* b, int64_t ldb, float beta,
                        float* c, int64_t ldc, Band band, int64_t offset);
 
-// Under Precision::bf16, where use_avx512_bf16(): the same products with both operands rounded
-// to bf16 (to nearest even, as gemm() rounds them; qkv comes rounded already), two terms at a
+// On a bf16 backend, where use_avx512_bf16(): the same products with both operands rounded to
+// bf16 (to nearest even, as kernels::gemm rounds them; qkv comes rounded already), two terms at a
 // time into f32 sums (vdpbf16ps): faster than oneDNN's bf16 matmul on blocks this small, with the
 // same sums, element by element. B, and A when it is transposed, f32 or of an odd width, are
-// packed as pairs in this thread's scratch first. Under Bf16Products::amx on the AMX tiles
+// packed as pairs in this thread's scratch first. On the bf16_amx backend on the AMX tiles
 // instead, in blocks of 32 x 32 (tdpbf16ps), both operands packed and padded to whole 16 x 16
 // word tiles: faster than the f32 tiles on widened operands for the medium model's blocks, and
 // no slower for the small model's. Made for A, B = (bf16, bf16), (float, bf16), (float, float).
 template <class A, class B>
-void attention_product_bf16(bool ta, bool tb, int64_t m, int64_t n, int64_t k, float alpha,
-                            const A* a, int64_t lda, const B* b, int64_t ldb, float beta, float* c,
-                            int64_t ldc, Band band, int64_t offset);
+void attention_product_bf16(ProductBackend backend, bool ta, bool tb, int64_t m, int64_t n,
+                            int64_t k, float alpha, const A* a, int64_t lda, const B* b,
+                            int64_t ldb, float beta, float* c, int64_t ldc, Band band,
+                            int64_t offset);
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

@@ -27,7 +27,7 @@
 #define TINYGPT_HAS_AVX512_CLONES 0
 #endif
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 // True when this build made the AVX-512 clones and the CPU can run them.
 bool use_avx512();
@@ -35,4 +35,4 @@ bool use_avx512();
 // use_avx512() on a CPU that also has avx512_bf16.
 bool use_avx512_bf16();
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

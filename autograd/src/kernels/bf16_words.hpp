@@ -6,7 +6,7 @@
 
 #include "gemm_bf16.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 
 #define TINYGPT_BF16_WORDS __attribute__((target("avx512f,avx512bw,avx512vl,avx512bf16")))
 
@@ -52,4 +52,4 @@ inline TINYGPT_BF16_WORDS __m512i row_words(const float* x, int64_t count) {
 }
 #pragma GCC diagnostic pop
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

@@ -15,7 +15,7 @@
 #include "tinygpt/autograd/error.hpp"
 #include "transpose_16x16.hpp"
 
-namespace tinygpt::detail {
+namespace tinygpt::kernels {
 namespace {
 
 using dnnl::memory;
@@ -271,4 +271,4 @@ void pack_b(bool tb, int64_t k, int64_t n, const float* b, int64_t ldb, void* ou
   }
 }
 
-}  // namespace tinygpt::detail
+}  // namespace tinygpt::kernels

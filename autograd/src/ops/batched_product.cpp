@@ -1,0 +1,212 @@
+#include "batched_product.hpp"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "rounded.hpp"
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/autograd/ops.hpp"
+
+namespace tinygpt::detail {
+namespace {
+
+using kernels::GemmCall;
+using kernels::Operand;
+using kernels::PackedB;
+
+Shape leading(const Shape& s) {  // all but the last two axes
+  Shape out;
+  for (int64_t i = 0; i + 2 < s.ndim(); ++i) out.push_back(s[i]);
+  return out;
+}
+
+// The pieces of one product on the OpenMP team: whole batches per thread, and a single large
+// product cut into kPanels row (or column) panels. The pieces depend on the shapes only, never
+// on the thread count: a BLAS kernel may sum a panel's edge rows in another order than the same
+// rows inside a larger call, so cutting by thread count would make results depend on it. At least
+// four panels of at most kPanelRows rows, two per core of the machines this project targets: with
+// fewer, the two cores' products slow down badly on some shapes under oneDNN's single-threaded
+// sgemm, and more only add calls (docs/PERFORMANCE.md, "What runs").
+constexpr int64_t kPanels = 4;
+constexpr int64_t kPanelRows = 512;
+
+struct Pieces {
+  // Too little work to share, below 2^20 multiply-adds: a thread costs more to wake than such a
+  // product takes on one core, while the small model's output layer, a few times larger,
+  // already gains from sharing.
+  bool small;
+  bool split_rows;  // panels of rows of C, or else of columns
+  int64_t extent;   // the rows (or columns) the panels cut
+  int64_t panels;
+};
+
+Pieces pieces_of(const MatmulPlan& p) {
+  Pieces out;
+  out.small = p.batch * p.m * p.n * p.k < (int64_t{1} << 20);
+  out.split_rows = p.m >= p.n;
+  out.extent = out.split_rows ? p.m : p.n;
+  out.panels = (out.small || p.batch >= kPanels)
+                   ? 1
+                   : std::max(kPanels, (out.extent + kPanelRows - 1) / kPanelRows);
+  return out;
+}
+
+// The operands as every piece reads them. An f32 product on a bf16 backend has each operand
+// rounded once, by the whole team, unless the caller holds its rounding (the panels would
+// otherwise each round the operand they share). Row panels share all of B: it is laid out once
+// as oneDNN's matmul reads it (pack_b), rather than copied so by every panel. On bf16_f32_fma
+// both operands are widened back to f32 once instead, for every panel to read as they are.
+template <class T>
+struct PieceOperands {
+  ProductInput<T> a, b;
+  int64_t lda = 0, ldb = 0;
+  Rounded a_rounded, b_rounded;
+  Tensor packed_storage, a_wide, b_wide;
+  PackedB packed;
+
+  Operand<T> a_at(int64_t offset) const { return at(a, a_wide, offset, lda); }
+  Operand<T> b_at(int64_t offset) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (packed.data != nullptr) return kernels::packed_operand(packed);
+    }
+    return at(b, b_wide, offset, ldb);
+  }
+
+ private:
+  static Operand<T> at(const ProductInput<T>& x, const Tensor& wide, int64_t offset, int64_t ld) {
+    if constexpr (std::is_same_v<T, float>) {
+      if (wide.defined()) return kernels::widened_operand(wide.data<float>() + offset, ld);
+      if (x.rounded != nullptr) return kernels::operand(x.rounded + offset, ld);
+    }
+    return kernels::operand(x.values + offset, ld);
+  }
+};
+
+// `count` values of an input as f32 holding their bf16 rounding, from the rounding the caller
+// holds or rounded here.
+Tensor widened(const ProductInput<float>& x, int64_t count, int64_t ld) {
+  return x.rounded != nullptr ? widened_rows(x.rounded, count, ld)
+                              : widened_rows(x.values, count, ld);
+}
+
+void prepare(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, const Pieces& pieces,
+             bool bias, PieceOperands<float>& o) {
+  if (!kernels::rounds_to_bf16(backend)) return;
+  const int64_t a_count = (p.a_stride > 0 ? p.batch : 1) * p.m * p.k;
+  const int64_t b_count = (p.b_stride > 0 ? p.batch : 1) * p.k * p.n;
+  if (backend == ProductBackend::bf16_f32_fma) {
+    o.a_wide = widened(o.a, a_count, o.lda);
+    o.b_wide = widened(o.b, b_count, o.ldb);
+    return;
+  }
+  if (o.a.rounded == nullptr) {
+    o.a_rounded = round_rows(o.a.values, a_count, o.lda);
+    o.a.rounded = o.a_rounded.data;
+  }
+  // Every panel has one of two row counts (the extent split as evenly as it goes).
+  const int64_t fewer = pieces.extent / pieces.panels;
+  const int64_t more = (pieces.extent + pieces.panels - 1) / pieces.panels;
+  const int64_t ldc = p.n;
+  const bool pack = o.b.values != nullptr && pieces.split_rows && pieces.panels > 1 &&
+                    p.batch == 1 && p.k > 0 &&
+                    kernels::packs_b(ta, fewer, p.n, p.k, o.lda, ldc, bias) &&
+                    kernels::packs_b(ta, more, p.n, p.k, o.lda, ldc, bias);
+  if (pack) {
+    o.packed_storage = Tensor::empty({(kernels::packed_b_bytes(p.k, p.n) + 3) / 4}, DType::f32);
+    kernels::pack_b(tb, p.k, p.n, o.b.values, o.ldb, o.packed_storage.data<float>());
+    o.packed.data = o.packed_storage.data<float>();
+  } else if (o.b.rounded == nullptr) {
+    o.b_rounded = round_rows(o.b.values, b_count, o.ldb);
+    o.b.rounded = o.b_rounded.data;
+  }
+}
+
+void prepare(ProductBackend, const MatmulPlan&, bool, bool, const Pieces&, bool,
+             PieceOperands<double>&) {}
+
+}  // namespace
+
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+  const Shape& sa = a.shape();
+  const Shape& sb = b.shape();
+  auto describe = [&] {
+    return fmt::format("{}{} @ {}{}", sa.str(), ta ? "^T" : "", sb.str(), tb ? "^T" : "");
+  };
+  if (sa.ndim() < 2 || sb.ndim() < 2 || sa.ndim() > 4 || sb.ndim() > 4) {
+    throw ShapeError(fmt::format("matmul: operands must have 2 to 4 dims, got {}", describe()));
+  }
+  MatmulPlan p;
+  p.m = ta ? sa[sa.ndim() - 1] : sa[sa.ndim() - 2];
+  p.k = ta ? sa[sa.ndim() - 2] : sa[sa.ndim() - 1];
+  const int64_t kb = tb ? sb[sb.ndim() - 1] : sb[sb.ndim() - 2];
+  p.n = tb ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
+  if (p.k != kb) {
+    throw ShapeError(fmt::format("matmul: inner dimensions {} and {} differ in {}", p.k, kb,
+                                 describe()));
+  }
+  const Shape ba = leading(sa), bb = leading(sb);
+  if (ba.ndim() > 0 && bb.ndim() > 0 && ba != bb) {
+    throw ShapeError(fmt::format("matmul: batch dimensions {} and {} differ in {}", ba.str(),
+                                 bb.str(), describe()));
+  }
+  p.out = ba.ndim() > 0 ? ba : bb;
+  p.batch = p.out.numel();
+  p.a_stride = ba.ndim() > 0 ? p.m * p.k : 0;
+  p.b_stride = bb.ndim() > 0 ? p.k * p.n : 0;
+  p.out.push_back(p.m);
+  p.out.push_back(p.n);
+  // A batched (..., M, K) times a shared (K, N) is one tall product: fold the batch into M.
+  if (!ta && bb.ndim() == 0 && ba.ndim() > 0) {
+    p.m *= p.batch;
+    p.batch = 1;
+  }
+  return p;
+}
+
+Tensor fold_rows(const Tensor& x) {
+  int64_t rows = 1;
+  for (int64_t i = 0; i + 1 < x.ndim(); ++i) rows *= x.shape()[i];
+  return reshape(x, {rows, x.shape()[x.ndim() - 1]});
+}
+
+MatmulPlan plain_plan(int64_t m, int64_t n, int64_t k) {
+  MatmulPlan p;
+  p.out = {m, n};
+  p.m = m, p.n = n, p.k = k;
+  return p;
+}
+
+template <class T>
+void gemm_batched(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb,
+                  ProductInput<T> a, ProductInput<T> b, T* c, const T* bias) {
+  const Pieces pieces = pieces_of(p);
+  PieceOperands<T> o;
+  o.a = a, o.b = b;
+  o.lda = ta ? p.m : p.k, o.ldb = tb ? p.k : p.n;
+  prepare(backend, p, ta, tb, pieces, bias != nullptr, o);
+  const int64_t ldc = p.n, extent = pieces.extent, panels = pieces.panels;
+  const bool split_rows = pieces.split_rows;
+#pragma omp parallel for collapse(2) schedule(static) if (!pieces.small && p.batch * panels > 1)
+  for (int64_t i = 0; i < p.batch; ++i) {
+    for (int64_t panel = 0; panel < panels; ++panel) {
+      const int64_t lo = extent * panel / panels, hi = extent * (panel + 1) / panels;
+      if (hi == lo) continue;
+      // Rows lo..hi of op(A) start at row lo of A, or column lo of A when it is transposed;
+      // columns lo..hi of op(B) likewise.
+      const int64_t a_offset = i * p.a_stride + (split_rows ? (ta ? lo : lo * o.lda) : 0);
+      const int64_t b_offset = i * p.b_stride + (split_rows ? 0 : (tb ? lo * o.ldb : lo));
+      T* ci = c + i * p.m * p.n + (split_rows ? lo * ldc : lo);
+      const int64_t rows = split_rows ? hi - lo : p.m, cols = split_rows ? p.n : hi - lo;
+      const T* bias_cols = bias != nullptr ? bias + (split_rows ? 0 : lo) : nullptr;
+      kernels::gemm(GemmCall<T>(backend, ta, tb, rows, cols, p.k, T(1), o.a_at(a_offset),
+                                o.b_at(b_offset), T(0), ci, ldc, bias_cols));
+    }
+  }
+}
+
+template void gemm_batched(ProductBackend, const MatmulPlan&, bool, bool, ProductInput<float>,
+                           ProductInput<float>, float*, const float*);
+template void gemm_batched(ProductBackend, const MatmulPlan&, bool, bool, ProductInput<double>,
+                           ProductInput<double>, double*, const double*);
+
+}  // namespace tinygpt::detail
