@@ -119,16 +119,12 @@ bool is_checkpoint_file(const std::string& path);
 // Finishes or discards a save that was interrupted (see above); loads call it.
 void recover_checkpoint(const std::string& dir);
 
-// config.json <-> GPTConfig. config.json claims GPT-2 (model_type "gpt2", GPT2LMHeadModel) only where Hugging Face's GPT-2
-// computes the same logits from it: learned positions and as many key/value heads as heads.
-// Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention) is
-// model_type "tinygpt", TinyGPTForCausalLM: GPT-2's keys and tensor names plus
-// position_embedding_type, rope_theta and num_key_value_heads, which GPT-2 would ignore.
-inline constexpr const char* kGpt2ModelType = "gpt2";
-inline constexpr const char* kGpt2Architecture = "GPT2LMHeadModel";
-inline constexpr const char* kTinyGptModelType = "tinygpt";
-inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
-bool loads_as_gpt2(const nn::GPTConfig& config);
+// config.json <-> GPTConfig (nn/gpt.hpp says which model_type it claims).
+using nn::kGpt2Architecture;
+using nn::kGpt2ModelType;
+using nn::kTinyGptArchitecture;
+using nn::kTinyGptModelType;
+using nn::loads_as_gpt2;
 // `training_precision` ("f32", "bf16"; "" for none) is recorded as tinygpt_training_precision:
 // the weights themselves are always f32 (torch_dtype) and load in either precision.
 std::string config_to_json(const nn::GPTConfig& config, const std::string& training_precision = "");
