@@ -214,8 +214,8 @@ int64_t GPT::kv_cache_bytes(int64_t length) const {
          static_cast<int64_t>(sizeof(float));
 }
 
-Tensor GPT::loss(const Tensor& tokens, const Tensor& targets) {
-  return cross_entropy(forward(tokens), targets, kIgnoreIndex);
+CausalLMShape GPT::shape() const {
+  return {config_.vocab_size, config_.block_size, config_.n_layer, config_.n_head};
 }
 
 void GPT::set_keep_attention_weights(bool keep) {

@@ -35,6 +35,12 @@ const data::CharTokenizer& tokenizer() {
   return t;
 }
 
+// The model files of the model initialised with `seed`, committed into `dir`.
+void save_model(const std::string& dir, uint64_t seed) {
+  const std::unique_ptr<nn::GPT> model = model_with_seed(seed);
+  save_checkpoint(dir, *model, model->config_json(), tokenizer());
+}
+
 // Every regular file below the directory: relative name -> bytes.
 std::map<std::string, std::string> files_in(const ScratchDir& dir) {
   std::map<std::string, std::string> files;
@@ -49,7 +55,7 @@ std::map<std::string, std::string> files_in(const ScratchDir& dir) {
 // The files of one save of the model initialised with `seed`.
 std::map<std::string, std::string> save_of(uint64_t seed) {
   ScratchDir dir;
-  save_checkpoint(dir.file(""), *model_with_seed(seed), tokenizer());
+  save_model(dir.file(""), seed);
   return files_in(dir);
 }
 
@@ -77,7 +83,7 @@ TEST_CASE("a save has exactly its files, a manifest and no leftovers", "[checkpo
 
 TEST_CASE("a save that crashed after its commit record loads as the new checkpoint", "[checkpoint]") {
   ScratchDir dir;
-  save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());  // the previous checkpoint
+  save_model(dir.file(""), 1);  // the previous checkpoint
   const auto next = save_of(2);
   fs::create_directory(dir.file(kStagingDir));
   for (const char* name : kFiles) write_file_synced(staged(dir, name), next.at(name));
@@ -104,7 +110,7 @@ TEST_CASE("a save that crashed after its commit record loads as the new checkpoi
 TEST_CASE("a save that crashed before its commit record is discarded and the previous one loads",
           "[checkpoint]") {
   ScratchDir dir;
-  save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
+  save_model(dir.file(""), 1);
   const auto previous = files_in(dir);
   const auto next = save_of(2);
   fs::create_directory(dir.file(kStagingDir));
@@ -138,17 +144,17 @@ TEST_CASE("a first save that crashed before its commit record leaves no checkpoi
 
 TEST_CASE("a save over the leftovers of a crashed one commits cleanly", "[checkpoint]") {
   ScratchDir dir;
-  save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
+  save_model(dir.file(""), 1);
   fs::create_directory(dir.file(kStagingDir));
   write_file_synced(staged(dir, "model.safetensors"), "half a file");
   write_file_synced(staged(dir, "optimizer.safetensors"), "stale");
-  save_checkpoint(dir.file(""), *model_with_seed(3), tokenizer());
+  save_model(dir.file(""), 3);
   CHECK(files_in(dir) == save_of(3));
 }
 
 TEST_CASE("a flipped byte in the weights is caught on load, naming the file", "[checkpoint]") {
   ScratchDir dir;
-  save_checkpoint(dir.file(""), *model_with_seed(1), tokenizer());
+  save_model(dir.file(""), 1);
   std::string weights = read_file(dir.file("model.safetensors"));
   weights[weights.size() - 5] ^= 0x10;  // a mantissa bit of the last weight: still a finite float
   write_file_synced(dir.file("model.safetensors"), weights);

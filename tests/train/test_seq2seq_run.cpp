@@ -97,14 +97,15 @@ TEST_CASE("an encoder-decoder run saved and resumed ends byte-identical to one n
   ResumeChanges more;
   more.steps = 6;
   Run resumed = Run::resume(dir.file("resumed"), more);
-  REQUIRE(resumed.is_encoder_decoder());
+  REQUIRE(resumed.task().is<PairTask>());
+  CHECK(resumed.task().kind() == "encoder-decoder");
   train_to_end(resumed);
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     INFO(file);
     CHECK(read_file(dir.file("resumed") + "/" + file) == read_file(dir.file("straight") + "/" + file));
   }
-  CHECK_THROWS_AS(resumed.model(), OptionError);
-  CHECK_THROWS_AS(resumed.dataset(), OptionError);
+  CHECK_THROWS_WITH(resumed.task().as<LanguageModelTask>(),
+                    Catch::Contains("encoder-decoder") && Catch::Contains("not a language model"));
 }
 
 TEST_CASE("an encoder-decoder checkpoint loads back and its config.json is strict", "[train][seq2seq][checkpoint]") {
@@ -121,7 +122,7 @@ TEST_CASE("an encoder-decoder checkpoint loads back and its config.json is stric
   CHECK(loaded.tokenizer.specials() == data::pair_specials());
   CHECK_THROWS_WITH(load_model(out), Catch::Contains("is an encoder-decoder, not a GPT"));
   Run again = Run::resume(out, [] { ResumeChanges c; c.steps = 2; return c; }());
-  const nn::NamedTensors saved = loaded.seq2seq->state_dict(), live = again.encoder_decoder().state_dict();
+  const nn::NamedTensors saved = loaded.seq2seq->state_dict(), live = again.task().model().state_dict();
   REQUIRE(saved.size() == live.size());
   for (size_t i = 0; i < saved.size(); ++i) CHECK(saved[i].second.to_vector() == live[i].second.to_vector());
 

@@ -96,13 +96,13 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
 // The flags that would start `run`.
 TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
-  if (run.is_encoder_decoder()) {
-    const nn::EncoderDecoderConfig& c = run.encoder_decoder().config();
+  if (run.task().is<train::PairTask>()) {
+    const nn::EncoderDecoderConfig& c = run.task().as<train::PairTask>().encoder_decoder().config();
     f.arch = "encoder-decoder";
     f.model = {c.encoder_layers, c.encoder_attention_heads, c.d_model, c.max_position_embeddings,
                c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0};
   } else {
-    const nn::GPTConfig& c = run.model().config();
+    const nn::GPTConfig& c = run.task().as<train::LanguageModelTask>().gpt()->config();
     f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
                nn::position_embedding_name(c.position_embedding), c.kv_heads(),
                ModelFlags::attention_flag(c.attention), c.attention.window,
@@ -184,47 +184,26 @@ nlohmann::json summary_json(const train::Run& run, const train::EvalStats* last,
           {"data", run.data_source()}};
 }
 
-// The line that opens a run: its data and its model's size and shape.
-std::string describe_run(train::Run& run, bool resuming) {
-  const char* verb = resuming ? "resuming" : "training";
-  if (run.is_encoder_decoder()) {
-    const nn::EncoderDecoderConfig& c = run.encoder_decoder().config();
-    return fmt::format("{} {}: {} parameters (encoder-decoder, {} + {} layers, {}, d_model {}, {} "
-                       "positions), vocabulary {}, {} training pairs, {} held out",
-                       verb, run.data_source(), run.encoder_decoder().num_parameters(),
-                       c.encoder_layers, c.decoder_layers, train::count_of(c.encoder_attention_heads, "head"),
-                       c.d_model, c.max_position_embeddings, run.tokenizer().vocab_size(),
-                       run.pairs().size(data::Split::train), run.pairs().size(data::Split::val));
-  }
-  const nn::GPTConfig& c = run.model().config();
-  return fmt::format(
-      "{} {}: {} parameters ({}, {}, {} key/value heads, d_model {}, context {}, {} "
-      "positions{}), vocabulary {}, {} training tokens",
-      verb, run.data_source(), run.model().num_parameters(), train::count_of(c.n_layer, "layer"),
-      train::count_of(c.n_head, "head"), c.kv_heads(), c.n_embd, c.block_size,
-      nn::position_embedding_name(c.position_embedding),
-      c.attention.is_full() ? "" : ", " + c.attention.str() + " attention",
-      run.tokenizer().vocab_size(), run.dataset().size(data::Split::train));
-}
-
 // The end of an encoder-decoder run: the training curves, held-out accuracy and alignment on
 // every held-out pair, and for the first one the heatmaps and the explorer page, with the heads
 // scored and each cross-attention head removed in turn on the pairs an evaluation scores.
 void report_pairs(train::Run& run, std::FILE* out) {
   analysis::draw_run_curves(run, out);
-  if (run.pairs().size(data::Split::val) == 0) return;
-  nn::EncoderDecoder& model = run.encoder_decoder();
+  train::PairTask& task = run.task().as<train::PairTask>();
+  if (task.pairs().size(data::Split::val) == 0) return;
+  nn::EncoderDecoder& model = task.encoder_decoder();
+  const data::PairDataset& pairs = task.pairs();
   const data::Split val = data::Split::val;
   print_pair_summary(
-      seq2seq::pair_accuracy(model, run.pairs(), run.tokenizer(), val),
-      seq2seq::cross_attention_alignment(model, run.pairs(), run.tokenizer(), run.data_source(), val),
+      seq2seq::pair_accuracy(model, pairs, run.tokenizer(), val),
+      seq2seq::cross_attention_alignment(model, pairs, run.tokenizer(), run.data_source(), val),
       out);
   const seq2seq::PairHeads heads =
-      seq2seq::score_pair_heads(model, run.pairs(), run.tokenizer(), run.data_source(), val, kFormationPairs);
+      seq2seq::score_pair_heads(model, pairs, run.tokenizer(), run.data_source(), val, kFormationPairs);
   const seq2seq::CrossAblation ablation =
-      seq2seq::ablate_cross_heads(model, run.pairs(), run.tokenizer(), val, kFormationPairs, heads.cross);
+      seq2seq::ablate_cross_heads(model, pairs, run.tokenizer(), val, kFormationPairs, heads.cross);
   const seq2seq::PairAttention first =
-      seq2seq::pair_attention(model, run.pairs(), run.tokenizer(), run.data_source(), val, 0);
+      seq2seq::pair_attention(model, pairs, run.tokenizer(), run.data_source(), val, 0);
   const fs::path dir(run.dir());
   analysis::HeatmapSet pictures((dir / analysis::kHeatmapDir).string());
   analysis::draw_pair_heatmaps(first, pictures);
@@ -389,13 +368,14 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
   train::Run& run = *started;
   run.check_ranks_agree();
   if (f.keep_best) run.keep_best();
-  const bool seq2seq = run.is_encoder_decoder();
+  const bool seq2seq = run.task().is<train::PairTask>();
   // The other ranks report to nowhere.
   const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(
       root ? nullptr : std::fopen("/dev/null", "w"),
       [](std::FILE* file) { return file ? std::fclose(file) : 0; });
   train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
-  progress.message(describe_run(run, resuming));
+  progress.message(fmt::format("{} {}: {}", resuming ? "resuming" : "training", run.data_source(),
+                               run.task().describe()));
   if (f.verbose && run.options().precision == "bf16") {
     progress.message(fmt::format(
         "bf16 products on {} ({})", bf16_products_description(bf16_products()),
@@ -423,10 +403,12 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
 
   // Every evaluation also scores the heads (formation over time) on the run's own probes, and
   // the report at the end uses the same ones, when the probes can run.
-  const std::string no_heads = seq2seq ? "" : heads::probe_obstacle(run.model().config());
+  nn::GPT* gpt = seq2seq ? nullptr : run.task().as<train::LanguageModelTask>().gpt();
+  const std::string no_heads = seq2seq ? "" : heads::probe_obstacle(gpt->config());
   std::optional<heads::ProbeSet> probes;
   if (!seq2seq && no_heads.empty()) {
-    probes = heads::dataset_probes(run.dataset(), run.tokenizer(), run.data_source());
+    probes = heads::dataset_probes(run.task().as<train::LanguageModelTask>().dataset(),
+                                   run.tokenizer(), run.data_source());
   }
   const int64_t first_step = run.steps_done();
   const auto start = std::chrono::steady_clock::now();
@@ -463,9 +445,10 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       // The heads' formation: the GPT's probe scores; an encoder-decoder's held-out accuracy
       // and cross-attention alignment on the first pairs.
       std::string formation;
-      if (probes) formation = heads::formation_record(run.model(), probes->probes).dump();
+      if (probes) formation = heads::formation_record(*gpt, probes->probes).dump();
       if (seq2seq) {
-        formation = pair_record(run.encoder_decoder(), run.pairs(), run.tokenizer(), run.data_source(),
+        train::PairTask& task = run.task().as<train::PairTask>();
+        formation = pair_record(task.encoder_decoder(), task.pairs(), run.tokenizer(), run.data_source(),
                                 data::Split::val, kFormationPairs).dump();
       }
       last_eval = run.evaluate(formation);

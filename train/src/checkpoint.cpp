@@ -15,6 +15,7 @@
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/io/sha256.hpp"
+#include "tinygpt/train/task.hpp"
 
 namespace tinygpt::train {
 namespace fs = std::filesystem;
@@ -237,14 +238,10 @@ void recover_checkpoint(const std::string& dir) {
   io::recover_commit(dir);
 }
 
-namespace {
-
-// One commit of a model's files (weights, config.json, tokenizer.json) and, when given, the
-// optimiser's and the run's state and the extra files.
-void commit_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
-                       const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
-                       const RunState* run,
-                       const std::vector<std::pair<std::string, std::string>>& extra_files) {
+void save_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
+                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
+                     const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
       {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
       {"config.json", std::move(config_json)},
@@ -283,27 +280,6 @@ void commit_checkpoint(const std::string& dir, const nn::Module& model, std::str
     appended.insert(name);
   }
   io::commit_files(dir, files, appended);
-}
-
-}  // namespace
-
-void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
-                     const Optimizer* optimizer, const RunState* run,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files,
-                     const std::string& training_precision) {
-  commit_checkpoint(dir, model,
-                    config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision),
-                    tokenizer, optimizer, run, extra_files);
-}
-
-void save_checkpoint(const std::string& dir, nn::EncoderDecoder& model,
-                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
-                     const RunState* run,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files,
-                     const std::string& training_precision) {
-  commit_checkpoint(dir, model,
-                    config_to_json(model.config(), run != nullptr ? run->options.precision : training_precision),
-                    tokenizer, optimizer, run, extra_files);
 }
 
 namespace {
@@ -346,28 +322,62 @@ void read_encoder_decoder(const io::CommittedFiles& files, const std::string& co
   }
 }
 
-// The model files of one save: a GPT, or with `any` an encoder-decoder too.
+// The family config.json names; a type no family claims, or a file that is no JSON object, goes
+// to the GPT reader, which says what is wrong with it.
+ModelFamily family_of_file(const std::string& config_text, const std::string& config_path) {
+  const json j = json::parse(config_text, nullptr, /*allow_exceptions=*/false);
+  try {
+    return family_of(j, config_path);
+  } catch (const ValueError&) {
+    return ModelFamily::gpt;
+  }
+}
+
+// A registered type's model, built by its factory from config.json and given the saved weights.
+void read_own_model(const io::CommittedFiles& files, const std::string& config_text, LoadedModel& out) {
+  const std::string weights_path = files.path_of("model.safetensors");
+  const std::string weights_bytes = files.read("model.safetensors");
+  out.weights_sha256 = io::sha256_hex(weights_bytes);
+  const NamedTensors weights = io::decode_safetensors(weights_bytes, weights_path).tensors;
+  check_finite(weights, weights_path);
+  out.own_model = build_registered(json::parse(config_text), 0);
+  try {
+    out.own_model->load_state_dict(weights);
+  } catch (const Error& e) {
+    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
+  }
+}
+
+// The model files of one save: a GPT, or with `any` any family (task.hpp).
 LoadedModel read_model(const io::CommittedFiles& files, bool any) {
   const std::string config_path = files.path_of("config.json");
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
   const std::string config_text = files.read("config.json");
-  const bool seq2seq = is_encoder_decoder_config(config_text);
-  if (seq2seq && !any) {
-    throw FormatError(fmt::format("{}: model_type \"{}\" is an encoder-decoder, not a GPT",
-                                  config_path, kEncoderDecoderModelType));
+  const ModelFamily family = family_of_file(config_text, config_path);
+  if (family != ModelFamily::gpt && !any) {
+    throw FormatError(fmt::format("{}: model_type \"{}\" is {}, not a GPT", config_path,
+                                  json::parse(config_text).value("model_type", ""),
+                                  family == ModelFamily::encoder_decoder ? "an encoder-decoder" : "a registered model"));
   }
-  LoadedModel out{seq2seq ? nn::GPTConfig{} : config_from_json(config_text, config_path),
-                  tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr, "",
-                  nn::EncoderDecoderConfig{}, nullptr};
-  if (seq2seq) {
+  LoadedModel out{{}, tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr,
+                  "", {}, nullptr, nullptr};
+  int64_t vocab_size = 0;
+  if (family == ModelFamily::encoder_decoder) {
     read_encoder_decoder(files, config_text, out);
-    if (out.tokenizer.vocab_size() != out.seq2seq_config.vocab_size) {
+    vocab_size = out.seq2seq_config.vocab_size;
+  } else if (family == ModelFamily::registered) {
+    read_own_model(files, config_text, out);
+    vocab_size = out.own_model->shape().vocab_size;
+  }
+  if (family != ModelFamily::gpt) {
+    if (out.tokenizer.vocab_size() != vocab_size) {
       throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
-                                    tokenizer_path, out.tokenizer.vocab_size(), out.seq2seq_config.vocab_size));
+                                    tokenizer_path, out.tokenizer.vocab_size(), vocab_size));
     }
     return out;
   }
+  out.config = config_from_json(config_text, config_path);
   if (out.tokenizer.vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));

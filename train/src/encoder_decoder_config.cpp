@@ -53,15 +53,6 @@ constexpr std::array<const char*, 4> kDropouts = {"dropout", "attention_dropout"
 
 }  // namespace
 
-bool is_encoder_decoder_config(const std::string& text) {
-  try {
-    const json j = json::parse(text);
-    return j.is_object() && j.value("model_type", json()) == kEncoderDecoderModelType;
-  } catch (const json::exception&) {
-    return false;  // the GPT reader says what is wrong with it
-  }
-}
-
 std::string config_to_json(const nn::EncoderDecoderConfig& c, const std::string& training_precision) {
   json j = {{"architectures", {kEncoderDecoderArchitecture}},
             {"model_type", kEncoderDecoderModelType},

@@ -51,16 +51,6 @@ bool one_of(const std::array<std::string_view, N>& names, std::string_view name)
 
 constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
 
-const char* attention_type_name(const AttentionPattern& p) {
-  switch (p.kind) {
-    case AttentionPattern::Kind::window: return "sliding_window";
-    case AttentionPattern::Kind::strided: return "strided";
-    case AttentionPattern::Kind::linear: return "linear";
-    case AttentionPattern::Kind::full: break;
-  }
-  return "full";
-}
-
 // attention_type absent is full attention, or a window when sliding_window holds a number (as
 // in Hugging Face Mistral's config, where null means none).
 AttentionPattern attention_from_json(const json& j, const std::string& source) {
@@ -110,44 +100,8 @@ AttentionPattern within_context(AttentionPattern p, int64_t block_size) {
 
 }  // namespace
 
-bool loads_as_gpt2(const nn::GPTConfig& c) {
-  return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head &&
-         c.attention.is_full();
-}
-
 std::string config_to_json(const nn::GPTConfig& c, const std::string& training_precision) {
-  const bool gpt2 = loads_as_gpt2(c);
-  json j = {{"architectures", {gpt2 ? kGpt2Architecture : kTinyGptArchitecture}},
-                  {"model_type", gpt2 ? kGpt2ModelType : kTinyGptModelType},
-                  {"vocab_size", c.vocab_size},
-                  {"n_positions", c.block_size},
-                  {"n_ctx", c.block_size},
-                  {"n_embd", c.n_embd},
-                  {"n_layer", c.n_layer},
-                  {"n_head", c.n_head},
-                  {"n_inner", nullptr},
-                  {"activation_function", "gelu_new"},
-                  {"layer_norm_epsilon", c.layer_norm_epsilon},
-                  {"resid_pdrop", c.dropout},
-                  {"embd_pdrop", c.dropout},
-                  {"attn_pdrop", c.dropout},
-                  {"scale_attn_weights", true},
-                  {"scale_attn_by_inverse_layer_idx", false},
-                  {"reorder_and_upcast_attn", false},
-                  {"tie_word_embeddings", c.tie_weights},
-                  {"bias", c.bias},
-                  {"position_embedding_type", nn::position_embedding_name(c.position_embedding)},
-                  {"rope_theta", c.rope_theta},
-                  {"num_key_value_heads", c.kv_heads()},
-                  {"attention_type", attention_type_name(c.attention)},
-                  {"torch_dtype", "float32"}};
-  if (c.attention.kind == AttentionPattern::Kind::window) {
-    j["sliding_window"] = c.attention.window;
-    j["global_tokens"] = c.attention.global_tokens;
-  }
-  if (c.attention.kind == AttentionPattern::Kind::strided) j["sparse_stride"] = c.attention.stride;
-  if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
-  return j.dump(2) + "\n";
+  return nn::gpt_config_json(c, training_precision);
 }
 
 nn::GPTConfig config_from_json(const std::string& text, const std::string& source) {

@@ -72,14 +72,12 @@ std::vector<std::string> foreign_entries(const std::string& dir) {
   return names;
 }
 
-// Before the dataset, model or optimiser state is allocated: an absurd shape or batch (from the
-// command line, or from a trainer_state.json) is refused by its size, not by a failed allocation.
-template <class ModelConfig>
-void check_step_memory(const ModelConfig& config, const TrainOptions& options,
+// What the run's task is built on: its text, split, options and the rows of one micro-batch.
+TaskSource task_source(const std::string& text, const RunState& state,
                        const distributed::Communicator& world) {
-  const int64_t parts = world.size() * options.grad_accum;
-  check_memory(estimate_training_memory(config, (options.batch + parts - 1) / parts,
-                                        options.optimizer, options.momentum));
+  const int64_t parts = world.size() * state.options.grad_accum;
+  return {text, state.data_source, state.val_fraction, state.options,
+          (state.options.batch + parts - 1) / parts};
 }
 
 // Where a new run may write, checked before anything is read or written: a new or empty folder,
@@ -146,61 +144,21 @@ std::optional<RunState> trained_on(const std::string& dir) {
   return std::nullopt;
 }
 
-Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-         std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
-         distributed::Communicator& world)
+Run::Run(std::string dir, RunState state, std::unique_ptr<Task> task, distributed::Communicator& world)
     : dir_(std::move(dir)),
       world_(&world),
       state_(std::move(state)),
-      tokenizer_(std::move(tokenizer)),
-      model_(std::move(model)),
-      dataset_(std::move(dataset)),
-      trainer_(std::make_unique<Trainer>(*model_, *dataset_, state_.options, world)) {
+      task_(std::move(task)),
+      trainer_(std::make_unique<Trainer>(task_->make_objective(), state_.options, world)) {
   state_.ranks = world.size();
-}
-
-Run::Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-         std::unique_ptr<nn::EncoderDecoder> model, std::unique_ptr<data::PairDataset> dataset,
-         distributed::Communicator& world)
-    : dir_(std::move(dir)),
-      world_(&world),
-      state_(std::move(state)),
-      tokenizer_(std::move(tokenizer)),
-      seq2seq_(std::move(model)),
-      pairs_(std::move(dataset)),
-      trainer_(std::make_unique<Trainer>(std::make_unique<PairObjective>(*seq2seq_, *pairs_),
-                                         state_.options, world)) {
-  state_.ranks = world.size();
-}
-
-nn::GPT& Run::model() {
-  if (!model_) throw OptionError(fmt::format("{} is an encoder-decoder run, not a GPT's", dir_));
-  return *model_;
-}
-
-nn::EncoderDecoder& Run::encoder_decoder() {
-  if (!seq2seq_) throw OptionError(fmt::format("{} is a GPT run, not an encoder-decoder's", dir_));
-  return *seq2seq_;
-}
-
-const data::TextDataset& Run::dataset() const {
-  if (!dataset_) throw OptionError(fmt::format("{} is an encoder-decoder run: its data are pairs", dir_));
-  return *dataset_;
-}
-
-const data::PairDataset& Run::pairs() const {
-  if (!pairs_) throw OptionError(fmt::format("{} is a GPT run: its data is a text", dir_));
-  return *pairs_;
 }
 
 void Run::commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
                        const std::vector<std::pair<std::string, std::string>>& extra_files,
                        const std::string& training_precision) {
-  if (seq2seq_) {
-    save_checkpoint(to, *seq2seq_, tokenizer_, optimizer, run, extra_files, training_precision);
-  } else {
-    save_checkpoint(to, *model_, tokenizer_, optimizer, run, extra_files, training_precision);
-  }
+  save_checkpoint(to, task_->model(),
+                  task_->config_json(run != nullptr ? run->options.precision : training_precision),
+                  task_->tokenizer(), optimizer, run, extra_files);
 }
 
 Run::~Run() {
@@ -236,7 +194,7 @@ void Run::keep_best() {
 void Run::check_ranks_agree() const {
   if (world_->size() == 1) return;
   std::vector<std::pair<std::string, std::string>> fields;
-  const std::string config = seq2seq_ ? config_to_json(seq2seq_->config()) : config_to_json(model_->config());
+  const std::string config = task_->config_json("");
   for (const std::string& settings : {options_to_json(state_.options), config}) {
     const nlohmann::json object = nlohmann::json::parse(settings);
     for (const auto& [key, value] : object.items()) fields.emplace_back(key, value.dump());
@@ -295,11 +253,11 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   stale_best_ = replacing && has_checkpoint(best_dir());
 }
 
-Run Run::start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+Run Run::start(const std::string& dir, const ModelConfig& config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
                distributed::Communicator& world) {
   return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
-    return start_locked(dir, std::move(config), nullptr, std::move(options), data_source,
+    return start_locked(dir, config, nullptr, std::move(options), data_source,
                         val_fraction, force, world, lock);
   });
 }
@@ -308,7 +266,7 @@ Run Run::start(const std::string& dir, const InitFrom& init, TrainOptions option
                const std::string& data_source, double val_fraction, bool force,
                distributed::Communicator& world) {
   return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
-    return start_locked(dir, {}, &init, std::move(options), data_source, val_fraction, force,
+    return start_locked(dir, nn::GPTConfig{}, &init, std::move(options), data_source, val_fraction, force,
                         world, lock);
   });
 }
@@ -332,37 +290,9 @@ std::pair<RunState, std::string> new_run_state(const std::string& dir, TrainOpti
   return {std::move(state), std::move(text)};
 }
 
-// The pairs of a run's text, split and encoded for a model of `max_positions`.
-std::unique_ptr<data::PairDataset> pair_dataset(const std::string& text, const RunState& state,
-                                                const data::CharTokenizer& tokenizer,
-                                                int64_t max_positions) {
-  return std::make_unique<data::PairDataset>(data::parse_pairs(text, state.data_source), tokenizer,
-                                             max_positions, state.val_fraction, state.data_source);
-}
-
 }  // namespace
 
-Run Run::start(const std::string& dir, nn::EncoderDecoderConfig config, TrainOptions options,
-               const std::string& data_source, double val_fraction, bool force,
-               distributed::Communicator& world) {
-  return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
-    auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
-    data::CharTokenizer tokenizer = data::fit_pair_tokenizer(data::parse_pairs(text, state.data_source));
-    config.vocab_size = tokenizer.vocab_size();
-    config.pad_token_id = data::kPadId;
-    config.bos_token_id = config.decoder_start_token_id = data::kBosId;
-    config.eos_token_id = data::kEosId;
-    config.validate();
-    check_step_memory(config, state.options, world);
-    auto dataset = pair_dataset(text, state, tokenizer, config.max_position_embeddings);
-    auto model = std::make_unique<nn::EncoderDecoder>(config, state.options.seed);
-    Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset), world);
-    if (world.is_root()) run.claim_directory(std::move(lock), force);
-    return run;
-  });
-}
-
-Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
+Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom* init,
                       TrainOptions options, const std::string& data_source, double val_fraction,
                       bool force, distributed::Communicator& world,
                       std::unique_ptr<io::RunLock>& lock) {
@@ -381,25 +311,21 @@ Run Run::start_locked(const std::string& dir, nn::GPTConfig config, const InitFr
       throw ValueError(fmt::format("{}: {}; a fine-tuned model keeps the vocabulary of {}",
                                    state.data_source, e.what(), init->dir));
     }
-    config = loaded->config;
-    if (init->dropout) config.dropout = *init->dropout;
+    nn::GPTConfig fine_tuned = loaded->config;
+    if (init->dropout) fine_tuned.dropout = *init->dropout;
+    config = fine_tuned;
     state.init_from = fs::absolute(init->dir).lexically_normal().string();
     state.init_from_sha256 = loaded->weights_sha256;
     if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json", ec)) {
       state.init_from_step = load_run_state(init->dir).step;
     }
   }
-  data::CharTokenizer tokenizer = loaded ? std::move(loaded->tokenizer) : data::CharTokenizer::fit(text);
-  config.vocab_size = tokenizer.vocab_size();
-  config.validate();
-  check_step_memory(config, state.options, world);
-  auto dataset = std::make_unique<data::TextDataset>(data::make_dataset(
-      text, state.data_source, tokenizer, config.block_size, val_fraction));
-  auto model = std::make_unique<nn::GPT>(config, state.options.seed);
+  std::optional<data::CharTokenizer> tokenizer;
+  if (loaded) tokenizer = std::move(loaded->tokenizer);
+  std::unique_ptr<Task> task = new_task(config, task_source(text, state, world), std::move(tokenizer));
   // A fine-tuned model takes the checkpoint's weights; the seed still drives batches and dropout.
-  if (loaded) model->load_state_dict(loaded->model->state_dict());
-  Run run(dir, std::move(state), std::move(tokenizer), std::move(model), std::move(dataset),
-          world);
+  if (loaded) task->model().load_state_dict(loaded->model->state_dict());
+  Run run(dir, std::move(state), std::move(task), world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
   if (world.is_root()) run.claim_directory(std::move(lock), force);
   return run;
@@ -445,21 +371,8 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
   const int64_t step = state.step;
-  Run run = [&] {
-    if (saved.model.is_encoder_decoder()) {
-      check_step_memory(saved.model.seq2seq_config, state.options, world);
-      auto dataset = pair_dataset(text, state, saved.model.tokenizer,
-                                  saved.model.seq2seq_config.max_position_embeddings);
-      return Run(dir, std::move(state), std::move(saved.model.tokenizer),
-                 std::move(saved.model.seq2seq), std::move(dataset), world);
-    }
-    check_step_memory(saved.model.config, state.options, world);
-    auto dataset = std::make_unique<data::TextDataset>(
-        data::make_dataset(text, state.data_source, saved.model.tokenizer,
-                           saved.model.config.block_size, state.val_fraction));
-    return Run(dir, std::move(state), std::move(saved.model.tokenizer),
-               std::move(saved.model.model), std::move(dataset), world);
-  }();
+  std::unique_ptr<Task> task = saved_task(std::move(saved.model), task_source(text, state, world));
+  Run run(dir, std::move(state), std::move(task), world);
   try {
     run.trainer_->optimizer().load_state(saved.optimizer.tensors, step);
   } catch (const Error& e) {

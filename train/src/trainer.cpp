@@ -53,7 +53,7 @@ CosineSchedule TrainOptions::schedule() const {
   return {lr, min_lr, warmup, lr_decay_steps > 0 ? lr_decay_steps : steps};
 }
 
-Trainer::Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
+Trainer::Trainer(nn::CausalLM& model, const data::TextDataset& dataset, TrainOptions options,
                  distributed::Communicator& comm)
     : Trainer(std::make_unique<LanguageModelObjective>(model, dataset), std::move(options), comm) {}
 

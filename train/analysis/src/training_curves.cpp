@@ -97,15 +97,8 @@ void check_report_paths(const std::string& run_dir) {
 }
 
 void draw_run_curves(train::Run& run, std::FILE* text) {
-  std::string shape;
-  if (run.is_encoder_decoder()) {
-    const nn::EncoderDecoderConfig& c = run.encoder_decoder().config();
-    shape = fmt::format("encoder-decoder, {} + {} layers, d_model {}", c.encoder_layers, c.decoder_layers, c.d_model);
-  } else {
-    const nn::GPTConfig& c = run.model().config();
-    shape = fmt::format("{}, d_model {}", train::count_of(c.n_layer, "layer"), c.n_embd);
-  }
-  draw_training_curves(run.log().records(), run.dir(), fmt::format("{}: {}", run.data_source(), shape), text);
+  draw_training_curves(run.log().records(), run.dir(),
+                       fmt::format("{}: {}", run.data_source(), run.task().shape_title()), text);
 }
 
 void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text) {
@@ -118,10 +111,11 @@ void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text)
   out.text = text;
   // Each head removed in turn (a second on the demo): the page and the table show which heads
   // the model's copying depends on, not only where they look.
-  heads::HeadAblation ablation(run.model(), probes->probes, heads::AblationMode::zero);
+  nn::GPT& model = *run.task().as<train::LanguageModelTask>().gpt();
+  heads::HeadAblation ablation(model, probes->probes, heads::AblationMode::zero);
   const heads::EachHeadAblation each = heads::ablate_each_head(ablation);
   out.ablation = &each;
-  report_heads(run.model(), run.tokenizer(), *probes, out);
+  report_heads(model, run.tokenizer(), *probes, out);
 }
 
 }  // namespace tinygpt::analysis

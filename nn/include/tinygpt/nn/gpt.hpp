@@ -12,6 +12,7 @@
 
 #include "tinygpt/nn/attention.hpp"
 #include "tinygpt/nn/embedding.hpp"
+#include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/layer_norm.hpp"
 #include "tinygpt/nn/mlp.hpp"
@@ -77,7 +78,21 @@ class LMHead : public Module {
   Tensor weight;  // (V,C)
 };
 
-class GPT : public Module {
+// config.json of a GPT claims GPT-2 (model_type "gpt2", GPT2LMHeadModel) only where Hugging
+// Face's GPT-2 computes the same logits from it: learned positions and as many key/value heads as
+// heads. Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention) is
+// model_type "tinygpt", TinyGPTForCausalLM: GPT-2's keys and tensor names plus
+// position_embedding_type, rope_theta and num_key_value_heads, which GPT-2 would ignore.
+inline constexpr const char* kGpt2ModelType = "gpt2";
+inline constexpr const char* kGpt2Architecture = "GPT2LMHeadModel";
+inline constexpr const char* kTinyGptModelType = "tinygpt";
+inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
+bool loads_as_gpt2(const GPTConfig& config);
+// config.json's text. `training_precision` ("f32", "bf16"; "" for none) is recorded as
+// tinygpt_training_precision: the weights themselves are always f32 (torch_dtype).
+std::string gpt_config_json(const GPTConfig& config, const std::string& training_precision = "");
+
+class GPT : public CausalLM {
  public:
   // Weights initialised as GPT-2: N(0, 0.02), residual projections N(0, 0.02/sqrt(2 n_layer)),
   // biases 0, LayerNorm 1/0. `seed` also seeds the dropout generator.
@@ -88,17 +103,17 @@ class GPT : public Module {
   // the length to block_size; the other schemes run on any length.
   Tensor forward(const Tensor& tokens, const std::vector<int64_t>& lengths = {},
                  std::vector<KVCache>* cache = nullptr);
-  // Mean cross-entropy of the next-token predictions; targets equal to kIgnoreIndex are skipped.
-  Tensor loss(const Tensor& tokens, const Tensor& targets);
-  static constexpr int64_t kIgnoreIndex = -100;
-
-  const GPTConfig& config() const { return config_; }
-  // The generator every dropout layer draws from (its state belongs in a checkpoint).
-  Generator& dropout_generator() { return *noise_; }
+  // CausalLM: logits are forward(tokens); the loss is the base's cross-entropy.
+  Tensor logits(const Tensor& tokens) override { return forward(tokens); }
+  CausalLMShape shape() const override;
+  Generator& dropout_generator() override { return *noise_; }
   // Attention weights (B,H,T,Tk) of the last forward, one per layer; needs
   // set_keep_attention_weights(true) before that forward (training leaves it off: memory).
-  std::vector<Tensor> attention_weights() const;
-  void set_keep_attention_weights(bool keep);
+  std::vector<Tensor> attention_weights() const override;
+  void set_keep_attention_weights(bool keep) override;
+  std::string config_json() const override;  // gpt_config_json(config())
+
+  const GPTConfig& config() const { return config_; }
   // One KVCache per layer: a ring of W + G slots for a sliding window, linear attention's
   // running sums for linear attention, else one that grows.
   std::vector<KVCache> make_cache() const;

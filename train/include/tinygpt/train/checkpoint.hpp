@@ -20,6 +20,7 @@
 
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/trainer.hpp"
@@ -57,32 +58,30 @@ struct RunState {
 struct LoadedModel {
   nn::GPTConfig config;
   data::CharTokenizer tokenizer;
-  std::unique_ptr<nn::GPT> model;  // null for an encoder-decoder
+  std::unique_ptr<nn::GPT> model;  // a GPT
   std::string weights_sha256;  // of model.safetensors' bytes: which weights these are
-  // An encoder-decoder checkpoint (config.json's model_type kEncoderDecoderModelType) loads here
-  // instead; only load_any_model returns one.
+  // Only load_any_model returns the other families: an encoder-decoder (config.json's model_type
+  // kEncoderDecoderModelType), or a model of a type registered with register_causal_lm (task.hpp).
   nn::EncoderDecoderConfig seq2seq_config;
   std::unique_ptr<nn::EncoderDecoder> seq2seq;
+  std::unique_ptr<nn::CausalLM> own_model;
 
   bool is_encoder_decoder() const { return seq2seq != nullptr; }
-  nn::Module& module() { return seq2seq ? static_cast<nn::Module&>(*seq2seq) : *model; }
+  nn::Module& module() {
+    if (seq2seq) return *seq2seq;
+    return model ? static_cast<nn::Module&>(*model) : *own_model;
+  }
 };
 
-// Writes the model files, plus the optimiser and run state when given, as one commit.
-// Extra files (e.g. the loss log) can ride along in the same commit; one that `dir` already
-// holds with exactly its bytes (a log written a line at a time) stays in place
-// (io::commit_files' `appended`). config.json records the run's precision, or
-// `training_precision` for weights saved without their run (a run's best/).
-void save_checkpoint(const std::string& dir, nn::GPT& model, const data::CharTokenizer& tokenizer,
-                     const Optimizer* optimizer = nullptr, const RunState* run = nullptr,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files = {},
-                     const std::string& training_precision = "");
-// The same for an encoder-decoder: BART-style names and config.json (encoder_decoder_config.cpp).
-void save_checkpoint(const std::string& dir, nn::EncoderDecoder& model,
+// Writes a model's files (its state_dict as model.safetensors, `config_json` as config.json, the
+// tokenizer), plus the optimiser and run state when given, as one commit. A run's Task gives its
+// config.json (Task::config_json); a lone causal LM its config_json(). Extra files (e.g. the loss
+// log) can ride along in the same commit; one that `dir` already holds with exactly its bytes (a
+// log written a line at a time) stays in place (io::commit_files' `appended`).
+void save_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
                      const data::CharTokenizer& tokenizer, const Optimizer* optimizer = nullptr,
                      const RunState* run = nullptr,
-                     const std::vector<std::pair<std::string, std::string>>& extra_files = {},
-                     const std::string& training_precision = "");
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 
 // Loads and validates config.json, tokenizer.json and model.safetensors of a GPT. Throws
 // tinygpt::Error with one line naming the file and the fault (missing, corrupt, shapes that
@@ -119,16 +118,12 @@ bool is_checkpoint_file(const std::string& path);
 // Finishes or discards a save that was interrupted (see above); loads call it.
 void recover_checkpoint(const std::string& dir);
 
-// config.json <-> GPTConfig. config.json claims GPT-2 (model_type "gpt2", GPT2LMHeadModel) only where Hugging Face's GPT-2
-// computes the same logits from it: learned positions and as many key/value heads as heads.
-// Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention) is
-// model_type "tinygpt", TinyGPTForCausalLM: GPT-2's keys and tensor names plus
-// position_embedding_type, rope_theta and num_key_value_heads, which GPT-2 would ignore.
-inline constexpr const char* kGpt2ModelType = "gpt2";
-inline constexpr const char* kGpt2Architecture = "GPT2LMHeadModel";
-inline constexpr const char* kTinyGptModelType = "tinygpt";
-inline constexpr const char* kTinyGptArchitecture = "TinyGPTForCausalLM";
-bool loads_as_gpt2(const nn::GPTConfig& config);
+// config.json <-> GPTConfig (nn/gpt.hpp says which model_type it claims).
+using nn::kGpt2Architecture;
+using nn::kGpt2ModelType;
+using nn::kTinyGptArchitecture;
+using nn::kTinyGptModelType;
+using nn::loads_as_gpt2;
 // `training_precision` ("f32", "bf16"; "" for none) is recorded as tinygpt_training_precision:
 // the weights themselves are always f32 (torch_dtype) and load in either precision.
 std::string config_to_json(const nn::GPTConfig& config, const std::string& training_precision = "");
@@ -141,7 +136,6 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
 // ids, ...), and a model_type that does not claim to be BART.
 inline constexpr const char* kEncoderDecoderModelType = "tinygpt-encoder-decoder";
 inline constexpr const char* kEncoderDecoderArchitecture = "TinyGPTForConditionalGeneration";
-bool is_encoder_decoder_config(const std::string& text);  // by its model_type
 std::string config_to_json(const nn::EncoderDecoderConfig& config,
                            const std::string& training_precision = "");
 nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& text,

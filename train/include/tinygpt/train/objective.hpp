@@ -3,7 +3,8 @@
 // step's batch through it, splits the batch into micro-batches (grad_accum x ranks) by rows, and
 // weighs each micro-batch's mean loss by its share of the batch's predicted tokens, so the summed
 // gradient is the gradient of the whole batch's mean loss whatever the split.
-//   LanguageModelObjective  a GPT on a TextDataset: next-token prediction on windows
+//   LanguageModelObjective  any causal LM (the GPT, a model of your own) on a TextDataset:
+//                           next-token prediction on windows
 //   PairObjective           an EncoderDecoder on a PairDataset: targets given their sources
 // A user's own model trains by the same loop once it says how to draw and score its batches.
 #include <cstdint>
@@ -11,7 +12,7 @@
 #include "tinygpt/data/dataset.hpp"
 #include "tinygpt/data/pairs.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
-#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/nn/causal_lm.hpp"
 
 namespace tinygpt::train {
 
@@ -34,7 +35,7 @@ class Objective {
 
 class LanguageModelObjective : public Objective {
  public:
-  LanguageModelObjective(nn::GPT& model, const data::TextDataset& dataset)
+  LanguageModelObjective(nn::CausalLM& model, const data::TextDataset& dataset)
       : model_(model), dataset_(dataset) {}
   nn::Module& model() override { return model_; }
   Generator& dropout_generator() override { return model_.dropout_generator(); }
@@ -45,7 +46,7 @@ class LanguageModelObjective : public Objective {
   bool has(data::Split split) const override { return dataset_.size(split) > dataset_.block_size(); }
 
  private:
-  nn::GPT& model_;
+  nn::CausalLM& model_;
   const data::TextDataset& dataset_;
   data::Batch batch_;  // (B,T) each
 };

@@ -23,14 +23,12 @@
 #include <optional>
 #include <string>
 
-#include "tinygpt/data/dataset.hpp"
-#include "tinygpt/data/pairs.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/run_lock.hpp"
-#include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/loss_log.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/train/task.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::train {
@@ -114,9 +112,13 @@ std::optional<RunState> trained_on(const std::string& dir);
 class Run {
  public:
   // A new run in `dir` on `data_source` (data/data_source.hpp; a file is stored by its absolute
-  // path). The tokenizer is fitted on the text and sets config.vocab_size. Every setting is
-  // checked (TrainOptions::validate, GPTConfig::validate, the data against the context) before
-  // anything is written; then `dir` is created. Throws IOError if `dir` already holds a
+  // path). `config` picks the model family (task.hpp): a GPT's config, an encoder-decoder's (its
+  // text is source<TAB>target pairs, a file or a built-in task of data/pairs.hpp; the last
+  // val_fraction of the pairs are held out), or config.json's keys as JSON naming its model_type
+  // (a registered model of one's own among them). A tokenizer fitted on the text sets the
+  // vocabulary (an encoder-decoder's with <pad>, <s>, </s> first, and its token ids). Every
+  // setting is checked (TrainOptions::validate, the config's validate, the data against the
+  // context) before anything is written; then `dir` is created. Throws IOError if `dir` already holds a
   // checkpoint, unless `force`; the first save() replaces it.
   // In a data-parallel run every rank starts (or resumes) the same run with its `world`; only
   // the root rank touches the directory, and save() commits there once for all ranks.
@@ -124,7 +126,7 @@ class Run {
   // directory is locked before any check) to the Run's end: a second run into it throws IOError
   // "DIR is in use by another training run (pid N)". A run that created the directory and ends
   // before its first save removes it again.
-  static Run start(const std::string& dir, nn::GPTConfig config, TrainOptions options,
+  static Run start(const std::string& dir, const ModelConfig& config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    distributed::Communicator& world = distributed::world());
   // A new run (step 0, a new optimiser and schedule) like the one above, but whose model,
@@ -133,13 +135,6 @@ class Run {
   // The run state records where the weights came from (RunState::init_from). OptionError when
   // `dir` is `init.dir`.
   static Run start(const std::string& dir, const InitFrom& init, TrainOptions options,
-                   const std::string& data_source, double val_fraction = 0.1, bool force = false,
-                   distributed::Communicator& world = distributed::world());
-  // A new encoder-decoder run on the source<TAB>target pairs of `data_source` (a file, or a
-  // built-in task: data/pairs.hpp); the last val_fraction of the pairs are held out. The tokenizer
-  // is fitted on the pairs with <pad>, <s>, </s> first and sets the vocabulary and token ids of
-  // `config`. Otherwise as the GPT's start.
-  static Run start(const std::string& dir, nn::EncoderDecoderConfig config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
                    distributed::Communicator& world = distributed::world());
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
@@ -198,30 +193,22 @@ class Run {
   // collective: every rank calls it once.
   void check_ranks_agree() const;
   bool best_kept() const;        // best_dir() holds the weights of best_step()
-  // An encoder-decoder run (start with an EncoderDecoderConfig) has encoder_decoder() and
-  // pairs(); a GPT run model() and dataset(). The other accessors throw OptionError.
-  bool is_encoder_decoder() const { return seq2seq_ != nullptr; }
-  nn::GPT& model();
-  nn::EncoderDecoder& encoder_decoder();
-  const data::CharTokenizer& tokenizer() const { return tokenizer_; }
-  const data::TextDataset& dataset() const;
-  const data::PairDataset& pairs() const;
+  // The model family of the run: its model, tokenizer and data. A caller that needs one family's
+  // own model asks for it by type: run.task().as<LanguageModelTask>().gpt().
+  Task& task() { return *task_; }
+  const Task& task() const { return *task_; }
+  const data::CharTokenizer& tokenizer() const { return task_->tokenizer(); }
   const LossLog& log() const { return log_; }
   const Trainer& trainer() const { return *trainer_; }
 
  private:
-  Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-      std::unique_ptr<nn::GPT> model, std::unique_ptr<data::TextDataset> dataset,
-      distributed::Communicator& world);
-  Run(std::string dir, RunState state, data::CharTokenizer tokenizer,
-      std::unique_ptr<nn::EncoderDecoder> model, std::unique_ptr<data::PairDataset> dataset,
-      distributed::Communicator& world);
+  Run(std::string dir, RunState state, std::unique_ptr<Task> task, distributed::Communicator& world);
   // The model's files (and the optimiser's and run's state, when given) committed into `to`.
   void commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
                     const std::vector<std::pair<std::string, std::string>>& extra_files,
                     const std::string& training_precision);
   // Both starts: a model from `config` and a tokenizer fitted on the text, or `init`'s.
-  static Run start_locked(const std::string& dir, nn::GPTConfig config, const InitFrom* init,
+  static Run start_locked(const std::string& dir, ModelConfig config, const InitFrom* init,
                           TrainOptions options, const std::string& data_source,
                           double val_fraction, bool force, distributed::Communicator& world,
                           std::unique_ptr<io::RunLock>& lock);
@@ -238,11 +225,7 @@ class Run {
   std::string dir_;
   distributed::Communicator* world_;
   RunState state_;  // as of the last save (or the start), apart from best_val_loss
-  data::CharTokenizer tokenizer_;
-  std::unique_ptr<nn::GPT> model_;  // held by pointer: the trainer refers to it and the dataset
-  std::unique_ptr<data::TextDataset> dataset_;
-  std::unique_ptr<nn::EncoderDecoder> seq2seq_;  // or these, for an encoder-decoder run
-  std::unique_ptr<data::PairDataset> pairs_;
+  std::unique_ptr<Task> task_;  // held by pointer: the trainer refers to its model and data
   std::unique_ptr<Trainer> trainer_;
   LossLog log_;
   std::unique_ptr<io::RunLock> lock_;  // root rank: held for the Run's lifetime

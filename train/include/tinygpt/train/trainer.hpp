@@ -81,8 +81,8 @@ class Trainer {
   // ValueError unless batch splits evenly into comm.size() x grad_accum micro-batches.
   Trainer(std::unique_ptr<Objective> objective, TrainOptions options,
           distributed::Communicator& comm = distributed::single_process());
-  // A GPT on a text: LanguageModelObjective.
-  Trainer(nn::GPT& model, const data::TextDataset& dataset, TrainOptions options,
+  // A causal LM (the GPT, or one of your own) on a text: LanguageModelObjective.
+  Trainer(nn::CausalLM& model, const data::TextDataset& dataset, TrainOptions options,
           distributed::Communicator& comm = distributed::single_process());
 
   StepStats step();

@@ -1,0 +1,170 @@
+#pragma once
+// A model family as a run sees it: the model, its tokenizer, its data and objective, its
+// config.json and memory estimate. A Run holds one Task; the family is chosen in one place, by
+// the model config a run starts with or by config.json's model_type when a folder is loaded:
+//   "gpt2", "tinygpt"            LanguageModelTask with an nn::GPT
+//   "tinygpt-encoder-decoder"    PairTask with an nn::EncoderDecoder
+//   a type register_causal_lm    LanguageModelTask with the user's nn::CausalLM
+// A model of your own trains through the whole run once its type is registered:
+//
+//   train::register_causal_lm("own-llama", [](const nlohmann::json& config, uint64_t seed) {
+//     return std::make_unique<OwnLlama>(OwnLlamaConfig::from_json(config), seed);
+//   });
+//   nlohmann::json config = {{"model_type", "own-llama"}, {"n_layer", 2}, ...};
+//   Run run = Run::start("runs/own", config, options, data::kToyCorpus);  // sets vocab_size
+//   fit(run, observers, stop);  // fit.hpp: checkpoints, exact resume, log.jsonl, evaluation
+//   // later: Run::resume("runs/own", changes) rebuilds the model from config.json the same way
+//
+// The checkpoint of such a model is its state_dict() in model.safetensors, config_json() as
+// config.json, and the tokenizer as for the GPT.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/pairs.hpp"
+#include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/nn/causal_lm.hpp"
+#include "tinygpt/nn/encoder_decoder.hpp"
+#include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/memory_estimate.hpp"
+#include "tinygpt/train/objective.hpp"
+#include "tinygpt/train/trainer.hpp"
+
+namespace tinygpt::train {
+
+class Task {
+ public:
+  virtual ~Task() = default;
+  // What the run calls the family: "gpt", "encoder-decoder", or a registered model_type.
+  virtual std::string kind() const = 0;
+  virtual nn::Module& model() = 0;
+  const data::CharTokenizer& tokenizer() const { return tokenizer_; }
+  // The objective a Trainer optimises: this task's model on its data.
+  virtual std::unique_ptr<Objective> make_objective() = 0;
+  // config.json's text; `training_precision` as save_checkpoint records it ("" for none).
+  virtual std::string config_json(const std::string& training_precision) const = 0;
+  // The model's parameters and shape and the data's size, as one clause for a progress line.
+  virtual std::string describe() const = 0;
+  // The model's shape in a few words, for a picture's title ("2 layers, d_model 64").
+  virtual std::string shape_title() const = 0;
+  // What a training step of `micro_batch_rows` needs; nullopt when the family cannot say
+  // (a registered model: its memory is its own).
+  virtual std::optional<MemoryEstimate> training_memory(int64_t micro_batch_rows,
+                                                        const TrainOptions& options) const = 0;
+
+  // The concrete task, for a caller that needs the family's own model or data; OptionError
+  // naming both kinds when this task is another.
+  template <class T>
+  T& as() {
+    if (T* task = dynamic_cast<T*>(this)) return *task;
+    throw_not_a(T::kKindName);
+  }
+  template <class T>
+  const T& as() const {
+    return const_cast<Task*>(this)->as<T>();
+  }
+  template <class T>
+  bool is() const {
+    return dynamic_cast<const T*>(this) != nullptr;
+  }
+
+ protected:
+  explicit Task(data::CharTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  [[noreturn]] void throw_not_a(const char* wanted) const;
+
+  data::CharTokenizer tokenizer_;
+};
+
+// Any nn::CausalLM on a text: the GPT, or a model of a registered type.
+class LanguageModelTask : public Task {
+ public:
+  static constexpr const char* kKindName = "a language model";
+  LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::CharTokenizer tokenizer,
+                    std::unique_ptr<data::TextDataset> dataset);
+  std::string kind() const override;
+  nn::Module& model() override { return *model_; }
+  nn::CausalLM& causal_lm() { return *model_; }
+  // The GPT, or null for a model of one's own (what only the GPT has: hooks, its config).
+  nn::GPT* gpt() { return dynamic_cast<nn::GPT*>(model_.get()); }
+  const nn::GPT* gpt() const { return dynamic_cast<const nn::GPT*>(model_.get()); }
+  const data::TextDataset& dataset() const { return *dataset_; }
+  std::unique_ptr<Objective> make_objective() override;
+  std::string config_json(const std::string& training_precision) const override;
+  std::string describe() const override;
+  std::string shape_title() const override;
+  std::optional<MemoryEstimate> training_memory(int64_t micro_batch_rows,
+                                                const TrainOptions& options) const override;
+
+ private:
+  std::unique_ptr<nn::CausalLM> model_;
+  std::unique_ptr<data::TextDataset> dataset_;  // held by pointer: the objective refers to it
+};
+
+// An encoder-decoder on source<TAB>target pairs.
+class PairTask : public Task {
+ public:
+  static constexpr const char* kKindName = "an encoder-decoder";
+  PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::CharTokenizer tokenizer,
+           std::unique_ptr<data::PairDataset> pairs);
+  std::string kind() const override { return "encoder-decoder"; }
+  nn::Module& model() override { return *model_; }
+  nn::EncoderDecoder& encoder_decoder() { return *model_; }
+  const data::PairDataset& pairs() const { return *pairs_; }
+  std::unique_ptr<Objective> make_objective() override;
+  std::string config_json(const std::string& training_precision) const override;
+  std::string describe() const override;
+  std::string shape_title() const override;
+  std::optional<MemoryEstimate> training_memory(int64_t micro_batch_rows,
+                                                const TrainOptions& options) const override;
+
+ private:
+  std::unique_ptr<nn::EncoderDecoder> model_;
+  std::unique_ptr<data::PairDataset> pairs_;
+};
+
+// Builds a model of one's own from config.json's object (vocab_size set) and a seed.
+using CausalLMFactory =
+    std::function<std::unique_ptr<nn::CausalLM>(const nlohmann::json& config, uint64_t seed)>;
+// From now on a run started with a JSON config of this model_type, and any folder whose
+// config.json names it, builds its model with `factory`. ValueError for the library's own
+// types (gpt2, tinygpt, tinygpt-encoder-decoder); registering a type again replaces its factory.
+void register_causal_lm(const std::string& model_type, CausalLMFactory factory);
+
+// The model a new run starts: a GPT's config, an encoder-decoder's, or a JSON object in
+// config.json's keys whose "model_type" picks the family (family_of). The run sets its
+// vocabulary from the tokenizer it fits.
+using ModelConfig = std::variant<nn::GPTConfig, nn::EncoderDecoderConfig, nlohmann::json>;
+
+// The family of a config.json's model_type: the one place a model type is told from another.
+// `source` names where the config was read; ValueError naming the type and the known ones when
+// it is none of them.
+enum class ModelFamily { gpt, encoder_decoder, registered };
+ModelFamily family_of(const nlohmann::json& config, const std::string& source);
+// A registered type's model built from `config` by its factory (family_of said registered).
+std::unique_ptr<nn::CausalLM> build_registered(const nlohmann::json& config, uint64_t seed);
+
+// What building a run's task needs: its text, where it came from and its split, and the rows of
+// one micro-batch (the memory of a step is checked before the model and data are allocated).
+struct TaskSource {
+  const std::string& text;
+  const std::string& data_source;
+  double val_fraction;
+  const TrainOptions& options;
+  int64_t micro_batch_rows;
+};
+// A new run's task: the model from `config` (initialised from options.seed) with its vocabulary
+// set from `tokenizer`, or from one fitted on the text for its family. Every setting is checked
+// before anything is allocated.
+std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,
+                               std::optional<data::CharTokenizer> tokenizer = std::nullopt);
+// A saved model's task on the run's text (Run::resume).
+struct LoadedModel;
+std::unique_ptr<Task> saved_task(LoadedModel&& loaded, const TaskSource& source);
+
+}  // namespace tinygpt::train
