@@ -10,20 +10,6 @@
 
 namespace tinygpt::cli {
 
-nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
-                           data::Split split, int64_t max_pairs) {
-  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, data, tokenizer, split, max_pairs);
-  nlohmann::json heads = nlohmann::json::array();
-  for (const auto& h : seq2seq::cross_attention_alignment(model, data, tokenizer, task, split, max_pairs)) {
-    heads.push_back({{"layer", h.layer}, {"head", h.head}, {"alignment", h.alignment}});
-  }
-  return {{"exact_match", accuracy.exact_match},
-          {"char_accuracy", accuracy.char_accuracy},
-          {"pairs", accuracy.pairs},
-          {"cross_attention", heads}};
-}
-
 void print_pair_summary(const seq2seq::PairAccuracy& accuracy,
                         const std::vector<seq2seq::CrossHeadScore>& alignment, std::FILE* out) {
   fmt::print(out, "held-out: exact match {:.4f}, character accuracy {:.4f} on {} pairs\n",

@@ -5,21 +5,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/analysis/fit_observers.hpp"
 #include "tinygpt/seq2seq/pair_eval.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
 
-// Pairs an evaluation during training scores (the held-out split's first ones): enough to follow
-// accuracy and alignment forming, a fraction of a second for the default model.
-inline constexpr int64_t kFormationPairs = 200;
-
-// {"exact_match", "char_accuracy", "cross_attention": [{"layer", "head", "alignment"}]} of the
-// model on the first `max_pairs` pairs of `split` (alignment only for a built-in task).
-nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
-                           data::Split split, int64_t max_pairs);
+using analysis::kFormationPairs;
 
 // "held-out: exact match 0.998, character accuracy 0.999 on 2000 pairs", the best-aligned
 // cross-attention head, and a few misses.

@@ -20,11 +20,12 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/analysis/fit_observers.hpp"
 #include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/analysis/run_report.hpp"
-#include "tinygpt/heads/formation.hpp"
 #include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
+#include "tinygpt/train/fit.hpp"
 #include "tinygpt/train/run.hpp"
 
 namespace tinygpt::cli {
@@ -313,39 +314,24 @@ void print_compute_check() {
   if (!note.empty()) fmt::print(stderr, "tinygpt: warning: {}\n", note);
 }
 
-void run_train(TrainFlags f, const CLI::App& cmd) {
-  if (f.arch == "encoder-decoder" && f.resume.empty()) apply_encoder_decoder_defaults(f, cmd);
-  if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
-  check_mpi_build();
-  // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
-  // rank 0 alone writes the checkpoint, log, pictures and progress.
-  distributed::Communicator& world = distributed::world();
-  const bool root = world.is_root();
-  set_num_threads(threads_per_rank(f.threads, world));
-  const bool resuming = !f.resume.empty();
-  check_flags(f, cmd);
-  if (f.verbose && root) print_compute_check();
-  analysis::check_report_paths(resuming ? f.resume : f.out);  // before the folder is locked
-  // From here on SIGINT/SIGTERM/SIGHUP stop the run at the end of a step, with a checkpoint.
-  StopSignals stop_signals;
+// The run the flags start or resume, on every rank or on none: setup fails with one message (the
+// lowest failing rank's), the library's refusals in the flags' terms.
+train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Communicator& world) {
   std::optional<train::Run> started;
-  // Setup fails on every rank or on none, with one message (the lowest failing rank's).
   world.together([&] {
     try {
       const bool seq2seq = f.arch == "encoder-decoder";
       const std::string data = !f.data.empty() ? f.data : seq2seq ? data::kReverseTask : data::kToyCorpus;
-      if (resuming) {
+      if (!f.resume.empty()) {
         started.emplace(resume_run(f, cmd, world));
-      } else if (seq2seq) {
-        started.emplace(train::Run::start(f.out, f.model.encoder_decoder_config(), f.options, data,
-                                          f.val_fraction, f.force, world));
       } else if (!f.init_from.empty()) {
         train::InitFrom init{f.init_from, {}};
         if (cmd.count("--dropout") > 0) init.dropout = f.model.dropout;
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world));
       } else {
-        started.emplace(train::Run::start(f.out, f.model.config(), f.options, data,
-                                          f.val_fraction, f.force, world));
+        const train::ModelConfig config = seq2seq ? train::ModelConfig(f.model.encoder_decoder_config())
+                                                  : train::ModelConfig(f.model.config());
+        started.emplace(train::Run::start(f.out, config, f.options, data, f.val_fraction, f.force, world));
       }
     } catch (const UsageError&) {
       throw;
@@ -365,15 +351,13 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
       throw ValueError(memory_in_flag_terms(e));
     }
   });
-  train::Run& run = *started;
-  run.check_ranks_agree();
-  if (f.keep_best) run.keep_best();
-  const bool seq2seq = run.task().is<train::PairTask>();
-  // The other ranks report to nowhere.
-  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(
-      root ? nullptr : std::fopen("/dev/null", "w"),
-      [](std::FILE* file) { return file ? std::fclose(file) : 0; });
-  train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
+  return std::move(*started);
+}
+
+// The lines that open a run: its data and model, and what about its settings deserves a word.
+void announce_run(train::Run& run, const TrainFlags& f, train::ProgressReporter& progress,
+                  const distributed::Communicator& world) {
+  const bool resuming = !f.resume.empty();
   progress.message(fmt::format("{} {}: {}", resuming ? "resuming" : "training", run.data_source(),
                                run.task().describe()));
   if (f.verbose && run.options().precision == "bf16") {
@@ -400,93 +384,28 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
         run.trainer().micro_batches(), run.trainer().micro_batch_rows(), world.size(),
         world.size() > 1 ? "s" : "", run.options().grad_accum));
   }
+}
 
-  // Every evaluation also scores the heads (formation over time) on the run's own probes, and
-  // the report at the end uses the same ones, when the probes can run.
-  nn::GPT* gpt = seq2seq ? nullptr : run.task().as<train::LanguageModelTask>().gpt();
-  const std::string no_heads = seq2seq ? "" : heads::probe_obstacle(gpt->config());
-  std::optional<heads::ProbeSet> probes;
-  if (!seq2seq && no_heads.empty()) {
-    probes = heads::dataset_probes(run.task().as<train::LanguageModelTask>().dataset(),
-                                   run.tokenizer(), run.data_source());
-  }
-  const int64_t first_step = run.steps_done();
-  const auto start = std::chrono::steady_clock::now();
-  std::optional<train::EvalStats> last_eval;
-  const auto seconds_so_far = [&] {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  const auto print_summary = [&](int interrupted_by) {
-    if (f.json && root) {
-      fmt::print("{}\n", json_text(summary_json(run, last_eval ? &*last_eval : nullptr,
-                                                run.steps_done() - first_step, seconds_so_far(),
-                                                progress.tokens_per_second(), interrupted_by)));
-      flush_stdout();
-    }
-  };
-  // The page and heatmaps describe a run's end: once this run has saved, those of the run it
-  // replaced or resumed describe another checkpoint, and go (the end of this run draws its own).
-  bool report_cleared = false;
-  const auto save = [&] {
-    run.save();
-    if (root && !report_cleared) analysis::remove_report(run.dir());
-    report_cleared = true;
-  };
-  if (const int signal = stop_signals.agreed(world)) {  // during setup: nothing to save
-    progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was",
-                                 run.dir()));
-    throw Interrupted{signal};
-  }
-  while (!run.done()) {
-    const train::StepStats s = run.step();
-    progress.on_step(s);
-    const bool evaluating = s.step % run.options().eval_every == 0 || run.done();
-    if (evaluating) {
-      // The heads' formation: the GPT's probe scores; an encoder-decoder's held-out accuracy
-      // and cross-attention alignment on the first pairs.
-      std::string formation;
-      if (probes) formation = heads::formation_record(*gpt, probes->probes).dump();
-      if (seq2seq) {
-        train::PairTask& task = run.task().as<train::PairTask>();
-        formation = pair_record(task.encoder_decoder(), task.pairs(), run.tokenizer(), run.data_source(),
-                                data::Split::val, kFormationPairs).dump();
-      }
-      last_eval = run.evaluate(formation);
-      progress.on_eval(*last_eval);
-      save();
-    }
-    if (const int signal = stop_signals.agreed(world)) {
-      // The step is finished; its checkpoint (without an evaluation, as the same run never
-      // interrupted would have none here) resumes exactly.
-      if (!evaluating) save();
-      if (root) analysis::draw_run_curves(run, nullptr);  // the curves as far as the checkpoint
-      progress.message(fmt::format(
-          "tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: tinygpt train "
-          "--resume {}", s.step, run.dir(), run.dir()));
-      print_summary(signal);
-      throw Interrupted{signal};
-    }
-  }
-  stop_signals.restore();
-  progress.message(fmt::format("done: {} in {}, {:.0f} tokens/s; {}",
-                               train::count_of(run.steps_done() - first_step, "step"),
-                               train::format_duration(seconds_so_far()),
-                               progress.tokens_per_second(), end_of_run(run, *last_eval)));
-
-  const train::Trainer& trainer = run.trainer();
+// The end of a run that trained to its last step: the summary line, and on the root rank the
+// report and pictures. Returns the signal that stopped the drawing, or 0.
+int finish_run(train::Run& run, const train::FitResult& result, double seconds,
+               const analysis::FormationObserver& formation, train::ProgressReporter& progress,
+               distributed::Communicator& world, std::FILE* report) {
+  const int64_t steps = run.steps_done() - result.first_step;
+  progress.message(fmt::format("done: {} in {}, {:.0f} tokens/s; {}", train::count_of(steps, "step"),
+                               train::format_duration(seconds), progress.tokens_per_second(),
+                               end_of_run(run, *result.last_eval)));
   if (world.size() > 1) {
-    const double steps = static_cast<double>(trainer.steps_done() - first_step);
     progress.message(fmt::format(
         "all-reduce across {} ranks: {:.2f} ms and {:.2f} MB per step", world.size(),
-        1e3 * world.stats().seconds / steps, static_cast<double>(world.stats().bytes) / steps / 1e6));
+        1e3 * world.stats().seconds / static_cast<double>(steps),
+        static_cast<double>(world.stats().bytes) / static_cast<double>(steps) / 1e6));
   }
-  if (!root) return;
-  // Under --json, stdout carries the summary alone; the report's lines go with the progress.
-  std::FILE* report = f.json ? stderr : stdout;
+  if (!world.is_root()) return 0;
   const int stopped = draw_unless_stopped([&] {
-    if (seq2seq) return report_pairs(run, report);
-    if (!probes) progress.message(no_heads);
-    analysis::report_run(run, probes ? &*probes : nullptr, report);
+    if (run.task().is<train::PairTask>()) return report_pairs(run, report);
+    if (!formation.probes()) progress.message(formation.no_heads());
+    analysis::report_run(run, formation.probes(), report);
   });
   if (stopped != 0) {
     analysis::remove_report(run.dir());  // a page written before the heatmaps were dropped
@@ -495,6 +414,60 @@ void run_train(TrainFlags f, const CLI::App& cmd) {
                                  "{}; its heatmaps and {} were skipped: tinygpt heads --model {} "
                                  "--html {} draws them", run.dir(), page, run.dir(), page));
   }
+  return stopped;
+}
+
+void run_train(TrainFlags f, const CLI::App& cmd) {
+  if (f.arch == "encoder-decoder" && f.resume.empty()) apply_encoder_decoder_defaults(f, cmd);
+  if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
+  check_mpi_build();
+  // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
+  // rank 0 alone writes the checkpoint, log, pictures and progress.
+  distributed::Communicator& world = distributed::world();
+  const bool root = world.is_root();
+  set_num_threads(threads_per_rank(f.threads, world));
+  check_flags(f, cmd);
+  if (f.verbose && root) print_compute_check();
+  analysis::check_report_paths(f.resume.empty() ? f.out : f.resume);  // before the folder is locked
+  // From here on SIGINT/SIGTERM/SIGHUP stop the run at the end of a step, with a checkpoint.
+  StopSignals stop_signals;
+  train::Run run = open_run(f, cmd, world);
+  run.check_ranks_agree();
+  if (f.keep_best) run.keep_best();
+  const std::unique_ptr<std::FILE, int (*)(std::FILE*)> nowhere(  // the other ranks report to nowhere
+      root ? nullptr : std::fopen("/dev/null", "w"), [](std::FILE* file) { return file ? std::fclose(file) : 0; });
+  train::ProgressReporter progress(run.options().steps, root ? stderr : nowhere.get());
+  announce_run(run, f, progress, world);
+  train::ProgressObserver shown(progress);
+  analysis::FormationObserver formation(run);
+  analysis::StaleReportObserver stale_report(root);
+  const auto start = std::chrono::steady_clock::now();
+  const train::FitResult result = train::fit(run, {&formation, &shown, &stale_report},
+                                             [&] { return stop_signals.agreed(world); });
+  const auto seconds = [&] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
+  const auto print_summary = [&](int interrupted_by) {
+    if (!f.json || !root) return;
+    fmt::print("{}\n", json_text(summary_json(run, result.last_eval ? &*result.last_eval : nullptr,
+                                              run.steps_done() - result.first_step, seconds(),
+                                              progress.tokens_per_second(), interrupted_by)));
+    flush_stdout();
+  };
+  if (result.stopped_by != 0 && !result.saved_at_stop) {  // during setup: nothing to save
+    progress.message(fmt::format("tinygpt: interrupted before the first step; {} is as it was", run.dir()));
+    throw Interrupted{result.stopped_by};
+  }
+  if (result.stopped_by != 0) {
+    if (root) analysis::draw_run_curves(run, nullptr);  // the curves as far as the checkpoint
+    progress.message(fmt::format("tinygpt: interrupted at step {}; checkpoint saved in {}; resume with: "
+                                 "tinygpt train --resume {}", run.steps_done(), run.dir(), run.dir()));
+    print_summary(result.stopped_by);
+    throw Interrupted{result.stopped_by};
+  }
+  stop_signals.restore();
+  // Under --json, stdout carries the summary alone; the report's lines go with the progress.
+  const int stopped = finish_run(run, result, seconds(), formation, progress, world, f.json ? stderr : stdout);
   print_summary(stopped);
   if (stopped != 0) throw Interrupted{stopped};
 }
