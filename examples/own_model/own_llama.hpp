@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "custom_layers.hpp"
+#include "../custom_layers.hpp"
 #include "tinygpt/nn.hpp"
 #include "tinygpt/nn/causal_lm.hpp"
 
