@@ -105,11 +105,11 @@ void write_page(const std::string& path, const report::ExplorerData& d) {
 
 }  // namespace
 
-void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::GPT& model,
+void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
                         const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report,
                         const heads::EachHeadAblation* ablation) {
-  const nn::GPTConfig& config = model.config();
+  const nn::CausalLMShape config = model.shape();
   report::ExplorerData d;
   d.title = run_dir;
   for (int64_t id : picture) d.tokens.push_back(tokenizer.token(id));
@@ -127,9 +127,12 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
                                    report.first_copy_loss > 0 ? report.second_copy_loss / report.first_copy_loss : 0.0};
   add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
 
-  d.facts = {{"model", fmt::format("{} x {}, d_model {}, context {}",
+  // A GPT says its width too; the interface of a causal LM does not have one.
+  const auto* gpt = dynamic_cast<const nn::GPT*>(&model);
+  const std::string width = gpt != nullptr ? fmt::format(", d_model {}", gpt->config().n_embd) : "";
+  d.facts = {{"model", fmt::format("{} x {}{}, context {}",
                                    train::count_of(config.n_layer, "layer"),
-                                   train::count_of(config.n_head, "head"), config.n_embd,
+                                   train::count_of(config.n_head, "head"), width,
                                    config.block_size)},
              {"parameters", std::to_string(model.num_parameters())},
              {"vocabulary", std::to_string(tokenizer.vocab_size())},

@@ -23,17 +23,13 @@ nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& d
 FormationObserver::FormationObserver(train::Run& run) {
   if (!run.task().is<train::LanguageModelTask>()) return;
   train::LanguageModelTask& task = run.task().as<train::LanguageModelTask>();
-  if (task.gpt() == nullptr) {
-    no_heads_ = fmt::format("{} is not a GPT: no head analysis", task.kind());
-    return;
-  }
-  no_heads_ = heads::probe_obstacle(task.gpt()->config());
+  no_heads_ = heads::probe_obstacle(task.causal_lm().shape());
   if (no_heads_.empty()) probes_ = heads::dataset_probes(task.dataset(), run.tokenizer(), run.data_source());
 }
 
 nlohmann::json FormationObserver::eval_fields(train::Run& run) {
   if (probes_) {
-    return heads::formation_record(*run.task().as<train::LanguageModelTask>().gpt(), probes_->probes);
+    return heads::formation_record(run.task().as<train::LanguageModelTask>().causal_lm(), probes_->probes);
   }
   if (!run.task().is<train::PairTask>()) return nullptr;
   train::PairTask& task = run.task().as<train::PairTask>();

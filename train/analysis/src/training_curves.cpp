@@ -2,6 +2,7 @@
 // and when each head reached its role; an encoder-decoder's alignment_over_time.png).
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <regex>
 
 #include "tinygpt/analysis/run_report.hpp"
@@ -111,11 +112,14 @@ void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text)
   out.text = text;
   // Each head removed in turn (a second on the demo): the page and the table show which heads
   // the model's copying depends on, not only where they look.
-  nn::GPT& model = *run.task().as<train::LanguageModelTask>().gpt();
-  heads::HeadAblation ablation(model, probes->probes, heads::AblationMode::zero);
-  const heads::EachHeadAblation each = heads::ablate_each_head(ablation);
-  out.ablation = &each;
-  report_heads(model, run.tokenizer(), *probes, out);
+  train::LanguageModelTask& task = run.task().as<train::LanguageModelTask>();
+  std::optional<heads::EachHeadAblation> each;
+  if (nn::GPT* gpt = task.gpt()) {
+    heads::HeadAblation ablation(*gpt, probes->probes, heads::AblationMode::zero);
+    each = heads::ablate_each_head(ablation);
+    out.ablation = &*each;
+  }
+  report_heads(task.causal_lm(), run.tokenizer(), *probes, out);
 }
 
 }  // namespace tinygpt::analysis

@@ -53,7 +53,7 @@ HeadAblation::HeadAblation(nn::GPT& model, const HeadProbes& probes, AblationMod
   if (probes.texts.empty() || probes.alphabet.empty()) {
     throw ValueError("HeadAblation: needs at least one text probe and a non-empty alphabet");
   }
-  period_ = probe_period(model.config(), probes);
+  period_ = probe_period(model.config().block_size, probes);
   repeated_ = repeated_sequences(probes, period_);
   if (mode == AblationMode::mean) {
     NoGradGuard no_grad;

@@ -5,7 +5,7 @@
 
 namespace tinygpt::heads {
 
-nlohmann::json formation_record(nn::GPT& model, const HeadProbes& probes) {
+nlohmann::json formation_record(nn::CausalLM& model, const HeadProbes& probes) {
   const HeadReport report = analyze_heads(model, probes);
   return {{"heads", report.heads_json()}, {"in_context", report.in_context_json()}};
 }

@@ -9,8 +9,8 @@ namespace {
 
 // Runs the model on `rows` and calls score(layer, head, A (T*T floats)) for every sequence.
 template <class Score>
-Tensor for_each_pattern(nn::GPT& model, const std::vector<std::vector<int64_t>>& rows, Score score) {
-  const Tensor logits = model.forward(batch_of(rows));  // (B,T,V)
+Tensor for_each_pattern(nn::CausalLM& model, const std::vector<std::vector<int64_t>>& rows, Score score) {
+  const Tensor logits = model.logits(batch_of(rows));  // (B,T,V)
   const auto maps = model.attention_weights();           // per layer (B,H,T,T)
   for (size_t layer = 0; layer < maps.size(); ++layer) {
     const Tensor a = maps[layer].to(DType::f32);
@@ -26,15 +26,15 @@ Tensor for_each_pattern(nn::GPT& model, const std::vector<std::vector<int64_t>>&
 
 // Keeps the attention weights for the guard's lifetime (the fused path does not make them).
 struct KeepAttention {
-  nn::GPT& model;
-  explicit KeepAttention(nn::GPT& m) : model(m) { model.set_keep_attention_weights(true); }
+  nn::CausalLM& model;
+  explicit KeepAttention(nn::CausalLM& m) : model(m) { model.set_keep_attention_weights(true); }
   ~KeepAttention() { model.set_keep_attention_weights(false); }
 };
 
 }  // namespace
 
-HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
-  const auto& config = model.config();
+HeadReport analyze_heads(nn::CausalLM& model, const HeadProbes& probes) {
+  const nn::CausalLMShape config = model.shape();
   if (probes.texts.empty() || probes.alphabet.empty()) {
     throw ValueError("analyze_heads: needs at least one text probe and a non-empty alphabet");
   }
@@ -42,7 +42,7 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   KeepAttention keep(model);
   model.eval();
   HeadReport report;
-  report.period = probe_period(config, probes);
+  report.period = probe_period(config.block_size, probes);
   const int64_t n_heads = config.n_layer * config.n_head;
   report.heads.resize(static_cast<size_t>(n_heads));
   for (int64_t i = 0; i < n_heads; ++i) {
@@ -78,11 +78,11 @@ HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes) {
   return report;
 }
 
-std::vector<Tensor> attention_maps(nn::GPT& model, const std::vector<int64_t>& ids) {
+std::vector<Tensor> attention_maps(nn::CausalLM& model, const std::vector<int64_t>& ids) {
   NoGradGuard no_grad;
   KeepAttention keep(model);
   model.eval();
-  model.forward(batch_of({ids}));
+  model.logits(batch_of({ids}));
   std::vector<Tensor> maps;
   for (const Tensor& w : model.attention_weights()) {
     maps.push_back(reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32));  // (H,T,T)

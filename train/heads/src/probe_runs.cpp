@@ -13,14 +13,14 @@ Tensor batch_of(const std::vector<std::vector<int64_t>>& rows) {
                                  static_cast<int64_t>(rows.empty() ? 0 : rows[0].size())});
 }
 
-int64_t probe_period(const nn::GPTConfig& config, const HeadProbes& probes) {
+int64_t probe_period(int64_t block_size, const HeadProbes& probes) {
   const auto alphabet_size = static_cast<int64_t>(probes.alphabet.size());
   const int64_t period = probes.period > 0
                              ? probes.period
-                             : std::min({config.block_size / 2, int64_t{32}, alphabet_size});
-  if (2 * period > config.block_size || period < 2) {
+                             : std::min({block_size / 2, int64_t{32}, alphabet_size});
+  if (2 * period > block_size || period < 2) {
     throw ValueError(fmt::format("analyze_heads: two copies of period {} do not fit context {}",
-                                 period, config.block_size));
+                                 period, block_size));
   }
   if (period > alphabet_size) {
     throw ValueError(fmt::format("analyze_heads: a copy of period {} needs that many distinct "

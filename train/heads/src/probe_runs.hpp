@@ -12,7 +12,7 @@ Tensor batch_of(const std::vector<std::vector<int64_t>>& rows);
 
 // The length of each copy in the repeated-sequence probe (ValueError when two copies do not fit
 // the context or a copy would need more distinct tokens than the alphabet has).
-int64_t probe_period(const nn::GPTConfig& config, const HeadProbes& probes);
+int64_t probe_period(int64_t block_size, const HeadProbes& probes);
 // probes.num_random sequences of `period` distinct alphabet tokens, each repeated twice; the
 // same ones for the same probes.seed.
 std::vector<std::vector<int64_t>> repeated_sequences(const HeadProbes& probes, int64_t period);

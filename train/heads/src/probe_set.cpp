@@ -33,7 +33,7 @@ std::vector<int64_t> random_alphabet(const data::CharTokenizer& tokenizer) {
 
 }  // namespace
 
-std::string probe_obstacle(const nn::GPTConfig& config) {
+std::string probe_obstacle(const nn::CausalLMShape& config) {
   if (config.vocab_size < 2) {
     return fmt::format("vocabulary of {} character: no head analysis (its probes repeat a "
                        "sequence of 2 or more distinct characters)", config.vocab_size);

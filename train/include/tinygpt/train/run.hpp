@@ -4,6 +4,8 @@
 // one checkpoint (checkpoint.hpp) that a later process resumes exactly:
 //
 //   Run run = Run::start("runs/x", config, options, "data.txt");  // or data::kToyCorpus
+//   fit(run, observers, stop);  // fit.hpp: the loop below, with observers and stop requests
+//   // which is:
 //   while (!run.done()) {
 //     const StepStats s = run.step();
 //     if (s.step % run.options().eval_every == 0 || run.done()) {
@@ -15,6 +17,9 @@
 //   ResumeChanges more;
 //   more.steps = 2 * run.options().steps;
 //   Run again = Run::resume("runs/x", more);  // then the same loop
+//
+// `config` is a GPT's, an encoder-decoder's, or JSON naming a model_type: a model of one's own
+// registered with register_causal_lm (task.hpp) trains the same way.
 //
 // A run saved at step k and resumed ends byte-identical to one never interrupted (with
 // lr_decay_steps fixed, when steps grows: the schedule's horizon is otherwise steps).

@@ -28,7 +28,7 @@ struct ReportOptions {
 
 // The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer
 // page, and on a terminal a shaded preview of the strongest head; returns the report.
-heads::HeadReport report_heads(nn::GPT& model, const data::CharTokenizer& tokenizer,
+heads::HeadReport report_heads(nn::CausalLM& model, const data::CharTokenizer& tokenizer,
                                const heads::ProbeSet& set, const ReportOptions& out);
 
 // <run_dir>/loss.png from the log's losses and, when evaluations scored the heads,
@@ -52,8 +52,9 @@ void check_report_paths(const std::string& run_dir);
 // The run's loss curve and heads-over-time plot (draw_training_curves) from its log so far.
 void draw_run_curves(train::Run& run, std::FILE* text = stdout);
 
-// The end of a training run: the curves, then (with `probes`, the run's own, as its evaluations
-// used them) each head removed in turn and report_heads into <dir>/heads and <dir>/report.html.
+// The end of a language model's training run: the curves, then (with `probes`, the run's own, as
+// its evaluations used them) report_heads into <dir>/heads and <dir>/report.html, with each head
+// removed in turn for a GPT (ablation needs its hooks; other models' pages have no ablation).
 // What it prints goes to `text`.
 void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* text = stdout);
 

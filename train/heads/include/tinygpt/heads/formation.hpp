@@ -14,7 +14,7 @@ namespace tinygpt::heads {
 // "induction", ... every score}], "in_context": {"first_copy_loss", "second_copy_loss",
 // "ratio"}}, for the model as it is now (analyze_heads on `probes`; leaves the model in eval
 // mode with no gradient recorded).
-nlohmann::json formation_record(nn::GPT& model, const HeadProbes& probes);
+nlohmann::json formation_record(nn::CausalLM& model, const HeadProbes& probes);
 
 struct StepValue {
   double step = 0.0;

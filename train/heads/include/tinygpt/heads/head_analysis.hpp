@@ -37,9 +37,9 @@ struct HeadReport {
   nlohmann::json in_context_json() const;
 };
 
-HeadReport analyze_heads(nn::GPT& model, const HeadProbes& probes);
+HeadReport analyze_heads(nn::CausalLM& model, const HeadProbes& probes);
 
 // The attention maps (one (H,T,T) tensor per layer) of the model reading `ids`.
-std::vector<Tensor> attention_maps(nn::GPT& model, const std::vector<int64_t>& ids);
+std::vector<Tensor> attention_maps(nn::CausalLM& model, const std::vector<int64_t>& ids);
 
 }  // namespace tinygpt::heads

@@ -20,7 +20,10 @@ struct ProbeSet {
 // Why the probes cannot run on a model of `config` ("" when they can). They repeat a random
 // sequence of at least 2 distinct characters twice, so they need a context of 4 and a
 // vocabulary of 2. Every place that probes heads asks this first.
-std::string probe_obstacle(const nn::GPTConfig& config);
+std::string probe_obstacle(const nn::CausalLMShape& shape);
+inline std::string probe_obstacle(const nn::GPTConfig& config) {
+  return probe_obstacle(nn::CausalLMShape{config.vocab_size, config.block_size, config.n_layer, config.n_head});
+}
 
 // Up to 16 windows of the dataset's validation split (its training split when it has none),
 // evenly spread, each cut to its first 512 characters (the scores hold (T,T) weights per layer). The picture is a document of the toy corpus when `data_source` is it (its
