@@ -9,6 +9,7 @@
 #include <string>
 
 #include "own_llama.hpp"
+#include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/train/fit.hpp"
 #include "tinygpt/train/run.hpp"
@@ -64,6 +65,9 @@ void train_own_model(const Args& args) {
   train::Run run = args.resume ? train::Run::resume(args.out, changes)
                                : train::Run::start(args.out, config, options, data::kToyCorpus);
   train::fit(run, {});  // steps, an evaluation and a checkpoint every eval_every, log.jsonl
+  const heads::ProbeSet probes = heads::dataset_probes(
+      run.task().as<train::LanguageModelTask>().dataset(), run.tokenizer(), run.data_source());
+  analysis::report_run(run, &probes);  // head scores, heatmaps and the explorer page, report.html
   fmt::print("{}: step {}, best val loss {:.4f}\n", run.dir(), run.steps_done(), run.best_val_loss());
 }
 

@@ -1,5 +1,5 @@
 // examples/own_model/train_own_model end to end: a model the library does not have, trained by
-// the library's run, resumes byte-identical to an uninterrupted run and keeps its log. Its runs go
+// the library's run, resumes byte-identical to an uninterrupted run, keeps its log and draws its head report. Its runs go
 // to a scratch folder under build/.
 #include <filesystem>
 #include <string>
@@ -47,7 +47,7 @@ TEST_CASE("train_own_model: 20 steps in one go, and 10 then resumed to 20, are b
   CHECK(log_without_timing(whole) == log_without_timing(halves));
 }
 
-TEST_CASE("train_own_model's run has its log and an own-llama config.json", "[examples][own-llama]") {
+TEST_CASE("train_own_model's run has its log, an own-llama config.json, head heatmaps and report.html", "[examples][own-llama]") {
   ScratchDir dir(kScratch);
   const std::string run = dir.file("run");
   train_own_model({"--out", run, "--steps", "20"});
@@ -62,6 +62,12 @@ TEST_CASE("train_own_model's run has its log and an own-llama config.json", "[ex
   CHECK(config.at("model_type") == "own-llama");
   CHECK(config.at("n_layer") == 2);
   CHECK(config.at("n_head") == 4);
+  // The head report: a heatmap per head of each layer, a grid per layer, the explorer page.
+  for (const char* picture : {"layer0.png", "layer1.png", "layer0_head0.png", "layer1_head3.png"}) {
+    INFO(picture);
+    CHECK(std::filesystem::exists(run + "/heads/" + picture));
+  }
+  CHECK(std::filesystem::exists(run + "/report.html"));
 }
 
 TEST_CASE("docs/DESIGN.md shows train_own_model's user code as the example has it", "[examples][docs]") {

@@ -9,7 +9,7 @@
 #    the package exports (each one listed by name below, so the export set cannot shrink
 #    unnoticed), built, and run: it gradient-checks a custom module ("gradcheck GatedMLP: ok")
 #    and trains it with AdamW ("AdamW on GatedMLP: ok"); the own-model example
-#    (examples/own_model/train_own_model.cpp) is built there too and trains and saves a run;
+#    (examples/own_model/train_own_model.cpp) is built there too, trains a run and draws its page;
 # 4. the consumer's own compile lines hold none of those flags either.
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
   if(NOT ${var})
@@ -110,6 +110,7 @@ set(own_run ${WORK_DIR}/own-run)
 file(REMOVE_RECURSE ${own_run})
 run("running examples/consumer's train_own_model" ${consumer_build}/train_own_model --out ${own_run} --steps 4)
 message("${output}")
-if(NOT output MATCHES "step 4" OR NOT EXISTS ${own_run}/model.safetensors)
-  message(FATAL_ERROR "examples/consumer's train_own_model did not train and save its run to step 4")
+if(NOT output MATCHES "step 4" OR NOT EXISTS ${own_run}/model.safetensors
+   OR NOT EXISTS ${own_run}/report.html)
+  message(FATAL_ERROR "examples/consumer's train_own_model did not train its run to step 4 and draw its page")
 endif()
