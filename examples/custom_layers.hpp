@@ -42,18 +42,19 @@ class RMSNorm : public tinygpt::nn::Module {
   double eps_;
 };
 
-// SwiGLU feed-forward (Shazeer 2020): down(silu(gate(x)) * up(x)).
+// SwiGLU feed-forward (Shazeer 2020), with LLaMA's names: w2(silu(w1(x)) * w3(x)), w1 and w3
+// the gated pair, w2 the projection back down.
 class SwiGLU : public tinygpt::nn::Module {
  public:
   SwiGLU(int64_t dim, int64_t hidden, tinygpt::Generator& gen) {
-    gate = register_module("gate", std::make_shared<tinygpt::nn::Linear>(dim, hidden, false, gen));
-    up = register_module("up", std::make_shared<tinygpt::nn::Linear>(dim, hidden, false, gen));
-    down = register_module("down", std::make_shared<tinygpt::nn::Linear>(hidden, dim, false, gen));
+    w1 = register_module("w1", std::make_shared<tinygpt::nn::Linear>(dim, hidden, false, gen));
+    w3 = register_module("w3", std::make_shared<tinygpt::nn::Linear>(dim, hidden, false, gen));
+    w2 = register_module("w2", std::make_shared<tinygpt::nn::Linear>(hidden, dim, false, gen));
   }
-  Tensor forward(const Tensor& x) const {
-    return down->forward(silu(gate->forward(x)) * up->forward(x));
+  Tensor forward(const Tensor& x) const {  // x (B,T,C) -> (B,T,C), through (B,T,hidden)
+    return w2->forward(silu(w1->forward(x)) * w3->forward(x));
   }
-  std::shared_ptr<tinygpt::nn::Linear> gate, up, down;
+  std::shared_ptr<tinygpt::nn::Linear> w1, w3, w2;
 };
 
 // A residual block of the two, the unit a LLaMA-style model stacks.

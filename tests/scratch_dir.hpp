@@ -1,6 +1,6 @@
 #pragma once
-// A fresh, empty directory under the system's temporary directory, removed with its content when
-// the test ends.
+// A fresh, empty directory under the system's temporary directory (or under `parent`, created if
+// need be), removed with its content when the test ends.
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -11,8 +11,9 @@ namespace tinygpt::testing {
 
 class ScratchDir {
  public:
-  ScratchDir() {
-    std::string pattern = (std::filesystem::temp_directory_path() / "tinygpt-test-XXXXXX").string();
+  explicit ScratchDir(const std::filesystem::path& parent = std::filesystem::temp_directory_path()) {
+    std::filesystem::create_directories(parent);
+    std::string pattern = (parent / "tinygpt-test-XXXXXX").string();
     if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
     path_ = pattern;
   }

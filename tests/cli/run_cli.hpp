@@ -36,6 +36,7 @@ struct CliOptions {
   bool close_stdout = false;  // true: fd 1 is closed (and nothing is captured)
   std::string stdout_path{};  // non-empty: fd 1 writes to this file (/dev/full), not captured
   std::vector<std::string> env{};  // "NAME=value" entries added to the child's environment
+  std::string program{};  // the executable to run; empty: build/tinygpt
 };
 
 struct CliResult {
@@ -101,7 +102,7 @@ class CliProcess {
     posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
     if (!options.cwd.empty()) posix_spawn_file_actions_addchdir_np(&actions, options.cwd.c_str());
 
-    const std::string binary = tinygpt_binary();
+    const std::string binary = options.program.empty() ? tinygpt_binary() : options.program;
     std::vector<char*> argv{const_cast<char*>(binary.c_str())};
     for (auto& a : result_.args) argv.push_back(a.data());
     argv.push_back(nullptr);

@@ -8,7 +8,8 @@
 # 3. examples/consumer configured with -DCMAKE_PREFIX_PATH=WORK_DIR/prefix, linking every target
 #    the package exports (each one listed by name below, so the export set cannot shrink
 #    unnoticed), built, and run: it gradient-checks a custom module ("gradcheck GatedMLP: ok")
-#    and trains it with AdamW ("AdamW on GatedMLP: ok");
+#    and trains it with AdamW ("AdamW on GatedMLP: ok"); the own-model example
+#    (examples/own_model/train_own_model.cpp) is built there too, trains a run and draws its page;
 # 4. the consumer's own compile lines hold none of those flags either.
 foreach(var BUILD_DIR SOURCE_DIR WORK_DIR CXX)
   if(NOT ${var})
@@ -104,4 +105,12 @@ run("running examples/consumer's encoder-decoder" ${consumer_build}/tiny_seq2seq
 message("${output}")
 if(NOT output MATCHES "gradcheck TinySeq2Seq: ok" OR NOT output MATCHES "Trainer on TinySeq2Seq: ok")
   message(FATAL_ERROR "examples/consumer's tiny_seq2seq did not report a passing gradcheck and training")
+endif()
+set(own_run ${WORK_DIR}/own-run)
+file(REMOVE_RECURSE ${own_run})
+run("running examples/consumer's train_own_model" ${consumer_build}/train_own_model --out ${own_run} --steps 4)
+message("${output}")
+if(NOT output MATCHES "step 4" OR NOT EXISTS ${own_run}/model.safetensors
+   OR NOT EXISTS ${own_run}/report.html)
+  message(FATAL_ERROR "examples/consumer's train_own_model did not train its run to step 4 and draw its page")
 endif()
