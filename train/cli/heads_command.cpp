@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "pair_report.hpp"
+#include "tinygpt/analysis/circuits.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
@@ -34,6 +35,7 @@ struct HeadsFlags {
   std::string ablate_heads;  // "L.H,L.H"
   int64_t attribute = -1;    // query position, -1 = none
   int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
+  bool composition = false;
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -157,6 +159,12 @@ void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
   }
 }
 
+// One circuit method's result: under `key` in the JSON, its table printed otherwise.
+void add_method(nlohmann::json& extra, const char* key, const analysis::MethodOutput& out, bool json) {
+  extra[key] = out.json;
+  if (!json) fmt::print("{}", out.text);
+}
+
 }  // namespace
 
 void add_heads_command(CLI::App& app) {
@@ -185,6 +193,9 @@ void add_heads_command(CLI::App& app) {
                   "an encoder-decoder: score its heads (and --ablate its cross-attention heads) on "
                   "this many held-out pairs of its run's data")
       ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
+  cmd->add_flag("--composition", flags->composition,
+                "Q-, K- and V-composition of every head pair from the weights, beside random "
+                "matrices of the same shapes (JSON \"composition\", picture composition.png)");
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -194,7 +205,7 @@ void add_heads_command(CLI::App& app) {
     }
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--ablate-heads", "--attribute"}) {
+      for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -270,6 +281,7 @@ void add_heads_command(CLI::App& app) {
       extra["attribution"] =
           show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, out_dir, !flags->json);
     }
+    if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out_dir), flags->json);
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();
       extra["in_context"] = report.in_context_json();

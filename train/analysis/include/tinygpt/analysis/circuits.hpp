@@ -1,0 +1,23 @@
+#pragma once
+// The circuit methods of `tinygpt heads` (composition scores, head importance, activation
+// patching, attention's counterfactuals, the pruning curve): each runs its heads:: measurement,
+// draws its picture into the heatmap folder (none when that is "") and returns its JSON value
+// and the text the table-form output prints.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "tinygpt/heads/probe_set.hpp"
+#include "tinygpt/nn/gpt.hpp"
+
+namespace tinygpt::analysis {
+
+struct MethodOutput {
+  nlohmann::json json;
+  std::string text;     // the table, and the picture's path when one was drawn
+};
+
+// Composition scores of every head pair (heads/composition.hpp); picture composition.png.
+MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir);
+
+}  // namespace tinygpt::analysis

@@ -1,0 +1,66 @@
+#include "tinygpt/analysis/circuits.hpp"
+
+#include <algorithm>
+#include <filesystem>
+
+#include "tinygpt/heads/composition.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/plot/value_grid.hpp"
+
+namespace tinygpt::analysis {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string head_label(const heads::HeadRef& h) { return fmt::format("{}.{}", h.layer, h.head); }
+
+// "" when there is no folder, else the picture's path in it (the folder made).
+std::string picture_path(const std::string& dir, const char* name) {
+  if (dir.empty()) return "";
+  io::create_directory(dir, "heatmap directory");
+  return (fs::path(dir) / name).string();
+}
+
+// Writers (every head of layers 0..L-2) down the side, readers (layers 1..L-1) along the top.
+void draw_composition(const std::string& path, const heads::CompositionReport& report) {
+  const int64_t h = report.n_head;
+  const auto writers = static_cast<size_t>((report.n_layer - 1) * h);
+  std::vector<std::string> rows, cols;
+  for (int64_t i = 0; i < (report.n_layer - 1) * h; ++i) {
+    rows.push_back(head_label({i / h, i % h}));
+    cols.push_back(head_label({1 + i / h, i % h}));
+  }
+  std::vector<plot::ValuePanel> panels = {{"Q", {}}, {"K", {}}, {"V", {}}};
+  for (plot::ValuePanel& panel : panels) {
+    panel.rows.assign(writers, std::vector<double>(writers, 0.0));
+  }
+  double top = 0.0;
+  for (const heads::CompositionPair& p : report.pairs) {
+    const auto r = static_cast<size_t>(p.from.layer * h + p.from.head);
+    const auto c = static_cast<size_t>((p.to.layer - 1) * h + p.to.head);
+    panels[0].rows[r][c] = p.score.q;
+    panels[1].rows[r][c] = p.score.k;
+    panels[2].rows[r][c] = p.score.v;
+    top = std::max({top, p.score.q, p.score.k, p.score.v});
+  }
+  plot::save_value_grid(path, panels, rows, cols,
+                        fmt::format("composition: writer head (rows) into reader head (columns); "
+                                    "random baseline K {:.2f}", report.mean_baseline.k),
+                        0.0, std::max(top, 1e-9));
+}
+
+}  // namespace
+
+MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir) {
+  const heads::CompositionReport report = heads::composition_scores(model);
+  MethodOutput out{report.json(), "\n" + report.table()};
+  if (report.pairs.empty()) return out;  // one layer: no head reads another
+  const std::string path = picture_path(picture_dir, "composition.png");
+  if (!path.empty()) {
+    draw_composition(path, report);
+    out.text += fmt::format("composition picture: {}\n", path);
+  }
+  return out;
+}
+
+}  // namespace tinygpt::analysis
