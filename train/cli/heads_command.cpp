@@ -36,6 +36,7 @@ struct HeadsFlags {
   int64_t attribute = -1;    // query position, -1 = none
   int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
   bool composition = false;
+  bool importance = false;
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -196,6 +197,9 @@ void add_heads_command(CLI::App& app) {
   cmd->add_flag("--composition", flags->composition,
                 "Q-, K- and V-composition of every head pair from the weights, beside random "
                 "matrices of the same shapes (JSON \"composition\", picture composition.png)");
+  cmd->add_flag("--importance", flags->importance,
+                "each head's importance: mean |dL/dgate| of a gate on its output over the probe "
+                "windows, raw and normalised per layer (JSON \"importance\")");
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -205,7 +209,8 @@ void add_heads_command(CLI::App& app) {
     }
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition"}) {
+      for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
+                               "--importance"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -282,6 +287,9 @@ void add_heads_command(CLI::App& app) {
           show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, out_dir, !flags->json);
     }
     if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out_dir), flags->json);
+    if (flags->importance) {
+      add_method(extra, "importance", analysis::importance_output(model, set.probes, report), flags->json);
+    }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();
       extra["in_context"] = report.in_context_json();

@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tinygpt/heads/composition.hpp"
+#include "tinygpt/heads/importance.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/value_grid.hpp"
 
@@ -61,6 +62,21 @@ MethodOutput composition_output(const nn::GPT& model, const std::string& picture
     out.text += fmt::format("composition picture: {}\n", path);
   }
   return out;
+}
+
+MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
+                               const heads::HeadReport& report) {
+  const std::vector<heads::HeadImportance> importance = heads::head_importance(model, probes.texts);
+  std::string text = fmt::format(
+      "\nimportance: mean |dL/dgate| of each head's output over {} windows (normalised: divided "
+      "by its layer's l2 norm)\n{:>5} {:>4}  {:<15} {:>9} {:>10}\n",
+      probes.texts.size(), "layer", "head", "role", "raw", "normalised");
+  for (size_t i = 0; i < importance.size(); ++i) {
+    const heads::HeadImportance& h = importance[i];
+    text += fmt::format("{:>5} {:>4}  {:<15} {:>9.4f} {:>10.3f}\n", h.head.layer, h.head.head,
+                        i < report.heads.size() ? report.heads[i].role : "", h.raw, h.normalised);
+  }
+  return {heads::importance_json(importance), text};
 }
 
 }  // namespace tinygpt::analysis

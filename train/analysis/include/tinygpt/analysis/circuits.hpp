@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/heads/probe_set.hpp"
 #include "tinygpt/nn/gpt.hpp"
 
@@ -19,5 +20,9 @@ struct MethodOutput {
 
 // Composition scores of every head pair (heads/composition.hpp); picture composition.png.
 MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir);
+
+// Head importance on the probe windows (heads/importance.hpp), a table beside each head's role.
+MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
+                               const heads::HeadReport& report);
 
 }  // namespace tinygpt::analysis
