@@ -37,6 +37,7 @@ struct HeadsFlags {
   int64_t pairs = 500;       // an encoder-decoder's held-out pairs to score on
   bool composition = false;
   bool importance = false;
+  bool patch = false;
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -200,6 +201,11 @@ void add_heads_command(CLI::App& app) {
   cmd->add_flag("--importance", flags->importance,
                 "each head's importance: mean |dL/dgate| of a gate on its output over the probe "
                 "windows, raw and normalised per layer (JSON \"importance\")");
+  cmd->add_flag("--patch", flags->patch,
+                "activation patching from random sequences said twice into the same second copies "
+                "after other first copies: recovery per head, per residual layer and position band, "
+                "and along the previous-token -> induction paths (JSON \"patching\", "
+                "\"residual_patching\", \"path_patching\"; pictures patching*.png)");
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -210,7 +216,7 @@ void add_heads_command(CLI::App& app) {
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
       for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
-                               "--importance"}) {
+                               "--importance", "--patch"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -289,6 +295,11 @@ void add_heads_command(CLI::App& app) {
     if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out_dir), flags->json);
     if (flags->importance) {
       add_method(extra, "importance", analysis::importance_output(model, set.probes, report), flags->json);
+    }
+    if (flags->patch) {
+      const analysis::MethodOutput patching = analysis::patching_output(model, set.probes, report, out_dir);
+      if (!flags->json) fmt::print("{}", patching.text);
+      extra.update(patching.json);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <tuple>
 
 #include "tinygpt/heads/composition.hpp"
 #include "tinygpt/heads/importance.hpp"
+#include "tinygpt/heads/patching.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/value_grid.hpp"
 
@@ -50,6 +52,42 @@ void draw_composition(const std::string& path, const heads::CompositionReport& r
                         0.0, std::max(top, 1e-9));
 }
 
+// A recovery scale that holds 0 and 1 and every value drawn.
+std::pair<double, double> recovery_scale(const std::vector<std::vector<double>>& rows) {
+  double low = 0.0, high = 1.0;
+  for (const auto& row : rows) {
+    for (double v : row) {
+      low = std::min(low, v);
+      high = std::max(high, v);
+    }
+  }
+  return {low, high};
+}
+
+void draw_patching(const std::string& heads_path, const std::string& residual_path,
+                   const heads::PatchingReport& report, int64_t n_layer, int64_t n_head) {
+  std::vector<std::vector<double>> rows(static_cast<size_t>(n_layer), std::vector<double>(static_cast<size_t>(n_head)));
+  for (const heads::PatchRecovery& x : report.heads) {
+    rows[static_cast<size_t>(x.head.layer)][static_cast<size_t>(x.head.head)] = x.recovery;
+  }
+  std::vector<std::string> layers, head_names;
+  for (int64_t l = 0; l < n_layer; ++l) layers.push_back(fmt::format("layer {}", l));
+  for (int64_t h = 0; h < n_head; ++h) head_names.push_back(fmt::format("head {}", h));
+  auto [low, high] = recovery_scale(rows);
+  plot::save_value_grid(heads_path, {{"recovery", rows}}, layers, head_names,
+                        "activation patching: each head's output from the clean run", low, high);
+  std::vector<std::string> bands;
+  std::vector<std::vector<double>> residual(static_cast<size_t>(n_layer + 1));
+  for (const heads::ResidualRecovery& x : report.residual) {
+    if (x.layer == 0) bands.push_back(fmt::format("{}-{}", x.first, x.last - 1));
+    residual[static_cast<size_t>(x.layer)].push_back(x.recovery);
+  }
+  layers.push_back("end");
+  std::tie(low, high) = recovery_scale(residual);
+  plot::save_value_grid(residual_path, {{"recovery", residual}}, layers, bands,
+                        "activation patching: the residual stream at these positions", low, high);
+}
+
 }  // namespace
 
 MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir) {
@@ -77,6 +115,19 @@ MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
                         i < report.heads.size() ? report.heads[i].role : "", h.raw, h.normalised);
   }
   return {heads::importance_json(importance), text};
+}
+
+MethodOutput patching_output(nn::GPT& model, const heads::HeadProbes& probes,
+                             const heads::HeadReport& report, const std::string& picture_dir) {
+  const heads::PatchingReport patching = heads::patch_heads(model, probes, report);
+  MethodOutput out{patching.json(), "\n" + patching.table()};
+  const std::string path = picture_path(picture_dir, "patching.png");
+  if (!path.empty()) {
+    const std::string residual = picture_path(picture_dir, "patching_residual.png");
+    draw_patching(path, residual, patching, model.config().n_layer, model.config().n_head);
+    out.text += fmt::format("patching pictures: {} and {}\n", path, residual);
+  }
+  return out;
 }
 
 }  // namespace tinygpt::analysis

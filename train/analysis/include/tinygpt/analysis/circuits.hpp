@@ -25,4 +25,9 @@ MethodOutput composition_output(const nn::GPT& model, const std::string& picture
 MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
                                const heads::HeadReport& report);
 
+// Activation patching on the in-context probe (heads/patching.hpp); pictures patching.png
+// (recovery per head) and patching_residual.png (per layer of the residual stream and band).
+MethodOutput patching_output(nn::GPT& model, const heads::HeadProbes& probes,
+                             const heads::HeadReport& report, const std::string& picture_dir);
+
 }  // namespace tinygpt::analysis
