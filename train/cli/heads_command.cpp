@@ -38,6 +38,8 @@ struct HeadsFlags {
   bool composition = false;
   bool importance = false;
   bool patch = false;
+  bool counterfactual = false;
+  double epsilon = heads::CounterfactualOptions{}.epsilon;
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -206,6 +208,13 @@ void add_heads_command(CLI::App& app) {
                 "after other first copies: recovery per head, per residual layer and position band, "
                 "and along the previous-token -> induction paths (JSON \"patching\", "
                 "\"residual_patching\", \"path_patching\"; pictures patching*.png)");
+  cmd->add_flag("--counterfactual", flags->counterfactual,
+                "replace each head's attention by a uniform, a permuted and an adversarial pattern "
+                "(the farthest in Jensen-Shannon divergence that moves no prediction by more than "
+                "--epsilon in total variation) (JSON \"counterfactual\")");
+  cmd->add_option("--epsilon", flags->epsilon,
+                  "--counterfactual: how far in total variation the adversarial pattern may move a prediction")
+      ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -216,7 +225,7 @@ void add_heads_command(CLI::App& app) {
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
       for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
-                               "--importance", "--patch"}) {
+                               "--importance", "--patch", "--counterfactual"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -300,6 +309,14 @@ void add_heads_command(CLI::App& app) {
       const analysis::MethodOutput patching = analysis::patching_output(model, set.probes, report, out_dir);
       if (!flags->json) fmt::print("{}", patching.text);
       extra.update(patching.json);
+    }
+    if (flags->counterfactual) {
+      heads::CounterfactualOptions options;
+      options.epsilon = flags->epsilon;
+      const analysis::MethodOutput counterfactual =
+          analysis::counterfactual_output(model, set.probes, report, options);
+      if (!flags->json) fmt::print("{}", counterfactual.text);
+      extra.update(counterfactual.json);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

@@ -130,4 +130,27 @@ MethodOutput patching_output(nn::GPT& model, const heads::HeadProbes& probes,
   return out;
 }
 
+MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& probes,
+                                   const heads::HeadReport& report,
+                                   const heads::CounterfactualOptions& options) {
+  const std::vector<heads::HeadCounterfactual> heads =
+      heads::attention_counterfactuals(model, probes.texts, options);
+  std::string text = fmt::format(
+      "\ncounterfactual attention: each head's pattern replaced on {} windows; mean total variation "
+      "of the next-token distribution with a uniform and with a permuted pattern, and the largest "
+      "Jensen-Shannon divergence from the pattern found that moves no prediction by more than {}\n"
+      "{:>5} {:>4}  {:<15} {:>12} {:>13} {:>16}\n",
+      probes.texts.size(), options.epsilon, "layer", "head", "role", "uniform tvd", "permuted tvd",
+      "adversarial jsd");
+  for (size_t i = 0; i < heads.size(); ++i) {
+    const heads::HeadCounterfactual& h = heads[i];
+    text += fmt::format("{:>5} {:>4}  {:<15} {:>12.3f} {:>13.3f} {:>16.3f}\n", h.head.layer,
+                        h.head.head, i < report.heads.size() ? report.heads[i].role : "",
+                        h.uniform_tvd, h.permuted_tvd, h.adversarial_jsd);
+  }
+  nlohmann::json json = {{"counterfactual", heads::counterfactual_json(heads)},
+                         {"counterfactual_epsilon", options.epsilon}};
+  return {json, text};
+}
+
 }  // namespace tinygpt::analysis

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/heads/counterfactual.hpp"
 #include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/heads/probe_set.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -29,5 +30,11 @@ MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
 // (recovery per head) and patching_residual.png (per layer of the residual stream and band).
 MethodOutput patching_output(nn::GPT& model, const heads::HeadProbes& probes,
                              const heads::HeadReport& report, const std::string& picture_dir);
+
+// Attention's counterfactuals on the probe windows (heads/counterfactual.hpp), a table beside
+// each head's role.
+MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& probes,
+                                   const heads::HeadReport& report,
+                                   const heads::CounterfactualOptions& options);
 
 }  // namespace tinygpt::analysis
