@@ -39,6 +39,7 @@ struct HeadsFlags {
   bool importance = false;
   bool patch = false;
   bool counterfactual = false;
+  bool prune_curve = false;
   double epsilon = heads::CounterfactualOptions{}.epsilon;
 };
 
@@ -215,6 +216,10 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--epsilon", flags->epsilon,
                   "--counterfactual: how far in total variation the adversarial pattern may move a prediction")
       ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  cmd->add_flag("--prune-curve", flags->prune_curve,
+                "held-out loss and in-context ratio against the number of heads removed, least "
+                "important first, least ablation effect first and at random (JSON \"prune_curve\", "
+                "picture prune_curve.png)");
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -225,7 +230,8 @@ void add_heads_command(CLI::App& app) {
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (loaded.is_encoder_decoder()) {
       for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
-                               "--importance", "--patch", "--counterfactual"}) {
+                               "--importance", "--patch", "--counterfactual",
+                               "--prune-curve"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -317,6 +323,9 @@ void add_heads_command(CLI::App& app) {
           analysis::counterfactual_output(model, set.probes, report, options);
       if (!flags->json) fmt::print("{}", counterfactual.text);
       extra.update(counterfactual.json);
+    }
+    if (flags->prune_curve) {
+      add_method(extra, "prune_curve", analysis::prune_curve_output(model, set.probes, out_dir), flags->json);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

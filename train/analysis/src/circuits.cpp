@@ -7,7 +7,9 @@
 #include "tinygpt/heads/composition.hpp"
 #include "tinygpt/heads/importance.hpp"
 #include "tinygpt/heads/patching.hpp"
+#include "tinygpt/heads/prune_curve.hpp"
 #include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/plot/panel_plot.hpp"
 #include "tinygpt/plot/value_grid.hpp"
 
 namespace tinygpt::analysis {
@@ -88,6 +90,21 @@ void draw_patching(const std::string& heads_path, const std::string& residual_pa
                         "activation patching: the residual stream at these positions", low, high);
 }
 
+void draw_prune_curves(const std::string& path, const std::vector<heads::PruneCurve>& curves) {
+  plot::ChartPanel loss{"held-out loss", {}}, ratio{"second / first copy loss", {}};
+  for (const heads::PruneCurve& c : curves) {
+    plot::NamedSeries l{c.order, {}}, r{c.order, {}};
+    for (size_t k = 0; k < c.loss.size(); ++k) {
+      l.points.push_back({static_cast<double>(k), c.loss[k]});
+      r.points.push_back({static_cast<double>(k), c.second_copy_ratio[k]});
+    }
+    loss.series.push_back(l);
+    ratio.series.push_back(r);
+  }
+  plot::save_stacked_charts(path, loss, ratio, "heads removed",
+                            "pruning: heads removed least important first, least ablation effect first, at random");
+}
+
 }  // namespace
 
 MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir) {
@@ -151,6 +168,30 @@ MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& prob
   nlohmann::json json = {{"counterfactual", heads::counterfactual_json(heads)},
                          {"counterfactual_epsilon", options.epsilon}};
   return {json, text};
+}
+
+MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
+                                const std::string& picture_dir) {
+  const std::vector<heads::HeadImportance> importance = heads::head_importance(model, probes.texts);
+  heads::HeadAblation ablation(model, probes, heads::AblationMode::zero);
+  const std::vector<heads::PruneCurve> curves = heads::prune_curves(ablation, importance, ablation.each_head());
+  std::string text = fmt::format("\npruning curve: held-out loss and second/first copy loss with the "
+                                 "first k heads removed, in each order\n{:>3}", "k");
+  for (const heads::PruneCurve& c : curves) text += fmt::format(" {:>20}", c.order);
+  for (size_t k = 0; k < curves[0].loss.size(); ++k) {
+    text += fmt::format("\n{:>3}", k);
+    for (const heads::PruneCurve& c : curves) {
+      text += fmt::format(" {:>12.3f} {:>6.0f}%", c.loss[k], 100.0 * c.second_copy_ratio[k]);
+    }
+  }
+  text += "\n";
+  MethodOutput out{heads::prune_curves_json(curves), text};
+  const std::string path = picture_path(picture_dir, "prune_curve.png");
+  if (!path.empty()) {
+    draw_prune_curves(path, curves);
+    out.text += fmt::format("pruning picture: {}\n", path);
+  }
+  return out;
 }
 
 }  // namespace tinygpt::analysis

@@ -37,4 +37,8 @@ MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& prob
                                    const heads::HeadReport& report,
                                    const heads::CounterfactualOptions& options);
 
+// The pruning curves (heads/prune_curve.hpp) on the probes; picture prune_curve.png.
+MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
+                                const std::string& picture_dir);
+
 }  // namespace tinygpt::analysis
