@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_eval_command(app);
   tinygpt::cli::add_heads_command(app);
   tinygpt::cli::add_bench_command(app);
+  tinygpt::cli::add_prune_command(app);
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
   const std::string problem = first_argument_problem(app, argc < 2 ? "" : argv[1]);
