@@ -32,6 +32,10 @@ TEST_CASE("prune curves: three orders of every head, from the intact model to no
   const nlohmann::json json = heads::prune_curves_json(curves);
   CHECK(json["random"]["loss"].size() == 3);
   CHECK(json["importance"]["removed"].size() == 2);
+  const std::vector<heads::OutputChange> changes = heads::output_change_per_head(*model, probes.texts);
+  REQUIRE(changes.size() == 2);
+  CHECK(changes[0].l2 > 0.0);  // v = x and c_proj passes z through: either head's removal shows
+  CHECK(heads::output_change_json(changes)[1]["head"] == 1);
   heads::HeadAblation mean_mode(*model, probes, heads::AblationMode::mean);
   CHECK_THROWS_AS(heads::prune_curves(mean_mode, importance, each), ValueError);
 }

@@ -184,8 +184,16 @@ MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
       text += fmt::format(" {:>12.3f} {:>6.0f}%", c.loss[k], 100.0 * c.second_copy_ratio[k]);
     }
   }
+  const std::vector<heads::OutputChange> changes = heads::output_change_per_head(model, probes.texts);
+  text += "\nl2 change of the logits per position when one head is pruned:";
+  for (const heads::OutputChange& c : changes) {
+    if (c.head.head == 0) text += fmt::format("\nlayer {}:", c.head.layer);
+    text += fmt::format(" {:>6.2f}", c.l2);
+  }
   text += "\n";
-  MethodOutput out{heads::prune_curves_json(curves), text};
+  nlohmann::json json = heads::prune_curves_json(curves);
+  json["output_change"] = heads::output_change_json(changes);
+  MethodOutput out{json, text};
   const std::string path = picture_path(picture_dir, "prune_curve.png");
   if (!path.empty()) {
     draw_prune_curves(path, curves);

@@ -52,7 +52,7 @@ Tensor head_keep_mask(int64_t n_head, int64_t layer, const std::vector<HeadRef>&
   std::vector<double> keep(static_cast<size_t>(n_head), 1.0);
   bool any = false;
   for (const HeadRef& h : heads) {
-    if (h.layer != layer) continue;
+    if (h.layer != layer || h.head >= n_head) continue;
     keep[static_cast<size_t>(h.head)] = 0.0;
     any = true;
   }
@@ -86,7 +86,7 @@ AblationResult HeadAblation::run(const std::vector<HeadRef>& heads) {
   model_.eval();
   nn::ScopedHooks hooks(model_);
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    const Tensor mask = head_keep_mask(config.n_head, layer, heads, dtype);  // 0 = removed
+    const Tensor mask = head_keep_mask(config.layer_heads(layer), layer, heads, dtype);  // 0 = removed
     if (!mask.defined()) continue;
     Tensor fill;  // what a removed head outputs instead: (1,H,1,d), 0 for the heads kept
     if (mode_ == AblationMode::mean) fill = means_[static_cast<size_t>(layer)] * (1.0 - mask);

@@ -3,6 +3,10 @@
 #include <algorithm>
 #include <numeric>
 
+#include "probe_runs.hpp"
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/tape.hpp"
+
 namespace tinygpt::heads {
 namespace {
 
@@ -48,6 +52,32 @@ std::vector<PruneCurve> prune_curves(HeadAblation& ablation, const std::vector<H
   return {measure(ablation, "importance", ascending(heads, by_importance)),
           measure(ablation, "ablation", ascending(heads, by_ablation)),
           measure(ablation, "random", shuffled)};
+}
+
+std::vector<OutputChange> output_change_per_head(nn::GPT& model, const std::vector<std::vector<int64_t>>& windows) {
+  NoGradGuard no_grad;
+  model.eval();
+  const nn::GPTConfig& config = model.config();
+  const DType dtype = model.parameters().front().dtype();
+  const Tensor tokens = batch_of(windows);
+  const Tensor intact = model.forward(tokens);
+  std::vector<OutputChange> out;
+  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
+    for (int64_t head = 0; head < config.n_head; ++head) {
+      const Tensor mask = head_keep_mask(config.n_head, layer, {{layer, head}}, dtype);
+      nn::ScopedHooks hooks(model);
+      hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
+      const Tensor diff = model.forward(tokens) - intact;  // (B,T,V)
+      out.push_back({{layer, head}, mean(sqrt(sum(diff * diff, {2}))).item()});
+    }
+  }
+  return out;
+}
+
+nlohmann::json output_change_json(const std::vector<OutputChange>& changes) {
+  nlohmann::json list = nlohmann::json::array();
+  for (const OutputChange& c : changes) list.push_back({{"layer", c.head.layer}, {"head", c.head.head}, {"l2", c.l2}});
+  return list;
 }
 
 nlohmann::json prune_curves_json(const std::vector<PruneCurve>& curves) {

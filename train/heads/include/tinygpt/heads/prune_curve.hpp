@@ -27,6 +27,15 @@ struct PruneCurve {
 std::vector<PruneCurve> prune_curves(HeadAblation& ablation, const std::vector<HeadImportance>& importance,
                                      const std::vector<AblationResult>& each, uint64_t seed = 0);
 
+// How far each head's removal alone moves the output: the l2 norm of the change of the logits
+// at a position, averaged over every position of `windows` (all of one length), layer by layer.
+struct OutputChange {
+  HeadRef head;
+  double l2 = 0.0;
+};
+std::vector<OutputChange> output_change_per_head(nn::GPT& model, const std::vector<std::vector<int64_t>>& windows);
+nlohmann::json output_change_json(const std::vector<OutputChange>& changes);  // [{"layer", "head", "l2"}]
+
 // {"importance": {"removed": [[l, h]...], "loss": [...], "second_copy_ratio": [...]}, ...}
 nlohmann::json prune_curves_json(const std::vector<PruneCurve>& curves);
 
