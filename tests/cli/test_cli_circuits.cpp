@@ -7,20 +7,6 @@
 
 using namespace tinygpt::testing;
 
-namespace {
-
-std::string two_layer_run(const ScratchDir& dir) {
-  const std::string model = dir.file("run");
-  const CliResult train = run_cli({"train", "--out", model, "--steps", "20", "--eval-every", "10",
-                                   "--eval-iters", "1", "--layers", "2", "--heads", "2",
-                                   "--d-model", "16", "--block", "16", "--batch", "2"});
-  INFO(train.describe());
-  REQUIRE(train.exited_with(0));
-  return model;
-}
-
-}  // namespace
-
 TEST_CASE("heads: the circuit methods' JSON keys and pictures", "[cli][heads][circuits]") {
   ScratchDir dir;
   const std::string model = two_layer_run(dir);
