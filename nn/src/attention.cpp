@@ -146,7 +146,7 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
                                                std::shared_ptr<Generator> noise)
     : options_(options), noise_(noise) {
   const int64_t c = options.d_model;
-  if (c <= 0 || options.n_heads <= 0 || c % options.n_heads != 0) {
+  if (c <= 0 || options.n_heads <= 0 || (options.head_dim == 0 && c % options.n_heads != 0)) {
     throw ValueError(Operation("MultiHeadSelfAttention"), fmt::format(
         "d_model {} must be a positive multiple of n_heads {}", c,
         options.n_heads));
@@ -162,16 +162,17 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
     throw ValueError(Operation("MultiHeadSelfAttention"), fmt::format("a {} pattern needs causal attention",
                                  options.pattern.str()));
   }
-  const int64_t kv = options.kv_heads() * (c / options.n_heads);  // (KV) columns of k and of v
-  c_attn = register_module("c_attn", std::make_shared<Linear>(c, c + 2 * kv, options.bias, init));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(c, c, options.bias, init));
+  const int64_t kv = options.kv_heads() * options.head_width();  // (KV) columns of k and of v
+  const int64_t qc = options.n_heads * options.head_width();      // of q: C unless pruned
+  c_attn = register_module("c_attn", std::make_shared<Linear>(c, qc + 2 * kv, options.bias, init));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(qc, c, options.bias, init));
   resid_dropout =
       register_module("resid_dropout", std::make_shared<Dropout>(options.dropout, noise));
 }
 
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_t>& lengths,
                                        KVCache* cache) {
-  const int64_t c = options_.d_model, h = options_.n_heads, d = c / h;
+  const int64_t c = options_.d_model, h = options_.n_heads, d = options_.head_width(), qc = h * d;
   if (x.ndim() != 3 || x.size(2) != c) {
     throw ShapeError(Operation("MultiHeadSelfAttention"), fmt::format("expects x (B,T,{}), got {}", c,
                                  x.shape().str()));
@@ -203,13 +204,13 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   // softmax: there the key bias changes every weight and trains.
   Tensor bias = c_attn->bias;
   if (bias.defined() && !rope && !hooked && !options_.pattern.is_linear()) {
-    const std::vector<Tensor> qkv = split(bias, {c, kv, kv}, 0);
+    const std::vector<Tensor> qkv = split(bias, {qc, kv, kv}, 0);
     bias = concat({qkv[0], qkv[1].detach(), qkv[2]}, 0);
   }
   Tensor packed = linear(x, c_attn->weight, bias);  // (B,T,C+2KV)
   if (rope) {
     // q and k turn by their absolute positions: with a cache these continue the cached ones.
-    packed = rotary_embedding(packed, d, c + kv, cache != nullptr ? cache->seen : 0,
+    packed = rotary_embedding(packed, d, qc + kv, cache != nullptr ? cache->seen : 0,
                               options_.rope_theta);
   }
   const bool dropping = is_training() && options_.dropout > 0.0;
@@ -222,7 +223,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     return resid_dropout->forward(c_proj->forward(y));
   }
   // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
-  const std::vector<Tensor> parts = split(packed, {c, kv, kv}, 2);
+  const std::vector<Tensor> parts = split(packed, {qc, kv, kv}, 2);
   const auto heads = [&](const Tensor& part, int64_t n) {
     return permute(reshape(part, {b, t, n, d}), {0, 2, 1, 3});
   };
@@ -273,7 +274,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
 
 Tensor MultiHeadSelfAttention::project_heads(const Tensor& y) {
   // (B,H,T,d) -> (B,T,H,d) -> (B,T,C)
-  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), options_.d_model});
+  const Tensor merged = reshape(permute(y, {0, 2, 1, 3}), {y.size(0), y.size(2), y.size(1) * y.size(3)});
   return resid_dropout->forward(c_proj->forward(merged));
 }
 

@@ -51,17 +51,49 @@ void GPTConfig::validate() const {
     throw SettingError(op, "layer_norm_epsilon", layer_norm_epsilon,
                        fmt::format("layer_norm_epsilon must be positive, got {}", layer_norm_epsilon));
   }
+  validate_pruned_heads();
 }
 
-Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise) {
+int64_t GPTConfig::layer_heads(int64_t layer) const {
+  const auto it = pruned_heads.find(layer);
+  return n_head - (it == pruned_heads.end() ? 0 : static_cast<int64_t>(it->second.size()));
+}
+
+void GPTConfig::validate_pruned_heads() const {
+  if (!pruned_heads.empty() && kv_heads() != n_head) {
+    throw ValueError(fmt::format("GPTConfig: pruned_heads needs multi-head attention, not {} "
+                                 "key/value heads for {} query heads", kv_heads(), n_head));
+  }
+  for (const auto& [layer, heads] : pruned_heads) {
+    if (layer < 0 || layer >= n_layer) {
+      throw ValueError(fmt::format("GPTConfig: pruned_heads names layer {} of {}", layer, n_layer));
+    }
+    for (size_t i = 0; i < heads.size(); ++i) {
+      const bool repeated = std::find(heads.begin(), heads.begin() + static_cast<std::ptrdiff_t>(i), heads[i]) !=
+                            heads.begin() + static_cast<std::ptrdiff_t>(i);
+      if (heads[i] < 0 || heads[i] >= n_head || repeated) {
+        throw ValueError(fmt::format("GPTConfig: pruned head {} of layer {} is {} (n_head {})", heads[i],
+                                     layer, repeated ? "named twice" : "outside the layer", n_head));
+      }
+    }
+    if (layer_heads(layer) < 1) {
+      throw ValueError(fmt::format("GPTConfig: pruned_heads removes every head of layer {}", layer));
+    }
+  }
+}
+
+Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise,
+             int64_t layer) {
   const double eps = config.layer_norm_epsilon;
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
-  attn = register_module(
-      "attn", std::make_shared<MultiHeadSelfAttention>(
-                  AttentionOptions{config.n_embd, config.n_head, config.dropout, true, config.bias,
-                                   config.n_kv_head, config.position_embedding, config.rope_theta,
-                                   config.attention},
-                  init, noise));
+  AttentionOptions options{config.n_embd, config.n_head, config.dropout, true, config.bias,
+                           config.n_kv_head, config.position_embedding, config.rope_theta,
+                           config.attention};
+  if (config.layer_heads(layer) != config.n_head) {
+    options.n_heads = options.n_kv_heads = config.layer_heads(layer);
+    options.head_dim = config.n_embd / config.n_head;
+  }
+  attn = register_module("attn", std::make_shared<MultiHeadSelfAttention>(options, init, noise));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, eps, config.bias));
   mlp = register_module("mlp", std::make_shared<MLP>(config.n_embd, config.dropout, config.bias,
                                                      init, noise));
@@ -87,7 +119,7 @@ Transformer::Transformer(const GPTConfig& config, Generator& init,
   }
   drop = register_module("drop", std::make_shared<Dropout>(config.dropout, noise));
   h = register_module("h", std::make_shared<ModuleList<Block>>());
-  for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(std::make_shared<Block>(config, init, noise));
+  for (int64_t i = 0; i < config.n_layer; ++i) h->push_back(std::make_shared<Block>(config, init, noise, i));
   ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.n_embd,
                                                              config.layer_norm_epsilon, config.bias));
 }

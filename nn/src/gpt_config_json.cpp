@@ -54,6 +54,7 @@ std::string gpt_config_json(const GPTConfig& c, const std::string& training_prec
     j["global_tokens"] = c.attention.global_tokens;
   }
   if (c.attention.kind == AttentionPattern::Kind::strided) j["sparse_stride"] = c.attention.stride;
+  for (const auto& [layer, heads] : c.pruned_heads) j["pruned_heads"][std::to_string(layer)] = heads;
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }

@@ -141,6 +141,18 @@ inline void train_tiny_model(const std::string& out, const std::vector<std::stri
   std::filesystem::copy(run, out, std::filesystem::copy_options::recursive);
 }
 
+// A 2-layer, 2-head, width-16, context-16 model trained 20 steps into `dir`/run (two layers: a
+// later head can read an earlier one); the run's folder.
+inline std::string two_layer_run(const ScratchDir& dir) {
+  const std::string model = dir.file("run");
+  const CliResult train = run_cli({"train", "--out", model, "--steps", "20", "--eval-every", "10",
+                                   "--eval-iters", "1", "--layers", "2", "--heads", "2",
+                                   "--d-model", "16", "--block", "16", "--batch", "2"});
+  INFO(train.describe());
+  REQUIRE(train.exited_with(0));
+  return model;
+}
+
 // A small encoder-decoder on builtin:reverse (~2 s); `changes` replace or add flags with values.
 inline std::vector<std::string> tiny_seq2seq_args(const std::string& out,
                                                   const std::vector<std::string>& changes = {}) {

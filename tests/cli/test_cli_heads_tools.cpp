@@ -8,24 +8,10 @@
 
 using namespace tinygpt::testing;
 
-namespace {
-
-std::string small_run(const ScratchDir& dir) {
-  const std::string model = dir.file("run");
-  const CliResult train = run_cli({"train", "--out", model, "--steps", "20", "--eval-every", "10",
-                                   "--eval-iters", "1", "--layers", "2", "--heads", "2",
-                                   "--d-model", "16", "--block", "16", "--batch", "2"});
-  INFO(train.describe());
-  REQUIRE(train.exited_with(0));
-  return model;
-}
-
-}  // namespace
-
 TEST_CASE("train: eval records carry heads and in_context, heads_over_time.png is drawn",
           "[cli][heads][formation]") {
   ScratchDir dir;
-  const std::string model = small_run(dir);
+  const std::string model = two_layer_run(dir);
   std::ifstream log(model + "/log.jsonl");
   std::string line;
   int evals = 0;
@@ -49,7 +35,7 @@ TEST_CASE("train: eval records carry heads and in_context, heads_over_time.png i
 
 TEST_CASE("heads --ablate, --ablate-heads and --attribute from the CLI", "[cli][heads][ablation]") {
   ScratchDir dir;
-  const std::string model = small_run(dir);
+  const std::string model = two_layer_run(dir);
   const CliResult each = run_cli({"heads", "--model", model, "--ablate", "--json"});
   INFO(each.describe());
   REQUIRE(each.exited_with(0));

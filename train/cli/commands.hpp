@@ -29,6 +29,7 @@ void add_sample_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_prune_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);

@@ -8,6 +8,7 @@
 
 #include "commands.hpp"
 #include "pair_report.hpp"
+#include "tinygpt/analysis/circuits.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/dataset.hpp"
@@ -34,6 +35,12 @@ struct HeadsFlags {
   std::string ablate_heads;     // "L.H,L.H"
   int64_t attribute = -1;       // query position, -1 = none
   int64_t pairs = 500;          // an encoder-decoder's held-out pairs to score on
+  bool composition = false;
+  bool importance = false;
+  bool patch = false;
+  bool counterfactual = false;
+  bool prune_curve = false;
+  double epsilon = heads::CounterfactualOptions{}.epsilon;
 };
 
 // The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
@@ -206,6 +213,12 @@ void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
   }
 }
 
+// One circuit method's result: under `key` in the JSON, its table printed otherwise.
+void add_method(nlohmann::json& extra, const char* key, const analysis::MethodOutput& out, bool json) {
+  extra[key] = out.json;
+  if (!json) fmt::print("{}", out.text);
+}
+
 }  // namespace
 
 void add_heads_command(CLI::App& app) {
@@ -237,6 +250,28 @@ void add_heads_command(CLI::App& app) {
                   "an encoder-decoder: score its heads (and --ablate its cross-attention heads) on "
                   "this many held-out pairs of its run's data")
       ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
+  cmd->add_flag("--composition", flags->composition,
+                "Q-, K- and V-composition of every head pair from the weights, beside random "
+                "matrices of the same shapes (JSON \"composition\", picture composition.png)");
+  cmd->add_flag("--importance", flags->importance,
+                "each head's importance: mean |dL/dgate| of a gate on its output over the probe "
+                "windows, raw and normalised per layer (JSON \"importance\")");
+  cmd->add_flag("--patch", flags->patch,
+                "activation patching from random sequences said twice into the same second copies "
+                "after other first copies: recovery per head, per residual layer and position band, "
+                "and along the previous-token -> induction paths (JSON \"patching\", "
+                "\"residual_patching\", \"path_patching\"; pictures patching*.png)");
+  cmd->add_flag("--counterfactual", flags->counterfactual,
+                "replace each head's attention by a uniform, a permuted and an adversarial pattern "
+                "(the farthest in Jensen-Shannon divergence that moves no prediction by more than "
+                "--epsilon in total variation) (JSON \"counterfactual\")");
+  cmd->add_option("--epsilon", flags->epsilon,
+                  "--counterfactual: how far in total variation the adversarial pattern may move a prediction")
+      ->check(CLI::Range(1e-6, 1.0))->capture_default_str();
+  cmd->add_flag("--prune-curve", flags->prune_curve,
+                "held-out loss and in-context ratio against the number of heads removed, least "
+                "important first, least ablation effect first and at random (JSON \"prune_curve\", "
+                "picture prune_curve.png)");
   add_threads_flag(*cmd, flags->threads);
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
@@ -244,7 +279,9 @@ void add_heads_command(CLI::App& app) {
     train::LoadedModel loaded = train::load_any_model(flags->model);
     if (!flags->html.empty()) check_page_not_data(flags->html, flags->model);
     if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--ablate-heads", "--attribute"}) {
+      for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
+                               "--importance", "--patch", "--counterfactual",
+                               "--prune-curve"}) {
         if (cmd->count(flag) > 0) {
           throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
                                        "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
@@ -330,6 +367,26 @@ void add_heads_command(CLI::App& app) {
       extra["attribution"] =
           show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, *attribution,
                            attribution_png, !flags->json);
+    }
+    if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out.heatmap_dir), flags->json);
+    if (flags->importance) {
+      add_method(extra, "importance", analysis::importance_output(model, set.probes, report), flags->json);
+    }
+    if (flags->patch) {
+      const analysis::MethodOutput patching = analysis::patching_output(model, set.probes, report, out.heatmap_dir);
+      if (!flags->json) fmt::print("{}", patching.text);
+      extra.update(patching.json);
+    }
+    if (flags->counterfactual) {
+      heads::CounterfactualOptions options;
+      options.epsilon = flags->epsilon;
+      const analysis::MethodOutput counterfactual =
+          analysis::counterfactual_output(model, set.probes, report, options);
+      if (!flags->json) fmt::print("{}", counterfactual.text);
+      extra.update(counterfactual.json);
+    }
+    if (flags->prune_curve) {
+      add_method(extra, "prune_curve", analysis::prune_curve_output(model, set.probes, out.heatmap_dir), flags->json);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

@@ -4,6 +4,8 @@
 // refused by name; an unknown key is refused too, so no setting is ever silently dropped.
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <map>
 #include <string_view>
 
 #include "json_fields.hpp"
@@ -98,6 +100,23 @@ AttentionPattern within_context(AttentionPattern p, int64_t block_size) {
   return p;
 }
 
+// GPT-2's config.pruned_heads: {"layer": [head, ...]} with the layer as a string key.
+std::map<int64_t, std::vector<int64_t>> pruned_heads_from_json(const json& value, const std::string& source) {
+  if (!value.is_object()) jf::fail(source, "key 'pruned_heads' must be an object, got {}", jf::shown(value));
+  std::map<int64_t, std::vector<int64_t>> pruned;
+  for (const auto& [key, heads] : value.items()) {
+    char* end = nullptr;
+    const long long layer = std::strtoll(key.c_str(), &end, 10);
+    if (key.empty() || *end != '\0' || !heads.is_array()) {
+      jf::fail(source, "pruned_heads: '{}': {} is not a layer number and a list of heads", key, jf::shown(heads));
+    }
+    std::vector<int64_t>& list = pruned[static_cast<int64_t>(layer)];
+    for (const json& h : heads) list.push_back(jf::integer(h, "pruned_heads", source, 0, kMaxSize));
+    if (list.empty()) pruned.erase(static_cast<int64_t>(layer));
+  }
+  return pruned;
+}
+
 }  // namespace
 
 std::string config_to_json(const nn::GPTConfig& c, const std::string& training_precision) {
@@ -170,7 +189,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
              "architecture and its own variants of it)", jf::shown(*it), kGpt2ModelType,
              kTinyGptModelType);
   }
-  require_value("pruned_heads", json::object(), "every head present");
+  if (j.contains("pruned_heads")) c.pruned_heads = pruned_heads_from_json(j["pruned_heads"], source);
   // Attention runs in float32 whichever order HF would compute it in.
   if (j.contains("reorder_and_upcast_attn")) {
     jf::boolean(j["reorder_and_upcast_attn"], "reorder_and_upcast_attn", source);

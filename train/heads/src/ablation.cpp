@@ -48,6 +48,17 @@ std::string head_list_str(const std::vector<HeadRef>& heads) {
   return out;
 }
 
+Tensor head_keep_mask(int64_t n_head, int64_t layer, const std::vector<HeadRef>& heads, DType dtype) {
+  std::vector<double> keep(static_cast<size_t>(n_head), 1.0);
+  bool any = false;
+  for (const HeadRef& h : heads) {
+    if (h.layer != layer || h.head >= n_head) continue;
+    keep[static_cast<size_t>(h.head)] = 0.0;
+    any = true;
+  }
+  return any ? Tensor::from(keep, {1, n_head, 1, 1}, dtype) : Tensor();
+}
+
 HeadAblation::HeadAblation(nn::GPT& model, const HeadProbes& probes, AblationMode mode)
     : model_(model), probes_(probes), mode_(mode) {
   if (probes.texts.empty() || probes.alphabet.empty()) {
@@ -75,15 +86,8 @@ AblationResult HeadAblation::run(const std::vector<HeadRef>& heads) {
   model_.eval();
   nn::ScopedHooks hooks(model_);
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    std::vector<double> keep(static_cast<size_t>(config.n_head), 1.0);
-    bool any = false;
-    for (const HeadRef& h : heads) {
-      if (h.layer != layer) continue;
-      keep[static_cast<size_t>(h.head)] = 0.0;
-      any = true;
-    }
-    if (!any) continue;
-    const Tensor mask = Tensor::from(keep, {1, config.n_head, 1, 1}, dtype);  // 0 = removed
+    const Tensor mask = head_keep_mask(config.layer_heads(layer), layer, heads, dtype);  // 0 = removed
+    if (!mask.defined()) continue;
     Tensor fill;  // what a removed head outputs instead: (1,H,1,d), 0 for the heads kept
     if (mode_ == AblationMode::mean) fill = means_[static_cast<size_t>(layer)] * (1.0 - mask);
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask, fill](const Tensor& z) {

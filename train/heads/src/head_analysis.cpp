@@ -85,7 +85,11 @@ std::vector<Tensor> attention_maps(nn::CausalLM& model, const std::vector<int64_
   model.logits(batch_of({ids}));
   std::vector<Tensor> maps;
   for (const Tensor& w : model.attention_weights()) {
-    maps.push_back(reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32));  // (H,T,T)
+    Tensor map = reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32);  // (H,T,T)
+    // A layer with pruned heads: its slots past the heads it has left attend nowhere.
+    const int64_t missing = model.shape().n_head - map.size(0);
+    if (missing > 0) map = concat({map, Tensor::zeros({missing, map.size(1), map.size(2)})}, 0);
+    maps.push_back(map);
   }
   return maps;
 }

@@ -3,15 +3,12 @@
 #include <algorithm>
 
 #include "line_chart.hpp"
-#include "plot_style.hpp"
-#include "plot_text.hpp"
 
 namespace tinygpt::plot {
 namespace {
 
 constexpr int kWidth = 960;
 constexpr int kHeight = 960;
-constexpr int kTextScale = 2;
 
 }  // namespace
 
@@ -37,30 +34,7 @@ void save_formation_plot(const std::string& path, const std::vector<LossPoint>& 
   ChartAxes score_axes = axes_for(score_series, "step", "score", &unit);
   // Scores rise and the copy ratio falls late in training: the top-left is where lines are not.
   score_axes.legend_left = true;
-  // One step axis for both: the union of their data's.
-  std::vector<ChartSeries> all = losses;
-  all.insert(all.end(), score_series.begin(), score_series.end());
-  const ChartAxes shared = axes_for(all, "step", "");
-  for (ChartAxes* a : {&loss_axes, &score_axes}) {
-    a->x = shared.x;
-    a->x_ticks = shared.x_ticks;
-  }
-  const int label_width =
-      std::max(y_label_width(loss_axes.y_ticks), y_label_width(score_axes.y_ticks));
-
-  const int top = style::kMargin + text_line_height(kTextScale) + 2 * style::kGap;  // title
-  const int panel = (kHeight - style::kMargin - top - style::kGap) / 2;
-  Canvas canvas(kWidth, kHeight, style::kBackground);
-  const PixelRect plot = draw_line_chart(
-      canvas, {style::kMargin, top, kWidth - 2 * style::kMargin, panel}, losses, loss_axes,
-      label_width);
-  draw_line_chart(canvas,
-                  {style::kMargin, top + panel + style::kGap, kWidth - 2 * style::kMargin, panel},
-                  score_series, score_axes, label_width);
-  const FittedText heading = fit_text(title, kWidth - 2 * style::kMargin, kTextScale);
-  draw_text_centered(canvas, plot.x + plot.width / 2, style::kMargin, heading.text, style::kInk,
-                     heading.scale);
-  canvas.save_png(path);
+  save_two_charts(path, kWidth, kHeight, losses, loss_axes, score_series, score_axes, "step", title);
 }
 
 }  // namespace tinygpt::plot

@@ -217,4 +217,30 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
   return {area.x, area.y, area.width, area.height};
 }
 
+void save_two_charts(const std::string& path, int width, int height,
+                     const std::vector<ChartSeries>& upper, ChartAxes upper_axes,
+                     const std::vector<ChartSeries>& lower, ChartAxes lower_axes,
+                     const std::string& x_name, const std::string& title) {
+  constexpr int kTextScale = 2;
+  std::vector<ChartSeries> all = upper;
+  all.insert(all.end(), lower.begin(), lower.end());
+  const ChartAxes shared = axes_for(all, x_name, "");
+  for (ChartAxes* a : {&upper_axes, &lower_axes}) {
+    a->x = shared.x;
+    a->x_ticks = shared.x_ticks;
+  }
+  const int label_width = std::max(y_label_width(upper_axes.y_ticks), y_label_width(lower_axes.y_ticks));
+  const int top = style::kMargin + text_line_height(kTextScale) + 2 * style::kGap;  // title
+  const int panel = (height - style::kMargin - top - style::kGap) / 2;
+  Canvas canvas(width, height, style::kBackground);
+  const PixelRect plot = draw_line_chart(canvas, {style::kMargin, top, width - 2 * style::kMargin, panel},
+                                         upper, upper_axes, label_width);
+  draw_line_chart(canvas, {style::kMargin, top + panel + style::kGap, width - 2 * style::kMargin, panel},
+                  lower, lower_axes, label_width);
+  const FittedText heading = fit_text(title, width - 2 * style::kMargin, kTextScale);
+  draw_text_centered(canvas, plot.x + plot.width / 2, style::kMargin, heading.text, style::kInk,
+                     heading.scale);
+  canvas.save_png(path);
+}
+
 }  // namespace tinygpt::plot

@@ -44,4 +44,11 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
                           const std::vector<ChartSeries>& series, const ChartAxes& axes,
                           int label_width);
 
+// Two charts one above the other in a width x height PNG at `path`, `title` above: both take the
+// x range and ticks spanning all their series (named `x_name`), and their plots line up.
+void save_two_charts(const std::string& path, int width, int height,
+                     const std::vector<ChartSeries>& upper, ChartAxes upper_axes,
+                     const std::vector<ChartSeries>& lower, ChartAxes lower_axes,
+                     const std::string& x_name, const std::string& title);
+
 }  // namespace tinygpt::plot

@@ -78,7 +78,12 @@ struct AttentionOptions {
   double rope_theta = 10000.0;
   AttentionPattern pattern{};  // which earlier keys a query sees (causal attention only)
 
+  // Each head's width; 0 means d_model / n_heads. A layer with pruned heads keeps the width
+  // of the heads it has left: its q, k, v and c_proj's input are n_heads x head_dim wide.
+  int64_t head_dim = 0;
+
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int64_t head_width() const { return head_dim > 0 ? head_dim : d_model / n_heads; }
 };
 
 // Fused QKV projection (c_attn, (C, C + 2 kv_heads d): queries, then keys, then values), heads

@@ -7,6 +7,7 @@
 //   transformer.h.{i}.mlp.c_fc.{weight (C,4C), bias}     transformer.h.{i}.mlp.c_proj.{weight (4C,C), bias}
 //   transformer.ln_f.{weight,bias}       lm_head.weight (V,C), only when not tied to wte
 // (KV = n_kv_head x head width: C with multi-head attention, where c_attn is GPT-2's (C,3C).)
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -34,14 +35,23 @@ struct GPTConfig {
   int64_t n_kv_head = 0;        // key/value heads (grouped-query); 0 means n_head, 1 multi-query
   AttentionPattern attention{};  // which earlier keys each query sees: full, or a sliding window
 
+  // Heads removed for good, by layer, in their original numbering (GPT-2's config.pruned_heads):
+  // such a layer has fewer heads of the same width, and smaller c_attn and c_proj.
+  std::map<int64_t, std::vector<int64_t>> pruned_heads;
+
   int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
+  int64_t layer_heads(int64_t layer) const;  // n_head less the layer's pruned heads
   void validate() const;  // ValueError naming the first bad field
+
+ private:
+  void validate_pruned_heads() const;
 };
 
 // Pre-LayerNorm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).
 class Block : public Module {
  public:
-  Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise);
+  Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator> noise,
+        int64_t layer = 0);  // the layer decides how many heads are left after pruning
   Tensor forward(const Tensor& x, const std::vector<int64_t>& lengths = {},
                  KVCache* cache = nullptr);
   // The block's hook points (hooks.hpp), or null; owned by the GPT.

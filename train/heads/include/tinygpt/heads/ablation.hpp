@@ -25,6 +25,10 @@ struct HeadRef {
 // (n_layer, n_head) or repeated.
 std::vector<HeadRef> parse_head_list(const std::string& list, int64_t n_layer, int64_t n_head);
 std::string head_list_str(const std::vector<HeadRef>& heads);  // "0.1,1.7"
+// (1,H,1,1) of `dtype` to multiply blocks.{layer}.attn.z by: 0 for the heads of `heads` in
+// `layer`, 1 for the others; undefined when none of them is in that layer. A head from n_head on
+// (a slot a pruned layer no longer has) is ignored: there is nothing left to remove.
+Tensor head_keep_mask(int64_t n_head, int64_t layer, const std::vector<HeadRef>& heads, DType dtype);
 
 struct AblationResult {
   std::vector<HeadRef> removed;  // empty for the intact model

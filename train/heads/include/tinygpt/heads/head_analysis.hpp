@@ -39,7 +39,8 @@ struct HeadReport {
 
 HeadReport analyze_heads(nn::CausalLM& model, const HeadProbes& probes);
 
-// The attention maps (one (H,T,T) tensor per layer) of the model reading `ids`.
+// The attention maps (one (H,T,T) tensor per layer) of the model reading `ids`; a layer with
+// pruned heads has all-zero maps in its slots from the heads it has left on.
 std::vector<Tensor> attention_maps(nn::CausalLM& model, const std::vector<int64_t>& ids);
 
 }  // namespace tinygpt::heads
