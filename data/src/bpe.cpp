@@ -49,41 +49,41 @@ std::vector<std::string_view> chunks_of(std::string_view text, size_t threads) {
   return chunks;
 }
 
-std::string out_of_range(const char* where, int64_t id, int64_t size) {
-  return fmt::format("{}: id {} is out of range [0, {})", where, id, size);
+std::string out_of_range(int64_t id, int64_t size) {
+  return fmt::format("id {} is out of range [0, {})", id, size);
 }
 
 }  // namespace
 
 BpeTokenizer::BpeTokenizer(std::vector<std::string> tokens, std::vector<BpeMerge> merges, std::vector<AddedToken> added)
     : tokens_(std::move(tokens)), merges_(std::move(merges)), added_(std::move(added)) {
-  if (tokens_.size() >= (size_t{1} << 31)) throw ValueError("BpeTokenizer: more than 2^31 tokens");
+  if (tokens_.size() >= (size_t{1} << 31)) throw ValueError(Operation("BpeTokenizer"), "more than 2^31 tokens");
   std::unordered_map<std::string_view, int64_t> ids;
   for (size_t id = 0; id < tokens_.size(); ++id) ids.emplace(tokens_[id], static_cast<int64_t>(id));
   for (int b = 0; b < 256; ++b) {
     const auto it = ids.find(std::string(1, static_cast<char>(b)));
     if (it == ids.end()) {
-      throw ValueError(fmt::format("BpeTokenizer: byte 0x{:02X} ('{}') is not a token, so not every text "
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("byte 0x{:02X} ('{}') is not a token, so not every text "
                                    "encodes", b, byte_level_chars()[b]));
     }
     byte_ids_[b] = static_cast<int32_t>(it->second);
   }
   for (const AddedToken& token : added_) {
     if (token.id < 0 || token.id >= vocab_size()) {
-      throw ValueError("BpeTokenizer: added token \"" + excerpt(token.content) + "\": " +
-                       out_of_range("id", token.id, vocab_size()));
+      throw ValueError(Operation("BpeTokenizer"), "added token \"" + excerpt(token.content) +
+                                                     "\": " + out_of_range(token.id, vocab_size()));
     }
   }
   for (size_t rank = 0; rank < merges_.size(); ++rank) {
     const BpeMerge& m = merges_[rank];
     if (m.left < 0 || m.left >= vocab_size() || m.right < 0 || m.right >= vocab_size()) {
-      throw ValueError(fmt::format("BpeTokenizer: merge {} ({}, {}) names an id outside [0, {})", rank,
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("merge {} ({}, {}) names an id outside [0, {})", rank,
                                    m.left, m.right, vocab_size()));
     }
     const std::string joined = tokens_[m.left] + tokens_[m.right];
     const auto it = ids.find(joined);
     if (it == ids.end()) {
-      throw ValueError(fmt::format("BpeTokenizer: merge {} \"{} {}\" makes \"{}\", which is not a token", rank,
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("merge {} \"{} {}\" makes \"{}\", which is not a token", rank,
                                    byte_level_text(tokens_[m.left]), byte_level_text(tokens_[m.right]),
                                    excerpt(byte_level_text(joined))));
     }
@@ -175,7 +175,7 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
   std::string bytes;
   for (size_t pos = 0; pos < ids.size(); ++pos) {
     if (ids[pos] < 0 || ids[pos] >= vocab_size()) {
-      throw IndexError(out_of_range("BpeTokenizer::decode", ids[pos], vocab_size()) +
+      throw IndexError(Operation("BpeTokenizer::decode"), out_of_range(ids[pos], vocab_size()) +
                        fmt::format(" at position {}", pos));
     }
     bytes += tokens_[static_cast<size_t>(ids[pos])];
@@ -184,7 +184,7 @@ std::string BpeTokenizer::decode(const std::vector<int64_t>& ids) const {
 }
 
 std::string BpeTokenizer::token(int64_t id) const {
-  if (id < 0 || id >= vocab_size()) throw IndexError(out_of_range("BpeTokenizer::token", id, vocab_size()));
+  if (id < 0 || id >= vocab_size()) throw IndexError(Operation("BpeTokenizer::token"), out_of_range(id, vocab_size()));
   return tokens_[static_cast<size_t>(id)];
 }
 

@@ -20,7 +20,7 @@ json parse_json(std::string_view text, const char* what) {
   try {
     return json::parse(text.begin(), text.end());
   } catch (const json::exception& e) {
-    throw ValueError(fmt::format("BpeTokenizer: {} is not valid JSON ({})", what, e.what()));
+    throw ValueError(Operation("BpeTokenizer"), fmt::format("{} is not valid JSON ({})", what, e.what()));
   }
 }
 
@@ -31,7 +31,7 @@ struct Vocabulary {
   std::unordered_map<std::string, int64_t> ids;  // by the token as written
 };
 Vocabulary read_vocabulary(const json& vocab, const std::vector<AddedToken>& added, const char* what) {
-  if (!vocab.is_object() || vocab.empty()) throw ValueError(fmt::format("BpeTokenizer: {} must be a non-empty object {{token: id}}", what));
+  if (!vocab.is_object() || vocab.empty()) throw ValueError(Operation("BpeTokenizer"), fmt::format("{} must be a non-empty object {{token: id}}", what));
   size_t size = vocab.size();
   for (const AddedToken& token : added) size = std::max(size, static_cast<size_t>(token.id) + 1);
   std::unordered_map<int64_t, const std::string*> added_content;
@@ -42,7 +42,7 @@ Vocabulary read_vocabulary(const json& vocab, const std::vector<AddedToken>& add
   for (const auto& item : vocab.items()) {
     const json& id = item.value();
     if (!id.is_number_unsigned() || id.get<uint64_t>() >= size || seen[id.get<size_t>()]) {
-      throw ValueError(fmt::format("BpeTokenizer: {} key \"{}\": id {} is not one of 0..{} used once", what,
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("{} key \"{}\": id {} is not one of 0..{} used once", what,
                                    excerpt(item.key()), id.dump(), size - 1));
     }
     seen[id.get<size_t>()] = true;
@@ -56,7 +56,7 @@ Vocabulary read_vocabulary(const json& vocab, const std::vector<AddedToken>& add
     seen[token.id] = true;
   }
   for (size_t id = 0; id < size; ++id) {
-    if (!seen[id]) throw ValueError(fmt::format("BpeTokenizer: {} has no token with id {}", what, id));
+    if (!seen[id]) throw ValueError(Operation("BpeTokenizer"), fmt::format("{} has no token with id {}", what, id));
   }
   return out;
 }
@@ -64,7 +64,7 @@ Vocabulary read_vocabulary(const json& vocab, const std::vector<AddedToken>& add
 BpeMerge merge_of(const Vocabulary& vocab, const std::string& left, const std::string& right, const std::string& where) {
   const auto l = vocab.ids.find(left), r = vocab.ids.find(right);
   if (l == vocab.ids.end() || r == vocab.ids.end()) {
-    throw ValueError(fmt::format("BpeTokenizer: {} \"{} {}\": \"{}\" is not in the vocabulary", where, excerpt(left),
+    throw ValueError(Operation("BpeTokenizer"), fmt::format("{} \"{} {}\": \"{}\" is not in the vocabulary", where, excerpt(left),
                                  excerpt(right), excerpt(l == vocab.ids.end() ? left : right)));
   }
   return {l->second, r->second};
@@ -79,7 +79,7 @@ BpeMerge hugging_face_merge(const Vocabulary& vocab, const json& entry, size_t r
   const std::string text = entry.is_string() ? entry.get<std::string>() : "";
   const size_t space = text.find(' ');
   if (space == std::string::npos || text.find(' ', space + 1) != std::string::npos) {
-    throw ValueError(fmt::format("BpeTokenizer: {} is {}, expected \"left right\" or [\"left\", \"right\"]", where,
+    throw ValueError(Operation("BpeTokenizer"), fmt::format("{} is {}, expected \"left right\" or [\"left\", \"right\"]", where,
                                  excerpt(entry.dump())));
   }
   return merge_of(vocab, text.substr(0, space), text.substr(space + 1), where);
@@ -92,7 +92,7 @@ std::vector<AddedToken> hugging_face_added_tokens(const json& root) {
     const json& token = list[i];
     if (!token.is_object() || !token.value("id", json()).is_number_unsigned() ||
         !token.value("content", json()).is_string() || token["id"].get<uint64_t>() >= (uint64_t{1} << 31)) {
-      throw ValueError(fmt::format("BpeTokenizer: added_tokens[{}] needs an \"id\" and a \"content\"", i));
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("added_tokens[{}] needs an \"id\" and a \"content\"", i));
     }
     added.push_back({token["id"].get<int64_t>(), token["content"].get<std::string>()});
   }
@@ -103,7 +103,7 @@ std::vector<AddedToken> hugging_face_added_tokens(const json& root) {
 // anything else is refused by its key.
 void check_byte_level_setup(const json& root) {
   const auto refuse = [](const std::string& key, const json& value, const char* wanted) {
-    throw ValueError(fmt::format("BpeTokenizer: {} is {}; byte-level BPE as GPT-2 encodes needs {}", key,
+    throw ValueError(Operation("BpeTokenizer"), fmt::format("{} is {}; byte-level BPE as GPT-2 encodes needs {}", key,
                                  excerpt(value.dump()), wanted));
   };
   for (const char* key : {"normalizer", "truncation", "padding"}) {
@@ -146,7 +146,7 @@ BpeTokenizer BpeTokenizer::from_vocab_and_merges(std::string_view vocab_json, st
     if (line.empty() || (line_number == 1 && line.rfind("#version", 0) == 0)) continue;
     const size_t space = line.find(' ');
     if (space == std::string::npos || line.find(' ', space + 1) != std::string::npos) {
-      throw ValueError(fmt::format("BpeTokenizer: merges.txt line {} is \"{}\", expected \"left right\"", line_number,
+      throw ValueError(Operation("BpeTokenizer"), fmt::format("merges.txt line {} is \"{}\", expected \"left right\"", line_number,
                                    excerpt(line)));
     }
     merges.push_back(merge_of(vocab, line.substr(0, space), line.substr(space + 1),
@@ -157,13 +157,13 @@ BpeTokenizer BpeTokenizer::from_vocab_and_merges(std::string_view vocab_json, st
 
 BpeTokenizer BpeTokenizer::from_json(std::string_view json_text) {
   const json root = parse_json(json_text, "tokenizer.json");
-  if (!root.is_object()) throw ValueError("BpeTokenizer: tokenizer.json must be a JSON object");
+  if (!root.is_object()) throw ValueError(Operation("BpeTokenizer"), "tokenizer.json must be a JSON object");
   check_byte_level_setup(root);
   std::vector<AddedToken> added = hugging_face_added_tokens(root);
   const json& model = root["model"];
   const Vocabulary vocab = read_vocabulary(model.value("vocab", json()), added, "model.vocab");
   const json merge_list = model.value("merges", json::array());
-  if (!merge_list.is_array()) throw ValueError("BpeTokenizer: model.merges must be a list");
+  if (!merge_list.is_array()) throw ValueError(Operation("BpeTokenizer"), "model.merges must be a list");
   std::vector<BpeMerge> merges;
   merges.reserve(merge_list.size());
   for (size_t rank = 0; rank < merge_list.size(); ++rank) merges.push_back(hugging_face_merge(vocab, merge_list[rank], rank));

@@ -117,7 +117,7 @@ class PairCounts {
 
 BpeTokenizer train_bpe(std::string_view text, int64_t vocab_size) {
   if (vocab_size < 256 || vocab_size >= (int64_t{1} << 31)) {
-    throw ValueError(fmt::format("train_bpe: vocab_size {} must be in [256, 2^31): the 256 bytes come first",
+    throw ValueError(Operation("train_bpe"), fmt::format("vocab_size {} must be in [256, 2^31): the 256 bytes come first",
                                  vocab_size));
   }
   std::vector<std::string> tokens;

@@ -64,7 +64,7 @@ const pcre2_code* gpt2_pattern() {
     pcre2_code* compiled = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kGpt2Pattern), PCRE2_ZERO_TERMINATED,
                                          PCRE2_UTF | PCRE2_MATCH_INVALID_UTF, &error, &offset, nullptr);
     if (compiled == nullptr) {
-      throw Error(fmt::format("gpt2_pre_tokens: PCRE2 refuses the pattern at {}: {}", offset, pcre2_message(error)));
+      throw Error(Operation("gpt2_pre_tokens"), fmt::format("PCRE2 refuses the pattern at {}: {}", offset, pcre2_message(error)));
     }
     pcre2_jit_compile(compiled, PCRE2_JIT_COMPLETE);  // without a JIT, the interpreter matches the same
     return std::unique_ptr<pcre2_code, CodeDeleter>(compiled);
@@ -110,7 +110,7 @@ std::vector<std::string_view> gpt2_pre_tokens(std::string_view text) {
   while (at < text.size()) {
     const int rc = pcre2_match(code, subject, text.size(), at, 0, match.get(), nullptr);
     if (rc == PCRE2_ERROR_NOMATCH) break;
-    if (rc < 0) throw Error(fmt::format("gpt2_pre_tokens: PCRE2 failed at byte {}: {}", at, pcre2_message(rc)));
+    if (rc < 0) throw Error(Operation("gpt2_pre_tokens"), fmt::format("PCRE2 failed at byte {}: {}", at, pcre2_message(rc)));
     const PCRE2_SIZE* span = pcre2_get_ovector_pointer(match.get());
     if (span[0] > at) pieces.push_back(text.substr(at, span[0] - at));  // bytes that are not UTF-8
     pieces.push_back(text.substr(span[0], span[1] - span[0]));

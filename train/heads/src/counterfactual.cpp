@@ -142,7 +142,7 @@ std::vector<HeadCounterfactual> attention_counterfactuals(nn::GPT& model,
                                                           const std::vector<std::vector<int64_t>>& windows,
                                                           const CounterfactualOptions& options) {
   if (!(options.epsilon > 0.0 && options.epsilon <= 1.0) || windows.empty() || options.steps < 0) {
-    throw ValueError(fmt::format("attention_counterfactuals: needs epsilon in (0, 1], steps >= 0 "
+    throw ValueError(Operation("attention_counterfactuals"), fmt::format("needs epsilon in (0, 1], steps >= 0 "
                                  "and a window; got epsilon {}, steps {}, {} windows",
                                  options.epsilon, options.steps, windows.size()));
   }

@@ -9,7 +9,7 @@ namespace tinygpt::heads {
 Tensor gated_loss(nn::GPT& model, const std::vector<Tensor>& gates, const std::vector<int64_t>& window) {
   const nn::GPTConfig& config = model.config();
   if (static_cast<int64_t>(gates.size()) != config.n_layer || window.size() < 2) {
-    throw ValueError(fmt::format("gated_loss: needs one gate per layer ({}) and a window of at "
+    throw ValueError(Operation("gated_loss"), fmt::format("needs one gate per layer ({}) and a window of at "
                                  "least 2 tokens, got {} gates and {} tokens",
                                  config.n_layer, gates.size(), window.size()));
   }
@@ -26,7 +26,7 @@ Tensor gated_loss(nn::GPT& model, const std::vector<Tensor>& gates, const std::v
 
 std::vector<HeadImportance> head_importance(nn::GPT& model,
                                             const std::vector<std::vector<int64_t>>& windows) {
-  if (windows.empty()) throw ValueError("head_importance: needs at least one evaluation window");
+  if (windows.empty()) throw ValueError(Operation("head_importance"), "needs at least one evaluation window");
   const nn::GPTConfig& config = model.config();
   const DType dtype = model.parameters().front().dtype();
   const auto layers = static_cast<size_t>(config.n_layer), heads = static_cast<size_t>(config.n_head);

@@ -34,7 +34,7 @@ class PatchExperiment {
     period_ = probe_period(model.config().block_size, probes);
     clean_rows_ = repeated_sequences(probes, period_);
     if (clean_rows_.size() < 2) {
-      throw ValueError("patch_heads: the corrupted run borrows another sequence's first copy, so "
+      throw ValueError(Operation("patch_heads"), "the corrupted run borrows another sequence's first copy, so "
                        "it needs at least 2 repeated sequences");
     }
     std::vector<std::vector<int64_t>> corrupted = clean_rows_;

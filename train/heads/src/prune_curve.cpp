@@ -35,7 +35,7 @@ PruneCurve measure(HeadAblation& ablation, const std::string& name, const std::v
 std::vector<PruneCurve> prune_curves(HeadAblation& ablation, const std::vector<HeadImportance>& importance,
                                      const std::vector<AblationResult>& each, uint64_t seed) {
   if (ablation.mode() != AblationMode::zero || importance.size() != each.size()) {
-    throw ValueError(fmt::format("prune_curves: needs zero ablation and one importance per ablated "
+    throw ValueError(Operation("prune_curves"), fmt::format("needs zero ablation and one importance per ablated "
                                  "head, got {} ablation, {} importances for {} heads",
                                  ablation_mode_name(ablation.mode()), importance.size(), each.size()));
   }

@@ -30,7 +30,7 @@ Tensor pruned_qkv(const Tensor& w, int64_t axis, int64_t c, int64_t d, const std
 std::unique_ptr<nn::GPT> prune_heads(const nn::GPT& model, const std::vector<HeadRef>& heads) {
   nn::GPTConfig config = model.config();
   if (!config.pruned_heads.empty()) {
-    throw ValueError("prune_heads: the model already has pruned heads; prune the original with "
+    throw ValueError(Operation("prune_heads"), "the model already has pruned heads; prune the original with "
                      "every head to remove at once");
   }
   for (const HeadRef& h : heads) config.pruned_heads[h.layer].push_back(h.head);
