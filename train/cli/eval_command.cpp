@@ -52,8 +52,8 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
     longest = std::max({longest, static_cast<int64_t>(pairs.source(split, i).size()),
                         static_cast<int64_t>(pairs.target(split, i).size()) + 1});
   }
-  // A batch the machine cannot hold is refused before its first pass (a large --batch used to
-  // grow until the out-of-memory killer stepped in).
+  // A batch the machine cannot hold is refused before its first pass, naming --batch, rather than
+  // growing until the out-of-memory killer ends the process with no message.
   check_memory_in_flag_terms(train::estimate_eval_memory(model.config(), std::min(f.batch, n), longest),
                              "--batch");
   double total = 0.0;

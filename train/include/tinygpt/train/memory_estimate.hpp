@@ -1,7 +1,7 @@
 #pragma once
 // What a training run will need in memory, estimated before anything is allocated, and the
-// check that refuses a run the machine cannot hold (an absurd shape used to meet std::bad_alloc
-// or the OOM killer minutes later, naming no setting).
+// check that refuses a run the machine cannot hold (an absurd shape would otherwise meet
+// std::bad_alloc or the OOM killer minutes later, naming no setting).
 //
 //   model bytes       = 4 x parameters x copies; copies: weights + gradients + AdamW m and v (4),
 //                       or weights + gradients (+ momentum) for SGD (2 or 3)
@@ -9,11 +9,11 @@
 // for one micro-batch of B rows of T tokens, L layers of width C and H heads, vocabulary V.
 // kActivationWidths = 20 vectors of width C per token and layer are what the forward keeps for
 // the backward (layer norms, packed q/k/v, the heads' output, the projections, the MLP's 4C
-// twice, residuals) plus the gradients alive at the backward's peak: bench's allocator peak
-// measured 16 C (4 layers, C 256 and 512, T 64 to 512; docs in README "What the CLI
-// guarantees"). The fused causal attention holds nothing of size T x T, so a = 0; with dropout
-// the attention takes the unfused path that keeps its scores, probabilities, dropped
-// probabilities and a gradient, a = 4. The 3 V are the logits, their softmax and gradient.
+// twice, residuals) plus the gradients alive at the backward's peak, with a margin over bench's
+// allocator peak (docs/RUNS.md holds the comparison). The fused causal attention holds nothing
+// of size T x T, so a = 0; with dropout the attention takes the unfused path that keeps its
+// scores, probabilities, dropped probabilities and a gradient, a = 4. The 3 V are the logits,
+// their softmax and gradient.
 // It is meant to be roughly right, so that only a run far beyond the machine is refused.
 //
 // An encoder-decoder's micro-batch of B pairs, source and target each up to P positions
