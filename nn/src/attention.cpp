@@ -38,11 +38,11 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
                                              const Tensor& mask, double dropout_p, bool training,
                                              Generator* gen, bool alibi, const Hook& edit_weights,
                                              const std::vector<int64_t>& key_positions,
-                                             int64_t first_query) {
+                                             int64_t first_query, AlibiForm alibi_form) {
   check_qkv(q, k, v, "scaled_dot_product_attention");
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
-  if (alibi) scores = alibi_bias(scores, key_positions, first_query);
+  if (alibi) scores = alibi_bias(scores, key_positions, first_query, alibi_form);
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }

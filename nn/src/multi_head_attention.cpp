@@ -44,6 +44,12 @@ Tensor MultiHeadAttention::split_heads(const Tensor& x, int64_t n) const {
   return permute(reshape(x, {x.size(0), x.size(1), n, d}), {0, 2, 1, 3});
 }
 
+Tensor MultiHeadAttention::rotated(const Tensor& x) const {
+  if (options_.position != PositionEmbedding::rope) return x;
+  const int64_t d = options_.d_model / options_.n_heads;
+  return rotary_embedding(x, d, x.size(2), 0, options_.rope_theta);
+}
+
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, const Attend& how) {
   const int64_t c = options_.d_model, h = options_.n_heads, kvh = options_.kv_heads();
   const bool reuse_memory = how.cache != nullptr && !how.causal && how.cache->k.defined();
@@ -68,7 +74,14 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   if (how.cache != nullptr && (how.cache->ring > 0 || how.cache->recurrent)) {
     throw ValueError(Operation("MultiHeadAttention"), "takes a cache that keeps every position");
   }
-  const Tensor q = split_heads(q_proj->forward(query), h);  // (B,H,Tq,d)
+  const bool rope = options_.position == PositionEmbedding::rope;
+  const bool alibi = options_.position == PositionEmbedding::alibi;
+  if ((rope || alibi) && how.cache != nullptr) {
+    throw ValueError(Operation("MultiHeadAttention"),
+                     fmt::format("{} positions run without a cache",
+                                 position_embedding_name(options_.position)));
+  }
+  const Tensor q = split_heads(rotated(q_proj->forward(query)), h);  // (B,H,Tq,d)
   Tensor k, v;                                              // (B,Hkv,Tk,d)
   std::vector<int64_t> key_positions;
   int64_t first_query = 0;
@@ -78,10 +91,11 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   } else {
     // The key bias adds q.b_k to every score of a query's row, which softmax ignores: its exact
     // gradient is zero, and the rounding noise in its place would make AdamW walk it at random
-    // (MultiHeadSelfAttention::forward says more). It enters detached, its gradient the exact 0.
+    // (MultiHeadSelfAttention::forward says more). It enters detached, its gradient the exact 0,
+    // unless RoPE turns each key by its position, which makes q.b_k differ along the row.
     Tensor keys = matmul(memory, k_proj->weight, false, true);  // (B,Tk,KV)
-    if (k_proj->bias.defined()) keys = keys + k_proj->bias.detach();
-    k = split_heads(keys, kvh);
+    if (k_proj->bias.defined()) keys = keys + (rope ? k_proj->bias : k_proj->bias.detach());
+    k = split_heads(rotated(keys), kvh);
     v = split_heads(v_proj->forward(memory), kvh);
     if (how.cache != nullptr && how.causal) {
       first_query = how.cache->seen;
@@ -107,7 +121,8 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   }
   auto [y, weights] = scaled_dot_product_attention(
       q, repeat_heads(k, h / kvh), repeat_heads(v, h / kvh), mask, options_.dropout,
-      is_training(), noise_.get());  // (B,H,Tq,d), (B,H,Tq,Tk)
+      is_training(), noise_.get(), alibi, {}, {}, 0,
+      how.causal ? AlibiForm::causal : AlibiForm::symmetric);  // (B,H,Tq,d), (B,H,Tq,Tk)
   last_weights_ = keep_weights_ ? weights.detach() : Tensor();
   if (!head_mask_.empty()) y = y * Tensor::from(head_mask_, {1, h, 1, 1}, y.dtype());
   // (B,H,Tq,d) -> (B,Tq,H,d) -> (B,Tq,C)

@@ -132,3 +132,15 @@ TEST_CASE("gradcheck a composite of unary and binary ops", "[gradcheck][ops]") {
       },
       {leaf({3, 4}, 18), leaf({4}, 19)});
 }
+
+TEST_CASE("gelu_erf is x Phi(x), BERT's exact GELU", "[ops][gelu]") {
+  const Tensor y = gelu_erf(Tensor::from({-2.0, 0.0, 1.0, 3.0}, {4}, DType::f64));
+  // x Phi(x), Phi(x) = (1 + erf(x / sqrt 2)) / 2 from Python's math.erf
+  const std::vector<double> want{-0.04550026389635842, 0.0, 0.8413447460685429, 2.99595030590511};
+  for (size_t i = 0; i < want.size(); ++i) CHECK(y.to_vector()[i] == Approx(want[i]).epsilon(1e-14));
+}
+
+TEST_CASE("gradcheck gelu_erf", "[gradcheck][ops][gelu]") {
+  REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) { return gelu_erf(in[0]); },
+                    {leaf({3, 7}, 21, 2.0)});
+}

@@ -108,3 +108,23 @@ TEST_CASE("gradcheck fused attention with shared key/value heads and ALiBi",
     }
   }
 }
+
+TEST_CASE("symmetric alibi_bias adds -m |i - j|, later keys as far as earlier ones",
+          "[ops][alibi]") {
+  const Tensor out = alibi_bias(Tensor::zeros({1, 2, 3, 3}, DType::f64), {}, 0, AlibiForm::symmetric);
+  const double* s = out.data<double>();
+  const std::vector<double> m = alibi_slopes(2);
+  for (int64_t h = 0; h < 2; ++h) {
+    for (int64_t i = 0; i < 3; ++i) {
+      for (int64_t j = 0; j < 3; ++j) {
+        CHECK(s[(h * 3 + i) * 3 + j] == Approx(-m[static_cast<size_t>(h)] * std::abs(static_cast<double>(i - j))));
+      }
+    }
+  }
+}
+
+TEST_CASE("gradcheck symmetric alibi_bias", "[gradcheck][ops][alibi]") {
+  REQUIRE_GRADCHECK([](const std::vector<Tensor>& in) {
+    return alibi_bias(in[0], {}, 0, AlibiForm::symmetric);
+  }, {leaf({2, 2, 4, 4}, 3)});
+}

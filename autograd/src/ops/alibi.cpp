@@ -1,8 +1,10 @@
 // ALiBi (Press et al. 2022): attention with linear biases. Each head h adds -m_h (i - j) to the
 // score of query position i against key position j; there are no position weights. The bias is
-// a constant, so the gradient passes through unchanged. The fused causal kernel adds the same
+// a constant, so the gradient passes through unchanged. Bidirectional attention takes the
+// symmetric form -m_h |i - j|. The fused causal kernel adds the same
 // bias inside its score panels (ops/attention.cpp); this op is the general path's.
 #include <cmath>
+#include <cstdlib>
 
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
@@ -31,7 +33,7 @@ std::vector<double> alibi_slopes(int64_t n_heads) {
 }
 
 Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions,
-                  int64_t first_query) {
+                  int64_t first_query, AlibiForm form) {
   if (scores.ndim() != 4 || scores.size(2) > scores.size(3)) {
     throw ShapeError(fmt::format("alibi_bias: expects scores (B,H,Tq,Tk) with Tq <= Tk, got {}",
                                  scores.shape().str()));
@@ -55,7 +57,11 @@ Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_position
         for (int64_t i = 0; i < tq; ++i) {
           T* row = s + (bh * tq + i) * tk;
           const int64_t pos = key_positions.empty() ? tk - tq + i : first_query + i;
-          for (int64_t j = 0; j < tk; ++j) row[j] += m * static_cast<T>(position(j) - pos);
+          for (int64_t j = 0; j < tk; ++j) {
+            const int64_t offset = position(j) - pos;
+            const int64_t distance = form == AlibiForm::symmetric ? -std::abs(offset) : offset;
+            row[j] += m * static_cast<T>(distance);
+          }
         }
       }
     });

@@ -102,4 +102,21 @@ Tensor gelu(const Tensor& x) {
   });
 }
 
+// BERT's GELU, the exact x Phi(x) with Phi the normal CDF through erf (Hugging Face's "gelu").
+// d/dx = Phi(x) + x phi(x), phi the normal density.
+Tensor gelu_erf(const Tensor& x) {
+  Tensor out = unary_map(x, "gelu_erf", [](auto v) {
+    using T = decltype(v);
+    return static_cast<T>(0.5) * v * (T(1) + std::erf(v * static_cast<T>(M_SQRT1_2)));
+  });
+  return record("gelu_erf", out, {x}, [x = x.detach()](const Tensor& g) {
+    return Grads{grad_map(g, x, [](auto gv, auto v) {
+      using T = decltype(v);
+      const T cdf = static_cast<T>(0.5) * (T(1) + std::erf(v * static_cast<T>(M_SQRT1_2)));
+      const T density = std::exp(static_cast<T>(-0.5) * v * v) * static_cast<T>(0.5 * M_2_SQRTPI * M_SQRT1_2);
+      return gv * (cdf + v * density);
+    })};
+  });
+}
+
 }  // namespace tinygpt

@@ -3,6 +3,7 @@
 #include "tinygpt/autograd.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/nn/attention.hpp"
+#include "tinygpt/nn/bert.hpp"
 #include "tinygpt/nn/dropout.hpp"
 #include "tinygpt/nn/embedding.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"

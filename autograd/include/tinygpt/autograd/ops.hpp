@@ -45,6 +45,7 @@ Tensor sigmoid(const Tensor& x);
 Tensor relu(const Tensor& x);
 Tensor elu_plus_one(const Tensor& x);  // elu(x) + 1: x + 1 above 0, exp(x) below; always > 0
 Tensor gelu(const Tensor& x);  // tanh approximation, as GPT-2
+Tensor gelu_erf(const Tensor& x);  // the exact form x Phi(x), as BERT
 
 // ---- Reductions (ops/reduce.cpp) ----
 Tensor sum(const Tensor& x);  // all elements -> shape ()
@@ -135,9 +136,12 @@ std::vector<double> alibi_slopes(int64_t n_heads);
 // scores (B,H,Tq,Tk) + ALiBi's bias -m_h (i - j) for query position i and key position j, the
 // queries being the last Tq of the Tk keys (as with a KV cache). Or, given key_positions (Tk of
 // them: a cache's slots, whose order need not be their positions'), key k sits at
-// key_positions[k] and query q at first_query + q. The gradient passes through.
+// key_positions[k] and query q at first_query + q. The symmetric form, for bidirectional
+// attention, adds -m_h |i - j| instead, so a later key is as far as an earlier one. The gradient
+// passes through.
+enum class AlibiForm { causal, symmetric };
 Tensor alibi_bias(const Tensor& scores, const std::vector<int64_t>& key_positions = {},
-                  int64_t first_query = 0);
+                  int64_t first_query = 0, AlibiForm form = AlibiForm::causal);
 
 // ---- Lookup, loss, normalisation, dropout (ops/<name>.cpp: one file each) ----
 // weight (V, C), ids (...) of dtype i64 -> (..., C). Backward scatter-adds into weight rows.

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "tinygpt/autograd/attention_pattern.hpp"
+#include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/nn/dropout.hpp"
 #include "tinygpt/nn/hooks.hpp"
 #include "tinygpt/nn/kv_cache.hpp"
@@ -23,13 +24,15 @@ struct AttentionResult {
 // training with dropout_p > 0. `alibi` adds ALiBi's bias to the scores (alibi_bias in ops.hpp).
 // `edit_weights` (optional) replaces the weights before dropout and the product with v (the
 // attn.pattern hook point); `weights` is then its result. `key_positions` (optional, Tk) and
-// `first_query` place keys and queries for ALiBi's distances, as alibi_bias takes them.
+// `first_query` place keys and queries for ALiBi's distances, as alibi_bias takes them, in
+// `alibi_form` (symmetric for bidirectional attention).
 AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                              const Tensor& mask = {}, double dropout_p = 0.0,
                                              bool training = false, Generator* gen = nullptr,
                                              bool alibi = false, const Hook& edit_weights = {},
                                              const std::vector<int64_t>& key_positions = {},
-                                             int64_t first_query = 0);
+                                             int64_t first_query = 0,
+                                             AlibiForm alibi_form = AlibiForm::causal);
 
 // Linear attention's general path (Katharopoulos et al. 2020): weights phi(q_i).phi(k_j) /
 // sum_j' phi(q_i).phi(k_j') with phi = elu + 1, over the keys `mask` leaves (no 1/sqrt(d)), then

@@ -8,6 +8,7 @@
 
 #include "tinygpt/nn/kv_cache.hpp"
 #include "tinygpt/nn/linear.hpp"
+#include "tinygpt/nn/position.hpp"
 
 namespace tinygpt::nn {
 
@@ -17,6 +18,11 @@ struct MultiHeadAttentionOptions {
   int64_t n_kv_heads = 0;  // key/value heads, dividing n_heads (grouped-query); 0 means n_heads
   double dropout = 0.0;    // on the attention weights
   bool bias = true;
+  // rope rotates q and k, alibi biases the scores (its symmetric form unless causal); the other
+  // schemes act on the embeddings, outside attention. Positions run from 0 in query and memory:
+  // self-attention without a cache.
+  PositionEmbedding position = PositionEmbedding::learned;
+  double rope_theta = 10000.0;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
@@ -57,6 +63,8 @@ class MultiHeadAttention : public Module {
  private:
   // (B,T,n d) -> (B,n,T,d)
   Tensor split_heads(const Tensor& x, int64_t n) const;
+  // Projected queries or keys (B,T,n d) turned by RoPE at positions 0..T-1; x itself otherwise.
+  Tensor rotated(const Tensor& x) const;
 
   MultiHeadAttentionOptions options_;
   std::shared_ptr<Generator> noise_;
