@@ -105,7 +105,7 @@ TEST_CASE("a random bert-base-sized checkpoint in Hugging Face's layout loads, w
   config.vocab_size = tok.vocab_size();
   config.hidden_size = 768;
   config.num_attention_heads = 12;
-  config.num_hidden_layers = 2;
+  config.num_hidden_layers = 1;
   config.intermediate_size = 3072;
   config.max_position_embeddings = 512;
   nn::BertForMaskedLM reference(config, 4);
