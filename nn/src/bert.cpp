@@ -1,21 +1,20 @@
 #include "tinygpt/nn/bert.hpp"
 
 #include "tinygpt/autograd/ops.hpp"
+#include "setting_checks.hpp"
 
 namespace tinygpt::nn {
 
 void BertConfig::validate() const {
   const Operation op("BertConfig");
-  const auto positive = [&op](const char* name, int64_t v) {
-    if (v <= 0) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
-  };
-  positive("vocab_size", vocab_size);
-  positive("hidden_size", hidden_size);
-  positive("num_hidden_layers", num_hidden_layers);
-  positive("num_attention_heads", num_attention_heads);
-  positive("intermediate_size", intermediate_size);
-  positive("max_position_embeddings", max_position_embeddings);
-  positive("type_vocab_size", type_vocab_size);
+  for (const auto& [name, v] : {std::pair{"vocab_size", vocab_size}, std::pair{"hidden_size", hidden_size},
+                                std::pair{"num_hidden_layers", num_hidden_layers},
+                                std::pair{"num_attention_heads", num_attention_heads},
+                                std::pair{"intermediate_size", intermediate_size},
+                                std::pair{"max_position_embeddings", max_position_embeddings},
+                                std::pair{"type_vocab_size", type_vocab_size}}) {
+    require_positive(op, name, v);
+  }
   if (hidden_size % num_attention_heads != 0) {
     throw SettingError(op, {named("hidden_size", hidden_size), " is not divisible by ",
                             named("num_attention_heads", num_attention_heads)});
@@ -25,17 +24,11 @@ void BertConfig::validate() const {
                             named("num_attention_heads", num_attention_heads),
                             " gives an odd head width, which RoPE cannot pair"});
   }
-  for (const auto& [name, p] : {std::pair{"hidden_dropout_prob", hidden_dropout_prob},
-                                std::pair{"attention_probs_dropout_prob", attention_probs_dropout_prob}}) {
-    if (!(p >= 0.0 && p < 1.0)) {
-      throw SettingError(op, name, p, fmt::format("{} must be in [0, 1), got {}", name, p));
-    }
-  }
-  for (const auto& [name, v] : {std::pair{"layer_norm_eps", layer_norm_eps},
-                                std::pair{"initializer_range", initializer_range},
-                                std::pair{"rope_theta", rope_theta}}) {
-    if (!(v > 0.0)) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
-  }
+  require_dropout(op, "hidden_dropout_prob", hidden_dropout_prob);
+  require_dropout(op, "attention_probs_dropout_prob", attention_probs_dropout_prob);
+  require_positive(op, "layer_norm_eps", layer_norm_eps);
+  require_positive(op, "initializer_range", initializer_range);
+  require_positive(op, "rope_theta", rope_theta);
   if (pad_token_id < 0 || pad_token_id >= vocab_size) {
     throw SettingError(op, {named("pad_token_id", pad_token_id),
                             fmt::format(" is outside the vocabulary [0, {})", vocab_size)});

@@ -2,14 +2,13 @@
 
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
+#include "setting_checks.hpp"
 
 namespace tinygpt::nn {
 
 void EncoderDecoderConfig::validate() const {
   const Operation op("EncoderDecoderConfig");
-  const auto positive = [&op](const char* name, int64_t v) {
-    if (v <= 0) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
-  };
+  const auto positive = [&op](const char* name, int64_t v) { require_positive(op, name, v); };
   positive("vocab_size", vocab_size);
   positive("d_model", d_model);
   positive("encoder_layers", encoder_layers);
@@ -25,14 +24,9 @@ void EncoderDecoderConfig::validate() const {
       throw SettingError(op, {named("d_model", d_model), " is not divisible by ", named(name, heads)});
     }
   }
-  const auto positive_number = [&op](const char* name, double v) {
-    if (!(v > 0.0)) throw SettingError(op, name, v, fmt::format("{} must be positive, got {}", name, v));
-  };
-  if (!(dropout >= 0.0 && dropout < 1.0)) {
-    throw SettingError(op, "dropout", dropout, fmt::format("dropout must be in [0, 1), got {}", dropout));
-  }
-  positive_number("layer_norm_epsilon", layer_norm_epsilon);
-  positive_number("init_std", init_std);
+  require_dropout(op, "dropout", dropout);
+  require_positive(op, "layer_norm_epsilon", layer_norm_epsilon);
+  require_positive(op, "init_std", init_std);
   for (const auto& [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"bos_token_id", bos_token_id},
                                  std::pair{"eos_token_id", eos_token_id},
                                  std::pair{"decoder_start_token_id", decoder_start_token_id}}) {

@@ -1,0 +1,24 @@
+#pragma once
+// The checks the model configs' validate() share, each a SettingError naming the field.
+#include <fmt/format.h>
+
+#include "tinygpt/autograd/error.hpp"
+
+namespace tinygpt::nn {
+
+// A size or a number that must be above 0 (NaN is refused too).
+template <class T>
+void require_positive(const Operation& op, const char* name, T value) {
+  if (!(value > T(0))) {
+    throw SettingError(op, name, value, fmt::format("{} must be positive, got {}", name, value));
+  }
+}
+
+// A dropout probability, in [0, 1).
+inline void require_dropout(const Operation& op, const char* name, double p) {
+  if (!(p >= 0.0 && p < 1.0)) {
+    throw SettingError(op, name, p, fmt::format("{} must be in [0, 1), got {}", name, p));
+  }
+}
+
+}  // namespace tinygpt::nn
