@@ -114,6 +114,22 @@ std::vector<int64_t> MaskedLMTokenizer::frame(const std::vector<int64_t>& ids) {
   return framed;
 }
 
+Tensor MaskedLMTokenizer::frame(const Tensor& windows) {
+  if (windows.ndim() != 2 || windows.dtype() != DType::i64) {
+    throw ShapeError(Operation("MaskedLMTokenizer::frame"),
+                     fmt::format("expects windows (B,T) of i64, got {}", windows.shape().str()));
+  }
+  const int64_t rows = windows.size(0), cols = windows.size(1);
+  const int64_t* in = windows.data<int64_t>();
+  std::vector<int64_t> framed;
+  framed.reserve(static_cast<size_t>(rows * (cols + 2)));
+  for (int64_t r = 0; r < rows; ++r) {
+    const std::vector<int64_t> row = frame(std::vector<int64_t>(in + r * cols, in + (r + 1) * cols));
+    framed.insert(framed.end(), row.begin(), row.end());
+  }
+  return Tensor::from_ids(framed, {rows, cols + 2});
+}
+
 MaskedBatch mask_tokens(const Tensor& tokens, const Masking& masking, Generator& gen) {
   const Operation op("mask_tokens");
   if (!(masking.probability > 0.0 && masking.probability <= 1.0)) {

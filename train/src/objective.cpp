@@ -40,4 +40,22 @@ int64_t PairObjective::batch_tokens() const {
   return sources + predicted_tokens(0, batch_.targets.size(0));
 }
 
+void MaskedLMObjective::draw(data::Split split, int64_t rows, Generator& gen) {
+  const data::Batch windows = dataset_.sample_batch(split, rows, gen);
+  batch_ = data::mask_tokens(data::MaskedLMTokenizer::frame(windows.inputs), masking_, gen);
+}
+
+Tensor MaskedLMObjective::loss(int64_t first, int64_t count) {
+  if (first == 0 && count == batch_.inputs.size(0)) return model_.loss(batch_.inputs, {}, batch_.labels);
+  return model_.loss(narrow(batch_.inputs, 0, first, count), {}, narrow(batch_.labels, 0, first, count));
+}
+
+int64_t MaskedLMObjective::predicted_tokens(int64_t first, int64_t count) const {
+  const int64_t t = batch_.labels.size(1);
+  const int64_t* labels = batch_.labels.data<int64_t>() + first * t;
+  int64_t n = 0;
+  for (int64_t i = 0; i < count * t; ++i) n += labels[i] != nn::BertForMaskedLM::kIgnoreIndex;
+  return n;
+}
+
 }  // namespace tinygpt::train

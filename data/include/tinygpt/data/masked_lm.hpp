@@ -40,6 +40,8 @@ class MaskedLMTokenizer : public Tokenizer {
 
   // [CLS] ids [SEP]
   static std::vector<int64_t> frame(const std::vector<int64_t>& ids);
+  // Each row of windows (B,T) i64 framed: (B,T+2).
+  static Tensor frame(const Tensor& windows);
   const CharTokenizer& characters() const { return chars_; }
 
  private:

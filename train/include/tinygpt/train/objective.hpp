@@ -6,10 +6,14 @@
 //   LanguageModelObjective  any causal LM (the GPT, a model of your own) on a TextDataset:
 //                           next-token prediction on windows
 //   PairObjective           an EncoderDecoder on a PairDataset: targets given their sources
+//   MaskedLMObjective       a BertForMaskedLM on a TextDataset: windows framed [CLS] ... [SEP],
+//                           the masked positions predicted
 // A user's own model trains by the same loop once it says how to draw and score its batches.
 #include <cstdint>
 
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/masked_lm.hpp"
+#include "tinygpt/nn/bert.hpp"
 #include "tinygpt/data/pairs.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/causal_lm.hpp"
@@ -67,6 +71,29 @@ class PairObjective : public Objective {
   nn::EncoderDecoder& model_;
   const data::PairDataset& dataset_;
   data::PairBatch batch_;
+};
+
+// The dataset's windows (block_size characters) framed [CLS] ... [SEP] and masked as `masking`
+// says, from the same generator right after the window starts: a resumed run masks as the
+// uninterrupted one did. The loss is on the chosen positions only.
+class MaskedLMObjective : public Objective {
+ public:
+  MaskedLMObjective(nn::BertForMaskedLM& model, const data::TextDataset& dataset,
+                    data::Masking masking)
+      : model_(model), dataset_(dataset), masking_(masking) {}
+  nn::Module& model() override { return model_; }
+  Generator& dropout_generator() override { return model_.dropout_generator(); }
+  void draw(data::Split split, int64_t rows, Generator& gen) override;
+  Tensor loss(int64_t first, int64_t count) override;
+  int64_t predicted_tokens(int64_t first, int64_t count) const override;
+  int64_t batch_tokens() const override { return batch_.inputs.numel(); }
+  bool has(data::Split split) const override { return dataset_.size(split) > dataset_.block_size(); }
+
+ private:
+  nn::BertForMaskedLM& model_;
+  const data::TextDataset& dataset_;
+  data::Masking masking_;
+  data::MaskedBatch batch_;
 };
 
 }  // namespace tinygpt::train
