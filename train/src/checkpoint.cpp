@@ -11,6 +11,7 @@
 #include "finite_values.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/data/bpe.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
@@ -97,9 +98,9 @@ TrainOptions options_from_json(const json& j, const std::string& source) {
   return o;
 }
 
-data::CharTokenizer tokenizer_from_json(const std::string& text, const std::string& source) {
+data::TokenizerPtr tokenizer_from_json(const std::string& text, const std::string& source) {
   try {
-    return data::CharTokenizer::from_json(text);
+    return data::tokenizer_from_json(text);
   } catch (const Error& e) {
     throw FormatError(source + ": ", e);
   }
@@ -239,7 +240,7 @@ void recover_checkpoint(const std::string& dir) {
 }
 
 void save_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
-                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer,
                      const RunState* run,
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
@@ -371,16 +372,16 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
     vocab_size = out.own_model->shape().vocab_size;
   }
   if (family != ModelFamily::gpt) {
-    if (out.tokenizer.vocab_size() != vocab_size) {
+    if (out.tokenizer->vocab_size() != vocab_size) {
       throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
-                                    tokenizer_path, out.tokenizer.vocab_size(), vocab_size));
+                                    tokenizer_path, out.tokenizer->vocab_size(), vocab_size));
     }
     return out;
   }
   out.config = config_from_json(config_text, config_path);
-  if (out.tokenizer.vocab_size() != out.config.vocab_size) {
+  if (out.tokenizer->vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
-                                  tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
+                                  tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
   const std::string weights_bytes = files.read("model.safetensors");
   out.weights_sha256 = io::sha256_hex(weights_bytes);
