@@ -277,7 +277,8 @@ std::string in_flag_terms(const Error& e) {
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
-      {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"}};
+      {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
+      {"tokenizer", "--tokenizer"}};
   return in_terms_of(e, kFlags);
 }
 

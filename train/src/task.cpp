@@ -233,9 +233,10 @@ data::TokenizerPtr chosen_tokenizer(const TokenizerChoice& choice, std::string_v
 void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& asked,
                           const std::string& dir) {
   if (data::same_tokenizer(kept, asked)) return;
-  throw SettingError(Operation(""), {named("tokenizer", fmt::format("of {} tokens", asked.vocab_size())),
-                                     fmt::format(" is not the one {} keeps ({} tokens); drop it to use "
-                                                 "the run's own", dir, kept.vocab_size())});
+  throw OptionError(std::vector<MessagePart>{
+      named("tokenizer", fmt::format("of {} tokens", asked.vocab_size())),
+      fmt::format(" is not the one {} keeps ({} tokens); drop it to use the run's own", dir,
+                  kept.vocab_size())});
 }
 
 std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,

@@ -173,8 +173,8 @@ struct TokenizerChoice {
 // family fits its own).
 data::TokenizerPtr chosen_tokenizer(const TokenizerChoice& choice, std::string_view text,
                                     double val_fraction);
-// Refuses (SettingError naming "tokenizer") a tokenizer asked for that is not `kept`, the one
-// that a resumed or fine-tuned run keeps from `dir`.
+// Refuses (OptionError naming the setting "tokenizer") a tokenizer asked for that is not
+// `kept`, the one that a resumed or fine-tuned run keeps from `dir`.
 void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& asked,
                           const std::string& dir);
 
