@@ -106,6 +106,20 @@ data::TokenizerPtr tokenizer_from_json(const std::string& text, const std::strin
   }
 }
 
+// A folder's tokenizer: its tokenizer.json, or else GPT-2's vocab.json and merges.txt (a Hugging
+// Face gpt2 folder may hold only those two).
+data::TokenizerPtr read_folder_tokenizer(const io::CommittedFiles& files) {
+  if (!files.contains("tokenizer.json") && files.contains("vocab.json") && files.contains("merges.txt")) {
+    try {
+      return std::make_shared<const data::BpeTokenizer>(
+          data::BpeTokenizer::from_vocab_and_merges(files.read("vocab.json"), files.read("merges.txt")));
+    } catch (const ValueError& e) {
+      throw FormatError(files.path_of("vocab.json") + ", merges.txt: ", e);
+    }
+  }
+  return tokenizer_from_json(files.read("tokenizer.json"), files.path_of("tokenizer.json"));
+}
+
 // The weights of a GPT-2 checkpoint under tinygpt's names. Hugging Face's tools write them with
 // or without the "transformer." prefix (GPT2Model vs GPT2LMHeadModel), keep the causal-mask
 // buffers "h.<i>.attn.bias" and "h.<i>.attn.masked_bias" (not weights: tinygpt masks by
@@ -361,7 +375,7 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
                                   json::parse(config_text).value("model_type", ""),
                                   family == ModelFamily::encoder_decoder ? "an encoder-decoder" : "a registered model"));
   }
-  LoadedModel out{{}, tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path), nullptr,
+  LoadedModel out{{}, read_folder_tokenizer(files), nullptr,
                   "", {}, nullptr, nullptr};
   int64_t vocab_size = 0;
   if (family == ModelFamily::encoder_decoder) {
@@ -380,7 +394,7 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
   }
   out.config = config_from_json(config_text, config_path);
   if (out.tokenizer->vocab_size() != out.config.vocab_size) {
-    throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
+    throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
   const std::string weights_bytes = files.read("model.safetensors");
