@@ -38,7 +38,7 @@ TEST_CASE("pruning: smaller c_attn and c_proj, the same logits as the heads zero
   {
     nn::ScopedHooks hooks(*model);
     for (int64_t layer = 0; layer < 2; ++layer) {
-      const Tensor mask = heads::head_keep_mask(4, layer, removed, DType::f64);
+      const Tensor mask = heads::head_keep_mask(model->config(), layer, removed, DType::f64);
       hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
     }
     zeroed = model->forward(tokens);
