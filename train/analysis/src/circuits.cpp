@@ -200,9 +200,10 @@ MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
   }
   const std::vector<heads::OutputChange> changes = heads::output_change_per_head(model, probes.texts);
   text += "\nl2 change of the logits per position when one head is pruned:";
-  for (const heads::OutputChange& c : changes) {
-    if (c.head.head == 0) text += fmt::format("\nlayer {}:", c.head.layer);
-    text += fmt::format(" {:>6.2f}", c.l2);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const heads::OutputChange& c = changes[i];
+    if (i == 0 || changes[i - 1].head.layer != c.head.layer) text += fmt::format("\nlayer {}:", c.head.layer);
+    text += fmt::format(" {}:{:.2f}", c.head.head, c.l2);
   }
   text += "\n";
   nlohmann::json json = heads::prune_curves_json(curves);

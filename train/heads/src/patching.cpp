@@ -273,9 +273,16 @@ std::string PatchingReport::table() const {
       "second copy after another first copy; mean log-probability of the second copy {:.3f} clean, "
       "{:.3f} corrupted; recovery of each head's output patched from the clean run:",
       period, clean_metric, corrupted_metric);
+  int64_t layer = -1, next = 0;  // a pruned head's column shows "-"
   for (const PatchRecovery& x : heads) {
-    if (x.head.head == 0) out += fmt::format("\nlayer {}:", x.head.layer);
+    if (x.head.layer != layer) {
+      layer = x.head.layer;
+      next = 0;
+      out += fmt::format("\nlayer {}:", layer);
+    }
+    for (; next < x.head.head; ++next) out += fmt::format(" {:>7}", "-");
     out += fmt::format(" {:>6.0f}%", 100.0 * x.recovery);
+    next = x.head.head + 1;
   }
   for (const GroupRecovery& x : roles) {
     out += fmt::format("\nthe {} heads {} together: {:.0f}%", x.role, head_list_str(x.heads), 100.0 * x.recovery);
