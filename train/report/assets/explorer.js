@@ -596,23 +596,22 @@
     container.append(el("p", { className: "hint", text: "The " + links.length + " head pairs with the " +
       "highest K-composition (how much a head's keys read what an earlier head writes); random " +
       "matrices of the same shapes score about " + fmt(baseline, 2) + "." }));
-    const colGap = 220, rowGap = 30, m = 40;
-    const x = (layer) => m + layer * colGap, y = (head) => m + head * rowGap;
-    const width = 2 * m + (L - 1) * colGap, height = 2 * m + (H - 1) * rowGap;
+    const colGap = 260, rowGap = 30, side = 150, m = 20; // side: room for the outer labels
+    const x = (layer) => side + layer * colGap, y = (head) => m + head * rowGap;
+    const width = 2 * side + (L - 1) * colGap, height = 2 * m + (H - 1) * rowGap;
     const root = svg("svg", { id: "composition-arrows", viewBox: "0 0 " + width + " " + height,
       width: width, height: height });
-    const marker = svg("marker", { id: "arrow-head", viewBox: "0 0 10 10", refX: 10, refY: 5,
-      markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse" });
-    marker.append(svg("path", { d: "M 0 0 L 10 5 L 0 10 z", fill: "#c2410c" }));
-    const defs = svg("defs", {});
-    defs.append(marker);
-    root.append(defs);
     const top = Math.max(...links.map((l) => l.score));
     for (const l of links) {
-      const line = svg("line", { class: "composition-arrow", x1: x(l.from[0]) + 8, y1: y(l.from[1]),
-        x2: x(l.to[0]) - 8, y2: y(l.to[1]), stroke: "#c2410c", "stroke-width": 0.5 + 4 * l.score / top,
-        "marker-end": "url(#arrow-head)", "data-from": l.from.join("."), "data-to": l.to.join("."),
+      const x1 = x(l.from[0]) + 8, y1 = y(l.from[1]), x2 = x(l.to[0]) - 8, y2 = y(l.to[1]);
+      const line = svg("line", { class: "composition-arrow", x1: x1, y1: y1, x2: x2, y2: y2, stroke: "#c2410c",
+        "stroke-width": 0.5 + 4 * l.score / top, "data-from": l.from.join("."), "data-to": l.to.join("."),
         "data-score": l.score });
+      // The head of the arrow: a triangle at the reader, drawn as a path (the page links nothing).
+      const len = Math.hypot(x2 - x1, y2 - y1), ux = (x2 - x1) / len, uy = (y2 - y1) / len;
+      const bx = x2 - 9 * ux, by = y2 - 9 * uy;
+      root.append(svg("path", { class: "composition-arrow-head", fill: "#c2410c", d: "M " + x2 + " " + y2 +
+        " L " + (bx - 4 * uy) + " " + (by + 4 * ux) + " L " + (bx + 4 * uy) + " " + (by - 4 * ux) + " Z" }));
       const title = svg("title", {});
       title.textContent = "L" + l.from[0] + " H" + l.from[1] + " \u2192 L" + l.to[0] + " H" + l.to[1] +
         ": K-composition " + fmt(l.score, 3) + " (random " + fmt(l.baseline, 3) + ")";
