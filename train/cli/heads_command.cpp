@@ -226,25 +226,21 @@ std::vector<CircuitOutput> run_circuits(const HeadsFlags& flags, nn::GPT& model,
                                         const heads::HeadReport& report,
                                         const std::optional<heads::CompositionReport>& composition,
                                         analysis::HeatmapSet* pictures) {
-  // A stop signal is held off while the set is drawn: each method first drops the set if one came.
-  const auto stop_if_asked = [pictures] {
-    if (pictures != nullptr && io::interrupt_signal() != 0) throw analysis::DrawingInterrupted(io::interrupt_signal());
-  };
   std::vector<CircuitOutput> out;
-  stop_if_asked();
-  if (composition) out.push_back({"composition", analysis::composition_output(*composition, pictures)});
-  stop_if_asked();
-  if (flags.importance) out.push_back({"", analysis::importance_output(model, probes, report)});
-  stop_if_asked();
-  if (flags.patch) out.push_back({"", analysis::patching_output(model, probes, report, pictures)});
-  stop_if_asked();
+  // A stop signal is held off while the set is drawn: each method first drops the set if one came.
+  const auto run = [&](const char* key, const std::function<analysis::MethodOutput()>& method) {
+    if (pictures != nullptr && io::interrupt_signal() != 0) throw analysis::DrawingInterrupted(io::interrupt_signal());
+    out.push_back({key, method()});
+  };
+  if (composition) run("composition", [&] { return analysis::composition_output(*composition, pictures); });
+  if (flags.importance) run("", [&] { return analysis::importance_output(model, probes, report); });
+  if (flags.patch) run("", [&] { return analysis::patching_output(model, probes, report, pictures); });
   if (flags.counterfactual) {
     heads::CounterfactualOptions options;
     options.epsilon = flags.epsilon;
-    out.push_back({"", analysis::counterfactual_output(model, probes, report, options)});
+    run("", [&] { return analysis::counterfactual_output(model, probes, report, options); });
   }
-  stop_if_asked();
-  if (flags.prune_curve) out.push_back({"prune_curve", analysis::prune_curve_output(model, probes, pictures)});
+  if (flags.prune_curve) run("prune_curve", [&] { return analysis::prune_curve_output(model, probes, pictures); });
   return out;
 }
 
@@ -281,7 +277,8 @@ void add_heads_command(CLI::App& app) {
       ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
   cmd->add_flag("--composition", flags->composition,
                 "Q-, K- and V-composition of every head pair from the weights, beside random "
-                "matrices of the same shapes (JSON \"composition\", picture composition.png)");
+                "matrices of the same shapes (JSON \"composition\", picture composition.png; with --html the "
+                "page draws the top pairs as arrows between heads)");
   cmd->add_flag("--importance", flags->importance,
                 "each head's importance: mean |dL/dgate| of a gate on its output over the probe "
                 "windows and over the in-context probe, raw and normalised per layer (JSON "

@@ -1,5 +1,7 @@
 #include "tinygpt/analysis/prune_checkpoint.hpp"
 
+#include <map>
+
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/heads/pruning.hpp"
@@ -30,9 +32,12 @@ double window_loss(nn::GPT& model, const Tensor& tokens, const std::vector<heads
 std::vector<heads::HeadRef> heads_to_prune(const nn::GPTConfig& config, const std::string& list) {
   try {
     const std::vector<heads::HeadRef> removed = heads::parse_head_list(list, config.n_layer, config.n_head);
-    nn::GPTConfig pruned = config;
-    for (const heads::HeadRef& h : removed) pruned.pruned_heads[h.layer].push_back(h.head);
-    pruned.validate();
+    std::map<int64_t, int64_t> per_layer;
+    for (const heads::HeadRef& h : removed) {
+      if (++per_layer[h.layer] == config.layer_heads(h.layer)) {
+        throw ValueError(fmt::format("it names every head of layer {}; a layer keeps at least one", h.layer));
+      }
+    }
     return removed;
   } catch (const ValueError& e) {
     throw SettingError(Operation("prune"), "pruned_heads", list, e.in_terms());

@@ -117,7 +117,7 @@ double CounterfactualRun::adversarial_jsd(int64_t layer, int64_t slot, const Cou
     Tensor divergence;
     nn::ScopedHooks hooks(model_);
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_pattern), [&](const Tensor& w) {
-      const Tensor original = narrow(w.detach(), 1, head, 1);  // (B,1,T,T)
+      const Tensor original = narrow(w.detach(), 1, slot, 1);  // (B,1,T,T)
       const Tensor edited = softmax(masked_fill(log(original + kTiny) + delta, hidden, -1e30), -1);
       divergence = mean(row_jsd(edited, original), {1, 2});  // (B)
       return w.detach() * (1.0 - mask) + edited * mask;
