@@ -250,7 +250,7 @@ async function checkSeq2seqPage(browser, file, report) {
   const source = view.tokens, S = source.length;
   assert.deepStrictEqual(view.cross.outputs, [...source].reverse().concat(["</s>"]), name + ": the output strip");
   const hidden = await page.$$eval("section", (all) => all.filter((x) => x.hidden).map((x) => x.id));
-  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "formation-section"], name + ": GPT-only sections hidden");
+  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "composition-section", "formation-section"], name + ": GPT-only sections hidden");
 
   // The encoder's view: every source token sees every other.
   const picker = await page.$$eval("#head-picker tbody tr", (rows) => rows.map((r) => [Number(r.dataset.layer),
