@@ -14,7 +14,7 @@ namespace tinygpt::analysis {
 // run's log.jsonl, written atomically to `path`; with `composition`, its top K-composition pairs
 // as arrows between heads.
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
-                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
+                        const data::Tokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report,
                         const heads::EachHeadAblation* ablation,
                         const heads::CompositionReport* composition = nullptr);
