@@ -59,6 +59,17 @@ int64_t GPTConfig::layer_heads(int64_t layer) const {
   return n_head - (it == pruned_heads.end() ? 0 : static_cast<int64_t>(it->second.size()));
 }
 
+std::vector<int64_t> GPTConfig::kept_heads(int64_t layer) const {
+  const auto it = pruned_heads.find(layer);
+  std::vector<int64_t> kept;
+  for (int64_t h = 0; h < n_head; ++h) {
+    if (it == pruned_heads.end() || std::find(it->second.begin(), it->second.end(), h) == it->second.end()) {
+      kept.push_back(h);
+    }
+  }
+  return kept;
+}
+
 void GPTConfig::validate_pruned_heads() const {
   if (!pruned_heads.empty() && kv_heads() != n_head) {
     throw ValueError(fmt::format("GPTConfig: pruned_heads needs multi-head attention, not {} "

@@ -250,7 +250,7 @@ async function checkSeq2seqPage(browser, file, report) {
   const source = view.tokens, S = source.length;
   assert.deepStrictEqual(view.cross.outputs, [...source].reverse().concat(["</s>"]), name + ": the output strip");
   const hidden = await page.$$eval("section", (all) => all.filter((x) => x.hidden).map((x) => x.id));
-  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "formation-section"], name + ": GPT-only sections hidden");
+  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "composition-section", "formation-section"], name + ": GPT-only sections hidden");
 
   // The encoder's view: every source token sees every other.
   const picker = await page.$$eval("#head-picker tbody tr", (rows) => rows.map((r) => [Number(r.dataset.layer),
@@ -362,6 +362,35 @@ async function screenshot(browser, file, out, args) {
   console.log("screenshot: " + out);
 }
 
+// The composition section: one arrow per top K-composition pair (as many as a layer has heads),
+// the pairs `heads --json` scores highest, from the writer's dot to the reader's; clicking a dot
+// explores that head.
+async function checkComposition(browser, file, pairs) {
+  const { page, problems } = await open(browser, file);
+  try {
+    const arrows = await page.$$eval("#composition-arrows line.composition-arrow", (lines) =>
+      lines.map((l) => ({ from: l.dataset.from, to: l.dataset.to, score: Number(l.dataset.score),
+        x1: Number(l.getAttribute("x1")), x2: Number(l.getAttribute("x2")) })));
+    const heads = await page.$$eval("#composition-arrows circle.composition-head", (dots) => dots.length);
+    const layers = 1 + Math.max(...pairs.map((p) => p.to[0]));
+    const perLayer = heads / layers;
+    const top = [...pairs].sort((a, b) => b.k - a.k).slice(0, perLayer);
+    assert.strictEqual(arrows.length, top.length, "one arrow per top pair");
+    arrows.forEach((a, i) => {
+      assert.strictEqual(a.from, top[i].from.join("."), "arrow " + i + " starts at the writer");
+      assert.strictEqual(a.to, top[i].to.join("."), "arrow " + i + " ends at the reader");
+      assert.ok(Math.abs(a.score - top[i].k) < 1e-9, "arrow " + i + " carries the K-composition score");
+      assert.ok(a.x1 < a.x2, "arrow " + i + " points to the later layer");
+    });
+    await page.click('#composition-arrows circle[data-layer="1"][data-head="1"]');
+    const selected = await page.$eval("#layer-select", (s) => s.value) + "." + await page.$eval("#head-select", (s) => s.value);
+    assert.strictEqual(selected, "1.1", "clicking a head's dot explores it");
+    checkNoProblems(problems, "composition page");
+  } finally {
+    await page.close();
+  }
+}
+
 async function main() {
   const args = parseArgs();
   const { browser, profile } = await launch(args.chromium);
@@ -396,6 +425,11 @@ async function main() {
     const ablated = JSON.parse(run(args.tinygpt, ["heads", "--model", history, "--ablate", "--html", ablationPage,
       "--json", "--threads", "1"])).heads;
     await checkPage(browser, ablationPage, { heads: ablated, formation: true, ablation: true });
+
+    const compositionPage = path.join(work, "composition.html");
+    const composed = JSON.parse(run(args.tinygpt, ["heads", "--model", runDir, "--composition", "--html",
+      compositionPage, "--json", "--threads", "1"]));
+    await checkComposition(browser, compositionPage, composed.composition);
 
     const seq2seqRun = path.join(work, "seq2seq");
     run(args.tinygpt, ["train", "--arch", "encoder-decoder", "--out", seq2seqRun, "--layers", "1", "--heads", "2",

@@ -53,5 +53,6 @@ TEST_CASE("prune: a folder with fewer heads that loads and fine-tunes", "[cli][p
           "--eval-iters", "1", "--batch", "2"});
   const CliResult twice = run_cli({"prune", "--model", model, "--heads", "0.0,0.1", "--out", dir.file("q")});
   CHECK_FALSE(twice.exited_with(0));
-  CHECK_THAT(twice.err, Catch::Contains("every head of layer 0"));
+  CHECK_THAT(twice.err, Catch::Contains("every head of layer 0"));  // exit 2: the head list's mistake
+  CHECK(twice.exited_with(2));
 }

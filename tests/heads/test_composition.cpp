@@ -40,7 +40,7 @@ TEST_CASE("composition: rank-one circuits score the cosine of what is written an
   CHECK(s.v == Approx(1.0 / std::sqrt(2.0)));
 }
 
-TEST_CASE("composition: a model's circuits are W_Q^T W_K and W_O W_V with the ln_1 gain folded in",
+TEST_CASE("composition: a model's circuits are W_Q^T W_K and W_O W_V with ln_1 folded in (gain, centering)",
           "[heads][composition]") {
   nn::GPTConfig config;
   config.vocab_size = 5;
@@ -53,19 +53,34 @@ TEST_CASE("composition: a model's circuits are W_Q^T W_K and W_O W_V with the ln
   block.ln_1->weight.copy_(Tensor::from({1.0, 2.0, 0.5, 3.0}, {4}));
   const std::vector<heads::HeadCircuit> circuits = heads::head_circuits(model);
   REQUIRE(circuits.size() == 4);
-  // Layer 1, head 1 (width 2), entry (i, j): sum_m g_i Wq[i][2 + m] g_j Wk[j][4 + 2 + m].
+  CHECK(circuits[3].head == heads::HeadRef{1, 1});
+  // Layer 1, head 1 (width 2), raw entry (i, j): sum_m g_i Wq[i][2 + m] g_j Wk[j][4 + 2 + m]; the
+  // reader sees its input less the mean, so each circuit is centred on both sides: P M P.
   const std::vector<double> w = block.attn->c_attn->weight.to_vector();  // (4, 12)
   const std::vector<double> proj = block.attn->c_proj->weight.to_vector();  // (4, 4)
   const std::vector<double> g = {1.0, 2.0, 0.5, 3.0};
+  double qk[4][4] = {}, ov[4][4] = {};
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {
-      double qk = 0.0, ov = 0.0;
       for (int m = 0; m < 2; ++m) {
-        qk += g[i] * w[i * 12 + 2 + m] * g[j] * w[j * 12 + 6 + m];
-        ov += proj[(2 + m) * 4 + i] * g[j] * w[j * 12 + 10 + m];
+        qk[i][j] += g[i] * w[i * 12 + 2 + m] * g[j] * w[j * 12 + 6 + m];
+        ov[i][j] += proj[(2 + m) * 4 + i] * g[j] * w[j * 12 + 10 + m];
       }
-      CHECK(circuits[3].qk.at({i, j}) == Approx(qk).margin(1e-7));
-      CHECK(circuits[3].ov.at({i, j}) == Approx(ov).margin(1e-7));
+    }
+  }
+  const auto centred = [](double (&m)[4][4], int i, int j) {
+    double row = 0.0, col = 0.0, all = 0.0;
+    for (int k = 0; k < 4; ++k) {
+      row += m[i][k] / 4;
+      col += m[k][j] / 4;
+      for (int l = 0; l < 4; ++l) all += m[k][l] / 16;
+    }
+    return m[i][j] - row - col + all;
+  };
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      CHECK(circuits[3].qk.at({i, j}) == Approx(centred(qk, i, j)).margin(1e-7));
+      CHECK(circuits[3].ov.at({i, j}) == Approx(centred(ov, i, j)).margin(1e-7));
     }
   }
   const heads::CompositionReport report = heads::composition_scores(model);

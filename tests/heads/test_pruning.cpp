@@ -3,6 +3,8 @@
 #include <catch2/catch.hpp>
 
 #include "nn/nn_helpers.hpp"
+#include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/heads/pruning.hpp"
 
 using namespace tinygpt;
@@ -38,7 +40,7 @@ TEST_CASE("pruning: smaller c_attn and c_proj, the same logits as the heads zero
   {
     nn::ScopedHooks hooks(*model);
     for (int64_t layer = 0; layer < 2; ++layer) {
-      const Tensor mask = heads::head_keep_mask(4, layer, removed, DType::f64);
+      const Tensor mask = heads::head_keep_mask(model->config(), layer, removed, DType::f64);
       hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
     }
     zeroed = model->forward(tokens);
@@ -58,4 +60,29 @@ TEST_CASE("pruning: a layer left without heads, a pruned model and grouped queri
   grouped.n_kv_head = 2;
   nn::GPT gqa(grouped, 1);
   CHECK_THROWS_AS(heads::prune_heads(gqa, {{0, 0}}), ValueError);
+}
+
+TEST_CASE("pruning: the head report and the maps keep each head at its original number", "[heads][prune]") {
+  auto model = four_head_model();
+  const auto pruned = heads::prune_heads(*model, {{0, 1}, {1, 3}});
+  const std::vector<int64_t> ids = {1, 2, 3, 1, 2, 3, 4};
+  const std::vector<Tensor> intact = heads::attention_maps(*model, ids);
+  const std::vector<Tensor> maps = heads::attention_maps(*pruned, ids);
+  REQUIRE(maps[0].shape() == Shape{4, 7, 7});
+  REQUIRE(maps[1].shape() == Shape{4, 7, 7});
+  const auto head_map = [](const Tensor& m, int64_t h) { return narrow(m, 0, h, 1).to_vector(); };
+  CHECK(sum(narrow(maps[0], 0, 1, 1)).item() == 0.0);  // the pruned head attends nowhere
+  CHECK(sum(narrow(maps[1], 0, 3, 1)).item() == 0.0);
+  // Layer 0's heads left are the original's, in their own places (layer 1 reads a changed stream).
+  for (int64_t h : {0, 2, 3}) testing::require_all_close(head_map(maps[0], h), head_map(intact[0], h), 1e-6);
+  heads::HeadProbes probes;
+  probes.texts = {ids};
+  probes.alphabet = {1, 2, 3, 4, 5, 6};
+  probes.num_random = 2;
+  const heads::HeadReport report = heads::analyze_heads(*pruned, probes);
+  REQUIRE(report.heads.size() == 8);
+  CHECK(report.heads[1].role == "pruned");
+  CHECK(report.heads[7].role == "pruned");
+  CHECK(report.heads[2].role != "pruned");
+  CHECK(report.heads[2].head == 2);
 }

@@ -195,3 +195,22 @@ TEST_CASE("explorer: a cross-attention view whose shapes disagree is refused", "
   d.cross->output_tokens.clear();
   CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("cross-attention needs output tokens"));
 }
+
+TEST_CASE("explorer: composition links are embedded, and refused unless from a head to a later layer's",
+          "[report]") {
+  ExplorerData d = small_data();
+  d.layers = 2;
+  d.heads = 1;  // the same 18 weights as two layers of one head
+  d.head_entries = {{0, 0, "previous_token", {}}, {1, 0, "induction", {}}};
+  d.composition = {{0, 0, 1, 0, 0.31, 0.12}};
+  const nlohmann::json links = embedded_data(explorer_html(d))["composition"];
+  REQUIRE(links.size() == 1);
+  CHECK(links[0]["from"] == nlohmann::json::array({0, 0}));
+  CHECK(links[0]["to"] == nlohmann::json::array({1, 0}));
+  CHECK(links[0]["score"] == 0.31);
+  CHECK(links[0]["baseline"] == 0.12);
+  d.composition = {{1, 0, 0, 0, 0.31, 0.12}};
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("composition link 1.0 -> 0.0"));
+  d.composition = {{0, 0, 1, 1, 0.31, 0.12}};
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("2 layers x 1 heads"));
+}

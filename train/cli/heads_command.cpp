@@ -213,10 +213,35 @@ void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
   }
 }
 
-// One circuit method's result: under `key` in the JSON, its table printed otherwise.
-void add_method(nlohmann::json& extra, const char* key, const analysis::MethodOutput& out, bool json) {
-  extra[key] = out.json;
-  if (!json) fmt::print("{}", out.text);
+// A circuit method's result: its JSON under `key` (merged into the whole when the key is ""),
+// its table printed otherwise.
+struct CircuitOutput {
+  std::string key;
+  analysis::MethodOutput out;
+};
+
+// The circuit methods the flags ask for, on the report's probes; their pictures go into
+// `pictures` (may be null), the set of the head report's heatmaps.
+std::vector<CircuitOutput> run_circuits(const HeadsFlags& flags, nn::GPT& model, const heads::HeadProbes& probes,
+                                        const heads::HeadReport& report,
+                                        const std::optional<heads::CompositionReport>& composition,
+                                        analysis::HeatmapSet* pictures) {
+  std::vector<CircuitOutput> out;
+  // A stop signal is held off while the set is drawn: each method first drops the set if one came.
+  const auto run = [&](const char* key, const std::function<analysis::MethodOutput()>& method) {
+    if (pictures != nullptr && io::interrupt_signal() != 0) throw analysis::DrawingInterrupted(io::interrupt_signal());
+    out.push_back({key, method()});
+  };
+  if (composition) run("composition", [&] { return analysis::composition_output(*composition, pictures); });
+  if (flags.importance) run("", [&] { return analysis::importance_output(model, probes, report); });
+  if (flags.patch) run("", [&] { return analysis::patching_output(model, probes, report, pictures); });
+  if (flags.counterfactual) {
+    heads::CounterfactualOptions options;
+    options.epsilon = flags.epsilon;
+    run("", [&] { return analysis::counterfactual_output(model, probes, report, options); });
+  }
+  if (flags.prune_curve) run("prune_curve", [&] { return analysis::prune_curve_output(model, probes, pictures); });
+  return out;
 }
 
 }  // namespace
@@ -252,10 +277,12 @@ void add_heads_command(CLI::App& app) {
       ->check(integer_in(1, int64_t{1} << 30))->capture_default_str();
   cmd->add_flag("--composition", flags->composition,
                 "Q-, K- and V-composition of every head pair from the weights, beside random "
-                "matrices of the same shapes (JSON \"composition\", picture composition.png)");
+                "matrices of the same shapes (JSON \"composition\", picture composition.png; with --html the "
+                "page draws the top pairs as arrows between heads)");
   cmd->add_flag("--importance", flags->importance,
                 "each head's importance: mean |dL/dgate| of a gate on its output over the probe "
-                "windows, raw and normalised per layer (JSON \"importance\")");
+                "windows and over the in-context probe, raw and normalised per layer (JSON "
+                "\"importance\", \"importance_in_context\")");
   cmd->add_flag("--patch", flags->patch,
                 "activation patching from random sequences said twice into the same second copies "
                 "after other first copies: recovery per head, per residual layer and position band, "
@@ -331,17 +358,22 @@ void add_heads_command(CLI::App& app) {
     if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
     if (ablate_each) each = heads::ablate_each_head(*ablation);
     out.ablation = each ? &*each : nullptr;
-    // The attribution picture is one of the set, replaced with it.
+    // The attribution and circuit pictures are of the set, replaced with it.
     std::optional<heads::Attribution> attribution;
     std::string attribution_png;
-    if (flags->attribute >= 0) {
-      attribution = heads::attribute(model, set.picture, flags->attribute);
-      out.draw_also = [&](analysis::HeatmapSet& pictures) {
+    if (flags->attribute >= 0) attribution = heads::attribute(model, set.picture, flags->attribute);
+    std::optional<heads::CompositionReport> composition;
+    if (flags->composition) composition = heads::composition_scores(model);
+    out.composition = composition ? &*composition : nullptr;
+    std::vector<CircuitOutput> circuits;
+    out.also = [&](const heads::HeadReport& scored, analysis::HeatmapSet* pictures) {
+      if (attribution && pictures != nullptr) {
         const std::string name = fmt::format("attribution_pos{}.png", flags->attribute);
-        draw_attribution(*attribution, *loaded.tokenizer, set.picture, flags->attribute, pictures.path(name));
-        attribution_png = (fs::path(out.heatmap_dir) / name).string();
-      };
-    }
+        draw_attribution(*attribution, *loaded.tokenizer, set.picture, flags->attribute, pictures->path(name));
+        attribution_png = (fs::path(pictures->dir()) / name).string();
+      }
+      circuits = run_circuits(*flags, model, set.probes, scored, composition, pictures);
+    };
     heads::HeadReport report;
     draw_or_stop(out.heatmap_dir, [&] { report = analysis::report_heads(model, *loaded.tokenizer, set, out); });
 
@@ -368,25 +400,13 @@ void add_heads_command(CLI::App& app) {
           show_attribution(model, *loaded.tokenizer, set.picture, flags->attribute, *attribution,
                            attribution_png, !flags->json);
     }
-    if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out.heatmap_dir), flags->json);
-    if (flags->importance) {
-      add_method(extra, "importance", analysis::importance_output(model, set.probes, report), flags->json);
-    }
-    if (flags->patch) {
-      const analysis::MethodOutput patching = analysis::patching_output(model, set.probes, report, out.heatmap_dir);
-      if (!flags->json) fmt::print("{}", patching.text);
-      extra.update(patching.json);
-    }
-    if (flags->counterfactual) {
-      heads::CounterfactualOptions options;
-      options.epsilon = flags->epsilon;
-      const analysis::MethodOutput counterfactual =
-          analysis::counterfactual_output(model, set.probes, report, options);
-      if (!flags->json) fmt::print("{}", counterfactual.text);
-      extra.update(counterfactual.json);
-    }
-    if (flags->prune_curve) {
-      add_method(extra, "prune_curve", analysis::prune_curve_output(model, set.probes, out.heatmap_dir), flags->json);
+    for (const CircuitOutput& c : circuits) {
+      if (c.key.empty()) {
+        extra.update(c.out.json);
+      } else {
+        extra[c.key] = c.out.json;
+      }
+      if (!flags->json) fmt::print("{}", c.out.text);
     }
     if (flags->json) {  // what the table says, and what the in-context line under it says
       extra["heads"] = each ? each->heads_json(report) : report.heads_json();

@@ -17,9 +17,14 @@ void add_prune_command(CLI::App& app) {
       ->type_name("DIR")->required();
   cmd->add_flag("--json", flags->json, "print the result as one JSON object: pruned_heads, parameters, loss");
   cmd->callback([flags] {
-    const analysis::MethodOutput out = with_context("--heads", [&] {
-      return analysis::prune_checkpoint(flags->model, flags->heads, flags->out);
-    });
+    const analysis::MethodOutput out = [&] {
+      try {
+        return analysis::prune_checkpoint(flags->model, flags->heads, flags->out);
+      } catch (const SettingError& e) {  // the head list: the command line's mistake
+        if (e.setting() != "pruned_heads") throw;
+        throw UsageError("--heads: ", e);
+      }
+    }();
     fmt::print("{}", flags->json ? out.json.dump(2) + "\n" : out.text);
   });
 }

@@ -8,7 +8,6 @@
 #include "tinygpt/heads/importance.hpp"
 #include "tinygpt/heads/patching.hpp"
 #include "tinygpt/heads/prune_curve.hpp"
-#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/plot/panel_plot.hpp"
 #include "tinygpt/plot/value_grid.hpp"
 
@@ -19,11 +18,22 @@ namespace fs = std::filesystem;
 
 std::string head_label(const heads::HeadRef& h) { return fmt::format("{}.{}", h.layer, h.head); }
 
-// "" when there is no folder, else the picture's path in it (the folder made).
-std::string picture_path(const std::string& dir, const char* name) {
-  if (dir.empty()) return "";
-  io::create_directory(dir, "heatmap directory");
-  return (fs::path(dir) / name).string();
+// The role the head report gives `h` ("" when the report does not have it).
+std::string role_of(const heads::HeadReport& report, const heads::HeadRef& h) {
+  for (const heads::HeadScores& s : report.heads) {
+    if (s.layer == h.layer && s.head == h.head) return s.role;
+  }
+  return "";
+}
+
+// Where to draw `name` in the set, "" when no pictures are drawn.
+std::string picture_path(HeatmapSet* pictures, const char* name) {
+  return pictures != nullptr ? pictures->path(name) : "";
+}
+
+// Where `name` lands once the set is committed.
+std::string final_path(const HeatmapSet& pictures, const char* name) {
+  return (fs::path(pictures.dir()) / name).string();
 }
 
 // Writers (every head of layers 0..L-2) down the side, readers (layers 1..L-1) along the top.
@@ -107,42 +117,47 @@ void draw_prune_curves(const std::string& path, const std::vector<heads::PruneCu
 
 }  // namespace
 
-MethodOutput composition_output(const nn::GPT& model, const std::string& picture_dir) {
-  const heads::CompositionReport report = heads::composition_scores(model);
+MethodOutput composition_output(const heads::CompositionReport& report, HeatmapSet* pictures) {
   MethodOutput out{report.json(), "\n" + report.table()};
   if (report.pairs.empty()) return out;  // one layer: no head reads another
-  const std::string path = picture_path(picture_dir, "composition.png");
+  const std::string path = picture_path(pictures, "composition.png");
   if (!path.empty()) {
     draw_composition(path, report);
-    out.text += fmt::format("composition picture: {}\n", path);
+    out.text += fmt::format("composition picture: {}\n", final_path(*pictures, "composition.png"));
   }
   return out;
 }
 
 MethodOutput importance_output(nn::GPT& model, const heads::HeadProbes& probes,
                                const heads::HeadReport& report) {
-  const std::vector<heads::HeadImportance> importance = heads::head_importance(model, probes.texts);
-  std::string text = fmt::format(
-      "\nimportance: mean |dL/dgate| of each head's output over {} windows (normalised: divided "
-      "by its layer's l2 norm)\n{:>5} {:>4}  {:<15} {:>9} {:>10}\n",
-      probes.texts.size(), "layer", "head", "role", "raw", "normalised");
-  for (size_t i = 0; i < importance.size(); ++i) {
-    const heads::HeadImportance& h = importance[i];
-    text += fmt::format("{:>5} {:>4}  {:<15} {:>9.4f} {:>10.3f}\n", h.head.layer, h.head.head,
-                        i < report.heads.size() ? report.heads[i].role : "", h.raw, h.normalised);
+  const std::vector<heads::HeadImportance> text = heads::head_importance(model, probes.texts);
+  const std::vector<heads::HeadImportance> copying = heads::in_context_importance(model, probes);
+  std::string table = fmt::format(
+      "\nimportance: mean |dL/dgate| of each head's output over {} probe windows and over {} random "
+      "sequences said twice (normalised: divided by its layer's l2 norm)\n{:>5} {:>4}  {:<15} {:>9} "
+      "{:>10} {:>12} {:>10}\n",
+      probes.texts.size(), probes.num_random, "layer", "head", "role", "text raw", "normalised",
+      "in-context", "normalised");
+  for (size_t i = 0; i < text.size(); ++i) {
+    const heads::HeadImportance& h = text[i];
+    table += fmt::format("{:>5} {:>4}  {:<15} {:>9.4f} {:>10.3f} {:>12.4f} {:>10.3f}\n", h.head.layer,
+                         h.head.head, role_of(report, h.head), h.raw, h.normalised, copying[i].raw,
+                         copying[i].normalised);
   }
-  return {heads::importance_json(importance), text};
+  return {{{"importance", heads::importance_json(text)}, {"importance_in_context", heads::importance_json(copying)}},
+          table};
 }
 
 MethodOutput patching_output(nn::GPT& model, const heads::HeadProbes& probes,
-                             const heads::HeadReport& report, const std::string& picture_dir) {
+                             const heads::HeadReport& report, HeatmapSet* pictures) {
   const heads::PatchingReport patching = heads::patch_heads(model, probes, report);
   MethodOutput out{patching.json(), "\n" + patching.table()};
-  const std::string path = picture_path(picture_dir, "patching.png");
+  const std::string path = picture_path(pictures, "patching.png");
   if (!path.empty()) {
-    const std::string residual = picture_path(picture_dir, "patching_residual.png");
-    draw_patching(path, residual, patching, model.config().n_layer, model.config().n_head);
-    out.text += fmt::format("patching pictures: {} and {}\n", path, residual);
+    draw_patching(path, picture_path(pictures, "patching_residual.png"), patching,
+                  model.config().n_layer, model.config().n_head);
+    out.text += fmt::format("patching pictures: {} and {}\n", final_path(*pictures, "patching.png"),
+                            final_path(*pictures, "patching_residual.png"));
   }
   return out;
 }
@@ -159,11 +174,10 @@ MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& prob
       "{:>5} {:>4}  {:<15} {:>12} {:>13} {:>16}\n",
       probes.texts.size(), options.epsilon, "layer", "head", "role", "uniform tvd", "permuted tvd",
       "adversarial jsd");
-  for (size_t i = 0; i < heads.size(); ++i) {
-    const heads::HeadCounterfactual& h = heads[i];
+  for (const heads::HeadCounterfactual& h : heads) {
     text += fmt::format("{:>5} {:>4}  {:<15} {:>12.3f} {:>13.3f} {:>16.3f}\n", h.head.layer,
-                        h.head.head, i < report.heads.size() ? report.heads[i].role : "",
-                        h.uniform_tvd, h.permuted_tvd, h.adversarial_jsd);
+                        h.head.head, role_of(report, h.head), h.uniform_tvd, h.permuted_tvd,
+                        h.adversarial_jsd);
   }
   nlohmann::json json = {{"counterfactual", heads::counterfactual_json(heads)},
                          {"counterfactual_epsilon", options.epsilon}};
@@ -171,7 +185,7 @@ MethodOutput counterfactual_output(nn::GPT& model, const heads::HeadProbes& prob
 }
 
 MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
-                                const std::string& picture_dir) {
+                                HeatmapSet* pictures) {
   const std::vector<heads::HeadImportance> importance = heads::head_importance(model, probes.texts);
   heads::HeadAblation ablation(model, probes, heads::AblationMode::zero);
   const std::vector<heads::PruneCurve> curves = heads::prune_curves(ablation, importance, ablation.each_head());
@@ -186,18 +200,19 @@ MethodOutput prune_curve_output(nn::GPT& model, const heads::HeadProbes& probes,
   }
   const std::vector<heads::OutputChange> changes = heads::output_change_per_head(model, probes.texts);
   text += "\nl2 change of the logits per position when one head is pruned:";
-  for (const heads::OutputChange& c : changes) {
-    if (c.head.head == 0) text += fmt::format("\nlayer {}:", c.head.layer);
-    text += fmt::format(" {:>6.2f}", c.l2);
+  for (size_t i = 0; i < changes.size(); ++i) {
+    const heads::OutputChange& c = changes[i];
+    if (i == 0 || changes[i - 1].head.layer != c.head.layer) text += fmt::format("\nlayer {}:", c.head.layer);
+    text += fmt::format(" {}:{:.2f}", c.head.head, c.l2);
   }
   text += "\n";
   nlohmann::json json = heads::prune_curves_json(curves);
   json["output_change"] = heads::output_change_json(changes);
   MethodOutput out{json, text};
-  const std::string path = picture_path(picture_dir, "prune_curve.png");
+  const std::string path = picture_path(pictures, "prune_curve.png");
   if (!path.empty()) {
     draw_prune_curves(path, curves);
-    out.text += fmt::format("pruning picture: {}\n", path);
+    out.text += fmt::format("pruning picture: {}\n", final_path(*pictures, "prune_curve.png"));
   }
   return out;
 }

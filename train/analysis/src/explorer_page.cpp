@@ -2,6 +2,7 @@
 // the probe text (or an encoder-decoder's pair), the attention maps, the head report, and the
 // run's log.jsonl (loss per step, evaluations, and the head scores or cross-attention alignment
 // of each evaluation when training recorded them).
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -92,6 +93,22 @@ std::vector<float> flatten(const std::vector<Tensor>& layers) {
   return out;
 }
 
+// The pairs with the highest K-composition (the score that names a previous-token head feeding
+// induction heads), as many as the model has heads in a layer.
+std::vector<report::HeadLink> top_links(const heads::CompositionReport& composition) {
+  std::vector<const heads::CompositionPair*> order;
+  for (const heads::CompositionPair& p : composition.pairs) order.push_back(&p);
+  std::stable_sort(order.begin(), order.end(), [](const heads::CompositionPair* a, const heads::CompositionPair* b) {
+    return a->score.k > b->score.k;
+  });
+  order.resize(std::min(order.size(), static_cast<size_t>(composition.n_head)));
+  std::vector<report::HeadLink> links;
+  for (const heads::CompositionPair* p : order) {
+    links.push_back({p->from.layer, p->from.head, p->to.layer, p->to.head, p->score.k, p->baseline.k});
+  }
+  return links;
+}
+
 // The page's folder is made when missing, as --out's heatmap folder is.
 void write_page(const std::string& path, const report::ExplorerData& d) {
   const std::string folder = std::filesystem::path(path).parent_path().string();
@@ -108,7 +125,7 @@ void write_page(const std::string& path, const report::ExplorerData& d) {
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
                         const data::Tokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report,
-                        const heads::EachHeadAblation* ablation) {
+                        const heads::EachHeadAblation* ablation, const heads::CompositionReport* composition) {
   const nn::CausalLMShape config = model.shape();
   report::ExplorerData d;
   d.title = run_dir;
@@ -125,6 +142,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
   }
   d.in_context = report::InContext{report.first_copy_loss, report.second_copy_loss,
                                    report.first_copy_loss > 0 ? report.second_copy_loss / report.first_copy_loss : 0.0};
+  if (composition != nullptr) d.composition = top_links(*composition);
   add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
 
   // A GPT says its width too; the interface of a causal LM does not have one.

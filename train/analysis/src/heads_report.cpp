@@ -44,9 +44,10 @@ heads::HeadReport report_heads(nn::CausalLM& model, const data::Tokenizer& token
     }
   }
   if (!out.html.empty()) {
-    save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation);
+    save_explorer_page(out.html, out.run_dir, model, tokenizer, set.picture, maps, report, out.ablation,
+                       out.composition);
   }
-  if (draw && out.draw_also) out.draw_also(*pictures);
+  if (out.also) out.also(report, draw ? &*pictures : nullptr);
   if (draw) pictures->commit();  // once the page is written too: a failure leaves the earlier set
   if (out.json) return report;  // the caller prints the JSON
   std::FILE* text = out.text;

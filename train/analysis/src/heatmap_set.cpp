@@ -30,7 +30,8 @@ constexpr const char* kStagePrefix = ".tinygpt-drawing";
 constexpr const char* kRecord = ".tinygpt-heatmaps";
 
 bool is_picture_name(const std::string& name) {
-  static const std::regex kDrawn(R"(((encoder_|decoder_|cross_)?layer\d+(_head\d+)?|attribution_pos\d+)\.png)");
+  static const std::regex kDrawn(R"(((encoder_|decoder_|cross_)?layer\d+(_head\d+)?|attribution_pos\d+|)"
+                                 R"(composition|patching|patching_residual|prune_curve)\.png)");
   return std::regex_match(name, kDrawn);
 }
 

@@ -1,5 +1,7 @@
 #include "tinygpt/analysis/prune_checkpoint.hpp"
 
+#include <map>
+
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/heads/pruning.hpp"
@@ -17,12 +19,29 @@ double window_loss(nn::GPT& model, const Tensor& tokens, const std::vector<heads
   const nn::GPTConfig& config = model.config();
   nn::ScopedHooks hooks(model);
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    const Tensor mask = heads::head_keep_mask(config.n_head, layer, removed, model.parameters().front().dtype());
+    const Tensor mask = heads::head_keep_mask(config, layer, removed, model.parameters().front().dtype());
     if (!mask.defined()) continue;
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
   }
   const int64_t t = tokens.size(1);
   return model.loss(narrow(tokens, 1, 0, t - 1), narrow(tokens, 1, 1, t - 1)).item();
+}
+
+// The heads `list` names, refused as a SettingError on "pruned_heads" when the list is malformed,
+// names a head the model does not have, or leaves a layer without heads.
+std::vector<heads::HeadRef> heads_to_prune(const nn::GPTConfig& config, const std::string& list) {
+  try {
+    const std::vector<heads::HeadRef> removed = heads::parse_head_list(list, config.n_layer, config.n_head);
+    std::map<int64_t, int64_t> per_layer;
+    for (const heads::HeadRef& h : removed) {
+      if (++per_layer[h.layer] == config.layer_heads(h.layer)) {
+        throw ValueError(fmt::format("it names every head of layer {}; a layer keeps at least one", h.layer));
+      }
+    }
+    return removed;
+  } catch (const ValueError& e) {
+    throw SettingError(Operation("prune"), "pruned_heads", list, e.in_terms());
+  }
 }
 
 }  // namespace
@@ -31,7 +50,7 @@ MethodOutput prune_checkpoint(const std::string& model_dir, const std::string& h
                               const std::string& out_dir) {
   train::LoadedModel loaded = train::load_model(model_dir);
   const nn::GPTConfig& config = loaded.config;
-  const std::vector<heads::HeadRef> removed = heads::parse_head_list(heads, config.n_layer, config.n_head);
+  const std::vector<heads::HeadRef> removed = heads_to_prune(config, heads);
   std::unique_ptr<nn::GPT> pruned = heads::prune_heads(*loaded.model, removed);
   Generator gen(0);
   std::vector<int64_t> ids(static_cast<size_t>(kCheckWindows * config.block_size));

@@ -1,5 +1,6 @@
 #include "tinygpt/heads/ablation.hpp"
 
+#include <algorithm>
 #include <sstream>
 
 #include "probe_runs.hpp"
@@ -48,15 +49,31 @@ std::string head_list_str(const std::vector<HeadRef>& heads) {
   return out;
 }
 
-Tensor head_keep_mask(int64_t n_head, int64_t layer, const std::vector<HeadRef>& heads, DType dtype) {
-  std::vector<double> keep(static_cast<size_t>(n_head), 1.0);
-  bool any = false;
-  for (const HeadRef& h : heads) {
-    if (h.layer != layer || h.head >= n_head) continue;
-    keep[static_cast<size_t>(h.head)] = 0.0;
-    any = true;
+std::vector<HeadRef> model_heads(const nn::GPTConfig& config) {
+  std::vector<HeadRef> out;
+  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
+    for (int64_t head : config.kept_heads(layer)) out.push_back({layer, head});
   }
-  return any ? Tensor::from(keep, {1, n_head, 1, 1}, dtype) : Tensor();
+  return out;
+}
+
+std::vector<int64_t> head_slots(const nn::GPTConfig& config, int64_t layer, const std::vector<HeadRef>& heads) {
+  const std::vector<int64_t> kept = config.kept_heads(layer);
+  std::vector<int64_t> slots;
+  for (const HeadRef& h : heads) {
+    const auto at = std::find(kept.begin(), kept.end(), h.head);
+    if (h.layer == layer && at != kept.end()) slots.push_back(at - kept.begin());
+  }
+  return slots;
+}
+
+Tensor head_keep_mask(const nn::GPTConfig& config, int64_t layer, const std::vector<HeadRef>& heads, DType dtype) {
+  const std::vector<int64_t> slots = head_slots(config, layer, heads);
+  if (slots.empty()) return Tensor();
+  const int64_t n = config.layer_heads(layer);
+  std::vector<double> keep(static_cast<size_t>(n), 1.0);
+  for (int64_t slot : slots) keep[static_cast<size_t>(slot)] = 0.0;
+  return Tensor::from(keep, {1, n, 1, 1}, dtype);
 }
 
 HeadAblation::HeadAblation(nn::GPT& model, const HeadProbes& probes, AblationMode mode)
@@ -86,7 +103,7 @@ AblationResult HeadAblation::run(const std::vector<HeadRef>& heads) {
   model_.eval();
   nn::ScopedHooks hooks(model_);
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    const Tensor mask = head_keep_mask(config.layer_heads(layer), layer, heads, dtype);  // 0 = removed
+    const Tensor mask = head_keep_mask(config, layer, heads, dtype);  // 0 = removed
     if (!mask.defined()) continue;
     Tensor fill;  // what a removed head outputs instead: (1,H,1,d), 0 for the heads kept
     if (mode_ == AblationMode::mean) fill = means_[static_cast<size_t>(layer)] * (1.0 - mask);
@@ -107,9 +124,7 @@ AblationResult HeadAblation::run(const std::vector<HeadRef>& heads) {
 
 std::vector<AblationResult> HeadAblation::each_head() {
   std::vector<AblationResult> out;
-  for (int64_t layer = 0; layer < model_.config().n_layer; ++layer) {
-    for (int64_t head = 0; head < model_.config().n_head; ++head) out.push_back(run({{layer, head}}));
-  }
+  for (const HeadRef& h : model_heads(model_.config())) out.push_back(run({h}));
   return out;
 }
 
@@ -117,15 +132,20 @@ EachHeadAblation ablate_each_head(HeadAblation& ablation) {
   return {ablation.mode(), ablation.baseline(), ablation.each_head()};
 }
 
+const AblationResult* EachHeadAblation::without(const HeadScores& s) const {
+  for (const AblationResult& r : heads) {
+    if (r.removed.size() == 1 && r.removed[0] == HeadRef{s.layer, s.head}) return &r;
+  }
+  return nullptr;
+}
+
 nlohmann::json EachHeadAblation::heads_json(const HeadReport& report) const {
   nlohmann::json list = report.heads_json();
-  if (heads.size() != list.size()) {
-    throw ShapeError(Operation("EachHeadAblation"), fmt::format("{} ablations for {} heads", heads.size(),
-                                 list.size()));
-  }
-  for (size_t i = 0; i < heads.size(); ++i) {
-    list[i]["ablated_second_copy_ratio"] = heads[i].second_copy_ratio;
-    list[i]["ablated_loss_delta"] = heads[i].text_loss - baseline.text_loss;
+  for (size_t i = 0; i < report.heads.size(); ++i) {
+    const AblationResult* r = without(report.heads[i]);
+    if (r == nullptr) continue;  // a pruned head: nothing to remove
+    list[i]["ablated_second_copy_ratio"] = r->second_copy_ratio;
+    list[i]["ablated_loss_delta"] = r->text_loss - baseline.text_loss;
   }
   return list;
 }
@@ -136,10 +156,11 @@ std::string EachHeadAblation::table(const HeadReport& report) const {
       "text loss {:.3f}\n{:>5} {:>4}  {:<15} {:>13} {:>11}\n",
       ablation_mode_name(mode), 100.0 * baseline.second_copy_ratio, baseline.text_loss, "layer",
       "head", "role", "second/first", "text loss");
-  for (size_t i = 0; i < heads.size() && i < report.heads.size(); ++i) {
-    const HeadScores& s = report.heads[i];
+  for (const HeadScores& s : report.heads) {
+    const AblationResult* r = without(s);
+    if (r == nullptr) continue;
     out += fmt::format("{:>5} {:>4}  {:<15} {:>12.0f}% {:>+11.3f}\n", s.layer, s.head, s.role,
-                       100.0 * heads[i].second_copy_ratio, heads[i].text_loss - baseline.text_loss);
+                       100.0 * r->second_copy_ratio, r->text_loss - baseline.text_loss);
   }
   return out;
 }

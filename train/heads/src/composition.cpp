@@ -17,11 +17,15 @@ double normalised_product(const Tensor& a, const Tensor& b, bool transpose_a) {
   return denom > 0.0 ? frobenius(matmul(a, b, transpose_a, false)) / denom : 0.0;
 }
 
+// `m` less its mean along `axis`: the part of it a layer norm's centering lets through.
+Tensor centred(const Tensor& m, int64_t axis) { return m - mean(m, {axis}, true); }
+
 // Column `first`.. of `width` of an (in,out) weight, as the (width, in) matrix that multiplies
-// a column vector, with the input scaled by `gain` (the ln_1 gain folded in).
+// a column vector, with the reading layer's ln_1 folded in: its gain scales the input, and its
+// centering removes the input's mean, so no head reads along the all-ones direction.
 Tensor reading_rows(const Tensor& weight, int64_t first, int64_t width, const Tensor& gain) {
   const Tensor cols = narrow(weight, 1, first, width);  // (C, width)
-  return transpose(cols * reshape(gain, {gain.size(0), 1}), 0, 1);
+  return centred(transpose(cols * reshape(gain, {gain.size(0), 1}), 0, 1), 1);
 }
 
 HeadCircuit random_circuit(int64_t d, int64_t c, Generator& gen) {
@@ -39,18 +43,25 @@ HeadCircuit head_circuit(const Tensor& w_q, const Tensor& w_k, const Tensor& w_v
 std::vector<HeadCircuit> head_circuits(const nn::GPT& model) {
   NoGradGuard no_grad;
   const nn::GPTConfig& config = model.config();
-  const int64_t c = config.n_embd, h = config.n_head, d = c / h, kv = config.kv_heads() * d;
+  const int64_t c = config.n_embd, h = config.n_head, d = c / h;
   std::vector<HeadCircuit> out;
-  for (const auto& block : *model.transformer->h) {
-    const Tensor w = block->attn->c_attn->weight.to(DType::f64);  // (C, C + 2KV): x @ W
-    const Tensor proj = block->attn->c_proj->weight.to(DType::f64);  // (C, C): z @ W
-    const Tensor gain = block->ln_1->weight.to(DType::f64);
-    for (int64_t head = 0; head < h; ++head) {
-      const int64_t group = head / (h / config.kv_heads());
-      out.push_back(head_circuit(reading_rows(w, head * d, d, gain),
-                                 reading_rows(w, c + group * d, d, gain),
-                                 reading_rows(w, c + kv + group * d, d, gain),
-                                 transpose(narrow(proj, 0, head * d, d), 0, 1)));
+  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
+    const nn::Block& block = (*model.transformer->h)[static_cast<size_t>(layer)];
+    const Tensor w = block.attn->c_attn->weight.to(DType::f64);  // (C, Q + 2KV): x @ W
+    const Tensor proj = block.attn->c_proj->weight.to(DType::f64);  // (Q, C): z @ W
+    const Tensor gain = block.ln_1->weight.to(DType::f64);
+    const std::vector<int64_t> kept = config.kept_heads(layer);
+    const auto slots = static_cast<int64_t>(kept.size());
+    const int64_t q = slots * d, kv = (slots == h ? config.kv_heads() : slots) * d;
+    for (int64_t slot = 0; slot < slots; ++slot) {
+      const int64_t group = slot / (slots * d / kv);
+      HeadCircuit circuit = head_circuit(reading_rows(w, slot * d, d, gain),
+                                         reading_rows(w, q + group * d, d, gain),
+                                         reading_rows(w, q + kv + group * d, d, gain),
+                                         // what the head writes, centred as the next ln_1 reads it
+                                         centred(transpose(narrow(proj, 0, slot * d, d), 0, 1), 0));
+      circuit.head = {layer, kept[static_cast<size_t>(slot)]};
+      out.push_back(circuit);
     }
   }
   return out;
@@ -66,25 +77,20 @@ CompositionReport composition_scores(const nn::GPT& model, uint64_t seed) {
   NoGradGuard no_grad;
   const nn::GPTConfig& config = model.config();
   const std::vector<HeadCircuit> circuits = head_circuits(model);
-  const int64_t h = config.n_head, d = config.n_embd / h;
+  const int64_t d = config.n_embd / config.n_head;
   Generator gen(seed);
   CompositionReport report;
   report.n_layer = config.n_layer;
-  report.n_head = h;
-  for (int64_t l1 = 0; l1 < config.n_layer; ++l1) {
-    for (int64_t h1 = 0; h1 < h; ++h1) {
-      for (int64_t l2 = l1 + 1; l2 < config.n_layer; ++l2) {
-        for (int64_t h2 = 0; h2 < h; ++h2) {
-          CompositionPair pair;
-          pair.from = {l1, h1};
-          pair.to = {l2, h2};
-          pair.score = compose(circuits[static_cast<size_t>(l1 * h + h1)],
-                               circuits[static_cast<size_t>(l2 * h + h2)]);
-          pair.baseline = compose(random_circuit(d, config.n_embd, gen),
-                                  random_circuit(d, config.n_embd, gen));
-          report.pairs.push_back(pair);
-        }
-      }
+  report.n_head = config.n_head;
+  for (const HeadCircuit& writer : circuits) {
+    for (const HeadCircuit& reader : circuits) {
+      if (reader.head.layer <= writer.head.layer) continue;
+      CompositionPair pair;
+      pair.from = writer.head;
+      pair.to = reader.head;
+      pair.score = compose(writer, reader);
+      pair.baseline = compose(random_circuit(d, config.n_embd, gen), random_circuit(d, config.n_embd, gen));
+      report.pairs.push_back(pair);
     }
   }
   for (const CompositionPair& p : report.pairs) {

@@ -39,22 +39,23 @@ class CounterfactualRun {
     base_ = softmax(model.forward(tokens_), -1);
   }
 
-  // The mean total variation with head `head` of `layer` given rows edited by `edit`.
-  double edited_tvd(int64_t layer, int64_t head, const RowEdit& edit) {
+  // The mean total variation with the head in `slot` of `layer` (of those the layer has) given
+  // rows edited by `edit`.
+  double edited_tvd(int64_t layer, int64_t slot, const RowEdit& edit) {
     NoGradGuard no_grad;
     nn::ScopedHooks hooks(model_);
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_pattern), [&](const Tensor& w) {
       std::vector<double> values = w.to_vector();
       const int64_t b = w.size(0), h = w.size(1), t = w.size(2), tk = w.size(3);
       for (int64_t s = 0; s < b; ++s) {
-        for (int64_t i = 0; i < t; ++i) edit_row(values, ((s * h + head) * t + i) * tk, i * tk, tk, edit);
+        for (int64_t i = 0; i < t; ++i) edit_row(values, ((s * h + slot) * t + i) * tk, i * tk, tk, edit);
       }
       return Tensor::from(values, w.shape(), w.dtype());
     });
     return mean(position_tvd(softmax(model_.forward(tokens_), -1), base_)).item();
   }
 
-  double adversarial_jsd(int64_t layer, int64_t head, const CounterfactualOptions& options);
+  double adversarial_jsd(int64_t layer, int64_t slot, const CounterfactualOptions& options);
 
  private:
   void edit_row(std::vector<double>& values, int64_t row, int64_t mask_row, int64_t tk, const RowEdit& edit) const {
@@ -97,16 +98,18 @@ struct Adam {
   }
 };
 
-double CounterfactualRun::adversarial_jsd(int64_t layer, int64_t head, const CounterfactualOptions& options) {
-  const int64_t b = tokens_.size(0), t = tokens_.size(1), n_head = model_.config().n_head;
+double CounterfactualRun::adversarial_jsd(int64_t layer, int64_t slot, const CounterfactualOptions& options) {
+  const nn::GPTConfig& config = model_.config();
+  const int64_t b = tokens_.size(0), t = tokens_.size(1), heads = config.layer_heads(layer);
   const DType dtype = base_.dtype();
   // The search starts from a random nudge: at the original pattern the divergence is at its
-  // minimum, where its gradient is zero.
-  Generator gen(options.seed + static_cast<uint64_t>(layer * n_head + head));
+  // minimum, where its gradient is zero. Seeded by the head's original number.
+  const int64_t head = config.kept_heads(layer)[static_cast<size_t>(slot)];
+  Generator gen(options.seed + static_cast<uint64_t>(layer * config.n_head + head));
   Tensor delta = Tensor::randn({b, 1, t, t}, gen, dtype, 0.0, 0.5).set_requires_grad();
-  std::vector<double> pick(static_cast<size_t>(n_head), 0.0);
-  pick[static_cast<size_t>(head)] = 1.0;
-  const Tensor mask = Tensor::from(pick, {1, n_head, 1, 1}, dtype);
+  std::vector<double> pick(static_cast<size_t>(heads), 0.0);
+  pick[static_cast<size_t>(slot)] = 1.0;
+  const Tensor mask = Tensor::from(pick, {1, heads, 1, 1}, dtype);
   const Tensor hidden = reshape(hidden_, {1, 1, t, t});
   std::vector<double> best(static_cast<size_t>(b), 0.0);  // the original pattern: 0, within any epsilon
   Adam adam;
@@ -114,7 +117,7 @@ double CounterfactualRun::adversarial_jsd(int64_t layer, int64_t head, const Cou
     Tensor divergence;
     nn::ScopedHooks hooks(model_);
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_pattern), [&](const Tensor& w) {
-      const Tensor original = narrow(w.detach(), 1, head, 1);  // (B,1,T,T)
+      const Tensor original = narrow(w.detach(), 1, slot, 1);  // (B,1,T,T)
       const Tensor edited = softmax(masked_fill(log(original + kTiny) + delta, hidden, -1e30), -1);
       divergence = mean(row_jsd(edited, original), {1, 2});  // (B)
       return w.detach() * (1.0 - mask) + edited * mask;
@@ -157,9 +160,10 @@ std::vector<HeadCounterfactual> attention_counterfactuals(nn::GPT& model,
   };
   std::vector<HeadCounterfactual> out;
   for (int64_t layer = 0; layer < model.config().n_layer; ++layer) {
-    for (int64_t head = 0; head < model.config().n_head; ++head) {
-      out.push_back({{layer, head}, run.edited_tvd(layer, head, uniform), run.edited_tvd(layer, head, permute_row),
-                     run.adversarial_jsd(layer, head, options)});
+    const std::vector<int64_t> numbers = model.config().kept_heads(layer);  // pruned heads have none
+    for (int64_t slot = 0; slot < static_cast<int64_t>(numbers.size()); ++slot) {
+      out.push_back({{layer, numbers[static_cast<size_t>(slot)]}, run.edited_tvd(layer, slot, uniform),
+                     run.edited_tvd(layer, slot, permute_row), run.adversarial_jsd(layer, slot, options)});
     }
   }
   return out;

@@ -1,5 +1,7 @@
 #include "tinygpt/heads/head_analysis.hpp"
 
+#include <algorithm>
+
 #include "probe_runs.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -7,7 +9,8 @@
 namespace tinygpt::heads {
 namespace {
 
-// Runs the model on `rows` and calls score(layer, head, A (T*T floats)) for every sequence.
+// Runs the model on `rows` and calls score(layer, head, A (T*T floats)) for every sequence and
+// every head the model has (by its original number).
 template <class Score>
 Tensor for_each_pattern(nn::CausalLM& model, const std::vector<std::vector<int64_t>>& rows, Score score) {
   const Tensor logits = model.logits(batch_of(rows));  // (B,T,V)
@@ -15,9 +18,10 @@ Tensor for_each_pattern(nn::CausalLM& model, const std::vector<std::vector<int64
   for (size_t layer = 0; layer < maps.size(); ++layer) {
     const Tensor a = maps[layer].to(DType::f32);
     const int64_t b = a.size(0), h = a.size(1), t = a.size(2);
+    const std::vector<int64_t> numbers = layer_head_numbers(model, static_cast<int64_t>(layer));
     for (int64_t s = 0; s < b; ++s) {
-      for (int64_t head = 0; head < h; ++head) {
-        score(static_cast<int64_t>(layer), head, a.data<float>() + (s * h + head) * t * t, t);
+      for (int64_t slot = 0; slot < h; ++slot) {
+        score(static_cast<int64_t>(layer), numbers[static_cast<size_t>(slot)], a.data<float>() + (s * h + slot) * t * t, t);
       }
     }
   }
@@ -30,6 +34,15 @@ struct KeepAttention {
   explicit KeepAttention(nn::CausalLM& m) : model(m) { model.set_keep_attention_weights(true); }
   ~KeepAttention() { model.set_keep_attention_weights(false); }
 };
+
+// A head pruned away: no attention, so no score, and the role that says why.
+HeadScores pruned_head(int64_t layer, int64_t head) {
+  HeadScores s;
+  s.layer = layer;
+  s.head = head;
+  s.role = "pruned";
+  return s;
+}
 
 }  // namespace
 
@@ -75,6 +88,12 @@ HeadReport analyze_heads(nn::CausalLM& model, const HeadProbes& probes) {
   report.first_copy_loss = losses.first;
   report.second_copy_loss = losses.second;
   for (auto& s : report.heads) assign_role(s);
+  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
+    const std::vector<int64_t> kept = layer_head_numbers(model, layer);
+    for (int64_t head = 0; head < config.n_head; ++head) {
+      if (std::find(kept.begin(), kept.end(), head) == kept.end()) at(layer, head) = pruned_head(layer, head);
+    }
+  }
   return report;
 }
 
@@ -85,11 +104,15 @@ std::vector<Tensor> attention_maps(nn::CausalLM& model, const std::vector<int64_
   model.logits(batch_of({ids}));
   std::vector<Tensor> maps;
   for (const Tensor& w : model.attention_weights()) {
-    Tensor map = reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32);  // (H,T,T)
-    // A layer with pruned heads: its slots past the heads it has left attend nowhere.
-    const int64_t missing = model.shape().n_head - map.size(0);
-    if (missing > 0) map = concat({map, Tensor::zeros({missing, map.size(1), map.size(2)})}, 0);
-    maps.push_back(map);
+    const Tensor map = reshape(w, {w.size(1), w.size(2), w.size(3)}).to(DType::f32);  // (H',T,T)
+    // A layer with pruned heads: each head at its original number, a pruned one attending nowhere.
+    const std::vector<int64_t> kept = layer_head_numbers(model, static_cast<int64_t>(maps.size()));
+    std::vector<Tensor> heads;
+    for (int64_t head = 0, slot = 0; head < model.shape().n_head; ++head) {
+      const bool has = slot < map.size(0) && kept[static_cast<size_t>(slot)] == head;
+      heads.push_back(has ? narrow(map, 0, slot++, 1) : Tensor::zeros({1, map.size(1), map.size(2)}));
+    }
+    maps.push_back(heads.size() == 1 ? heads[0] : concat(heads, 0));
   }
   return maps;
 }

@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "probe_runs.hpp"
 #include "tinygpt/autograd/ops.hpp"
 
 namespace tinygpt::heads {
@@ -15,7 +16,7 @@ Tensor gated_loss(nn::GPT& model, const std::vector<Tensor>& gates, const std::v
   }
   nn::ScopedHooks hooks(model);
   for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    const Tensor gate = reshape(gates[static_cast<size_t>(layer)], {1, config.n_head, 1, 1});
+    const Tensor gate = reshape(gates[static_cast<size_t>(layer)], {1, config.layer_heads(layer), 1, 1});
     hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [gate](const Tensor& z) { return z * gate; });
   }
   const auto t = static_cast<int64_t>(window.size());
@@ -29,16 +30,19 @@ std::vector<HeadImportance> head_importance(nn::GPT& model,
   if (windows.empty()) throw ValueError(Operation("head_importance"), "needs at least one evaluation window");
   const nn::GPTConfig& config = model.config();
   const DType dtype = model.parameters().front().dtype();
-  const auto layers = static_cast<size_t>(config.n_layer), heads = static_cast<size_t>(config.n_head);
-  std::vector<std::vector<double>> total(layers, std::vector<double>(heads, 0.0));
+  const auto layers = static_cast<size_t>(config.n_layer);
+  std::vector<std::vector<double>> total(layers);  // per layer, per head it has
+  for (size_t l = 0; l < layers; ++l) total[l].assign(static_cast<size_t>(config.layer_heads(static_cast<int64_t>(l))), 0.0);
   model.eval();
   for (const std::vector<int64_t>& window : windows) {
     std::vector<Tensor> gates;
-    for (size_t l = 0; l < layers; ++l) gates.push_back(Tensor::ones({config.n_head}, dtype).set_requires_grad());
+    for (size_t l = 0; l < layers; ++l) {
+      gates.push_back(Tensor::ones({static_cast<int64_t>(total[l].size())}, dtype).set_requires_grad());
+    }
     gated_loss(model, gates, window).backward();
     for (size_t l = 0; l < layers; ++l) {
       const std::vector<double> grad = gates[l].grad().to_vector();
-      for (size_t h = 0; h < heads; ++h) total[l][h] += std::abs(grad[h]);
+      for (size_t h = 0; h < grad.size(); ++h) total[l][h] += std::abs(grad[h]);  // mean of |.|, per window
     }
   }
   model.zero_grad();
@@ -50,12 +54,16 @@ std::vector<HeadImportance> head_importance(nn::GPT& model,
       norm += x * x;
     }
     norm = std::sqrt(norm);
-    for (size_t h = 0; h < heads; ++h) {
-      out.push_back({{static_cast<int64_t>(l), static_cast<int64_t>(h)}, total[l][h],
-                     norm > 0.0 ? total[l][h] / norm : 0.0});
+    const std::vector<int64_t> numbers = config.kept_heads(static_cast<int64_t>(l));
+    for (size_t h = 0; h < total[l].size(); ++h) {
+      out.push_back({{static_cast<int64_t>(l), numbers[h]}, total[l][h], norm > 0.0 ? total[l][h] / norm : 0.0});
     }
   }
   return out;
+}
+
+std::vector<HeadImportance> in_context_importance(nn::GPT& model, const HeadProbes& probes) {
+  return head_importance(model, repeated_sequences(probes, probe_period(model.config().block_size, probes)));
 }
 
 nlohmann::json importance_json(const std::vector<HeadImportance>& importance) {

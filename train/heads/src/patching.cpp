@@ -86,14 +86,12 @@ double patch_outputs(PatchExperiment& run, const nn::GPTConfig& config, DType dt
                      const std::vector<HeadRef>& heads) {
   return run.recovery([&](nn::ScopedHooks& hooks) {
     for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-      std::vector<int64_t> here;
-      for (const HeadRef& h : heads) {
-        if (h.layer == layer) here.push_back(h.head);
-      }
+      const std::vector<int64_t> here = head_slots(config, layer, heads);
       if (here.empty()) continue;
       const std::string point = nn::hook_name(layer, nn::HookPoint::attn_z);
       const Tensor clean = run.clean()[point];
-      const Tensor mask = one_hot_mask(config.n_head, here, {1, config.n_head, 1, 1}, dtype);
+      const int64_t n = config.layer_heads(layer);
+      const Tensor mask = one_hot_mask(n, here, {1, n, 1, 1}, dtype);
       hooks.add(point, [clean, mask](const Tensor& z) { return patched(z, clean, mask); });
     }
   });
@@ -101,11 +99,7 @@ double patch_outputs(PatchExperiment& run, const nn::GPTConfig& config, DType dt
 
 std::vector<PatchRecovery> patch_each_head(PatchExperiment& run, const nn::GPTConfig& config, DType dtype) {
   std::vector<PatchRecovery> out;
-  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    for (int64_t head = 0; head < config.n_head; ++head) {
-      out.push_back({{layer, head}, patch_outputs(run, config, dtype, {{layer, head}})});
-    }
-  }
+  for (const HeadRef& h : model_heads(config)) out.push_back({h, patch_outputs(run, config, dtype, {h})});
   return out;
 }
 
@@ -165,9 +159,10 @@ Tensor written_difference(nn::GPT& model, const PatchExperiment& run, const std:
   Tensor total;
   for (const HeadRef& h : from) {
     const std::string point = nn::hook_name(h.layer, nn::HookPoint::attn_z);
-    const Tensor diff = narrow(run.clean()[point] - run.corrupted()[point], 1, h.head, 1);  // (B,1,T,d)
+    const int64_t slot = head_slots(config, h.layer, {h}).at(0);
+    const Tensor diff = narrow(run.clean()[point] - run.corrupted()[point], 1, slot, 1);  // (B,1,T,d)
     const Tensor w_o = narrow((*model.transformer->h)[static_cast<size_t>(h.layer)].attn->c_proj->weight, 0,
-                              h.head * d, d);  // (d,C)
+                              slot * d, d);  // (d,C)
     const Tensor written = matmul(reshape(diff, {diff.size(0), diff.size(2), d}), w_o);
     total = total.defined() ? total + written : written;
   }
@@ -179,10 +174,12 @@ Tensor written_difference(nn::GPT& model, const PatchExperiment& run, const std:
 void add_path_hooks(nn::ScopedHooks& hooks, nn::GPT& model, int64_t layer, const std::vector<HeadRef>& to,
                     PathInput input, const Tensor& difference) {
   const nn::GPTConfig& config = model.config();
-  const int64_t c = config.n_embd, d = c / config.n_head, kvh = config.kv_heads();
-  const int64_t slots = input == PathInput::q ? config.n_head : kvh;
+  // A layer with pruned heads has as many key/value heads as query heads (GPTConfig requires it).
+  const int64_t n_heads = config.layer_heads(layer), d = config.n_embd / config.n_head;
+  const int64_t kvh = n_heads == config.n_head ? config.kv_heads() : n_heads, q = n_heads * d;
+  const int64_t slots = input == PathInput::q ? n_heads : kvh;
   std::vector<int64_t> chosen;
-  for (const HeadRef& h : to) chosen.push_back(input == PathInput::q ? h.head : h.head / (config.n_head / kvh));
+  for (int64_t slot : head_slots(config, layer, to)) chosen.push_back(input == PathInput::q ? slot : slot / (n_heads / kvh));
   const Tensor mask = one_hot_mask(slots, chosen, {1, slots, 1, 1}, difference.dtype());
   auto block_input = std::make_shared<Tensor>();
   hooks.add(nn::hook_name(layer, nn::HookPoint::resid_pre), [block_input](const Tensor& x) {
@@ -196,7 +193,7 @@ void add_path_hooks(nn::ScopedHooks& hooks, nn::GPT& model, int64_t layer, const
   hooks.add(nn::hook_name(layer, point), [=](const Tensor& value) {
     const Tensor packed = linear(block->ln_1->forward(*block_input + difference),
                                  block->attn->c_attn->weight, block->attn->c_attn->bias);
-    const Tensor part = split(packed, {c, kvh * d, kvh * d}, 2)[index];
+    const Tensor part = split(packed, {q, kvh * d, kvh * d}, 2)[index];
     const Tensor heads = permute(reshape(part, {part.size(0), part.size(1), slots, d}), {0, 2, 1, 3});
     return patched(value, heads, mask);
   });
@@ -276,9 +273,16 @@ std::string PatchingReport::table() const {
       "second copy after another first copy; mean log-probability of the second copy {:.3f} clean, "
       "{:.3f} corrupted; recovery of each head's output patched from the clean run:",
       period, clean_metric, corrupted_metric);
+  int64_t layer = -1, next = 0;  // a pruned head's column shows "-"
   for (const PatchRecovery& x : heads) {
-    if (x.head.head == 0) out += fmt::format("\nlayer {}:", x.head.layer);
+    if (x.head.layer != layer) {
+      layer = x.head.layer;
+      next = 0;
+      out += fmt::format("\nlayer {}:", layer);
+    }
+    for (; next < x.head.head; ++next) out += fmt::format(" {:>7}", "-");
     out += fmt::format(" {:>6.0f}%", 100.0 * x.recovery);
+    next = x.head.head + 1;
   }
   for (const GroupRecovery& x : roles) {
     out += fmt::format("\nthe {} heads {} together: {:.0f}%", x.role, head_list_str(x.heads), 100.0 * x.recovery);

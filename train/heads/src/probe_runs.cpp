@@ -6,6 +6,13 @@
 
 namespace tinygpt::heads {
 
+std::vector<int64_t> layer_head_numbers(const nn::CausalLM& model, int64_t layer) {
+  if (const auto* gpt = dynamic_cast<const nn::GPT*>(&model)) return gpt->config().kept_heads(layer);
+  std::vector<int64_t> all(static_cast<size_t>(model.shape().n_head));
+  for (size_t h = 0; h < all.size(); ++h) all[h] = static_cast<int64_t>(h);
+  return all;
+}
+
 Tensor batch_of(const std::vector<std::vector<int64_t>>& rows) {
   std::vector<int64_t> flat;
   for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());

@@ -7,6 +7,10 @@
 
 namespace tinygpt::heads {
 
+// The original numbers of the heads layer `layer` has, in the order its attention holds them:
+// fewer than n_head in a layer of a GPT with pruned heads.
+std::vector<int64_t> layer_head_numbers(const nn::CausalLM& model, int64_t layer);
+
 // rows (all of one length) as a (B,T) batch of ids.
 Tensor batch_of(const std::vector<std::vector<int64_t>>& rows);
 

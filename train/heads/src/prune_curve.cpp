@@ -62,14 +62,12 @@ std::vector<OutputChange> output_change_per_head(nn::GPT& model, const std::vect
   const Tensor tokens = batch_of(windows);
   const Tensor intact = model.forward(tokens);
   std::vector<OutputChange> out;
-  for (int64_t layer = 0; layer < config.n_layer; ++layer) {
-    for (int64_t head = 0; head < config.n_head; ++head) {
-      const Tensor mask = head_keep_mask(config.n_head, layer, {{layer, head}}, dtype);
-      nn::ScopedHooks hooks(model);
-      hooks.add(nn::hook_name(layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
-      const Tensor diff = model.forward(tokens) - intact;  // (B,T,V)
-      out.push_back({{layer, head}, mean(sqrt(sum(diff * diff, {2}))).item()});
-    }
+  for (const HeadRef& h : model_heads(config)) {
+    const Tensor mask = head_keep_mask(config, h.layer, {h}, dtype);
+    nn::ScopedHooks hooks(model);
+    hooks.add(nn::hook_name(h.layer, nn::HookPoint::attn_z), [mask](const Tensor& z) { return z * mask; });
+    const Tensor diff = model.forward(tokens) - intact;  // (B,T,V)
+    out.push_back({h, mean(sqrt(sum(diff * diff, {2}))).item()});
   }
   return out;
 }

@@ -47,11 +47,9 @@ std::unique_ptr<nn::GPT> prune_heads(const nn::GPT& model, const std::vector<Hea
       if (original_name == name && q.shape() == p.shape()) p.copy_(q);
     }
   }
-  for (const auto& [layer, removed] : config.pruned_heads) {
-    std::vector<int64_t> kept;
-    for (int64_t h = 0; h < config.n_head; ++h) {
-      if (std::find(removed.begin(), removed.end(), h) == removed.end()) kept.push_back(h);
-    }
+  for (const auto& entry : config.pruned_heads) {
+    const int64_t layer = entry.first;
+    const std::vector<int64_t> kept = config.kept_heads(layer);
     const auto& from = *(*model.transformer->h)[static_cast<size_t>(layer)].attn;
     auto& to = *(*pruned->transformer->h)[static_cast<size_t>(layer)].attn;
     to.c_attn->weight.copy_(pruned_qkv(from.c_attn->weight, 1, c, d, kept));

@@ -156,7 +156,7 @@
     document.querySelector("#picker-section h2").textContent = "Encoder heads";
     document.querySelector("#grids-section .hint").textContent = "Each encoder head's attention on the " +
       "source: row = query token, column = key token (viridis, 0 dark to 1 bright). Click a head to explore it.";
-    for (const id of ["formation-section", "ablation-section"]) document.getElementById(id).hidden = true;
+    for (const id of ["formation-section", "ablation-section", "composition-section"]) document.getElementById(id).hidden = true;
   }
 
   // ---- header --------------------------------------------------------------------------------
@@ -583,6 +583,58 @@
     }
     table.append(body);
     container.append(table);
+  })();
+
+  // Heads as dots, one column per layer, and an arrow from each writer to each reader of the top
+  // K-composition pairs, its width growing with the score; clicking a dot explores that head.
+  (function buildComposition() {
+    if (data.cross) return; // composition is scored for a GPT's heads
+    const container = document.getElementById("composition");
+    const links = data.composition || [];
+    if (!links.length) {
+      container.append(el("p", { className: "note", text:
+        "No composition scores in this report (tinygpt heads --composition --html adds them)." }));
+      return;
+    }
+    const baseline = links.reduce((sum, l) => sum + l.baseline, 0) / links.length;
+    container.append(el("p", { className: "hint", text: "The " + links.length + " head pairs with the " +
+      "highest K-composition (how much a head's keys read what an earlier head writes); random " +
+      "matrices of the same shapes score about " + fmt(baseline, 2) + "." }));
+    const colGap = 260, rowGap = 30, side = 150, m = 20; // side: room for the outer labels
+    const x = (layer) => side + layer * colGap, y = (head) => m + head * rowGap;
+    const width = 2 * side + (L - 1) * colGap, height = 2 * m + (H - 1) * rowGap;
+    const root = svg("svg", { id: "composition-arrows", viewBox: "0 0 " + width + " " + height,
+      width: width, height: height });
+    const top = Math.max(...links.map((l) => l.score));
+    for (const l of links) {
+      const x1 = x(l.from[0]) + 8, y1 = y(l.from[1]), x2 = x(l.to[0]) - 8, y2 = y(l.to[1]);
+      const line = svg("line", { class: "composition-arrow", x1: x1, y1: y1, x2: x2, y2: y2, stroke: "#c2410c",
+        "stroke-width": 0.5 + 4 * l.score / top, "data-from": l.from.join("."), "data-to": l.to.join("."),
+        "data-score": l.score });
+      // The head of the arrow: a triangle at the reader, drawn as a path (the page links nothing).
+      const len = Math.hypot(x2 - x1, y2 - y1), ux = (x2 - x1) / len, uy = (y2 - y1) / len;
+      const bx = x2 - 9 * ux, by = y2 - 9 * uy;
+      root.append(svg("path", { class: "composition-arrow-head", fill: "#c2410c", d: "M " + x2 + " " + y2 +
+        " L " + (bx - 4 * uy) + " " + (by + 4 * ux) + " L " + (bx + 4 * uy) + " " + (by - 4 * ux) + " Z" }));
+      const title = svg("title", {});
+      title.textContent = "L" + l.from[0] + " H" + l.from[1] + " \u2192 L" + l.to[0] + " H" + l.to[1] +
+        ": K-composition " + fmt(l.score, 3) + " (random " + fmt(l.baseline, 3) + ")";
+      line.append(title);
+      root.append(line);
+    }
+    for (let layer = 0; layer < L; ++layer) {
+      for (let head = 0; head < H; ++head) {
+        const dot = svg("circle", { class: "composition-head", cx: x(layer), cy: y(head), r: 6,
+          fill: "#1f3a93", "data-layer": layer, "data-head": head });
+        dot.addEventListener("click", () => select(layer, head));
+        root.append(dot);
+        const label = svg("text", { x: x(layer) + (layer === 0 ? -12 : 12), y: y(head) + 4,
+          "text-anchor": layer === 0 ? "end" : "start", fill: "#5d6470" });
+        label.textContent = "L" + layer + " H" + head + " " + headInfo(layer, head).role;
+        root.append(label);
+      }
+    }
+    container.append(root);
   })();
 
   // ---- cross-attention (an encoder-decoder) --------------------------------------------------

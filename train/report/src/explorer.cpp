@@ -61,6 +61,15 @@ json formation_json(const std::vector<Snapshot>& snapshots) {
   return out;
 }
 
+json composition_json(const std::vector<HeadLink>& links) {
+  json out = json::array();
+  for (const HeadLink& l : links) {
+    out.push_back({{"from", {l.from_layer, l.from_head}}, {"to", {l.to_layer, l.to_head}},
+                   {"score", l.score}, {"baseline", l.baseline}});
+  }
+  return out;
+}
+
 // (layers, heads, rows, columns) weights, one byte each (quantize_weight), base64.
 json attention_json(const std::vector<float>& attention, int64_t layers, int64_t heads, size_t rows,
                     size_t columns) {
@@ -100,6 +109,22 @@ void check_attention(const char* what, const std::vector<float>& attention, int6
   }
 }
 
+// The composition arrows go from a head to a head of a later layer, both on the page.
+void check_links(const ExplorerData& d) {
+  for (const HeadLink& link : d.composition) {
+    const auto outside = [&](int64_t layer, int64_t head) {
+      return layer < 0 || layer >= d.layers || head < 0 || head >= d.heads;
+    };
+    if (outside(link.from_layer, link.from_head) || outside(link.to_layer, link.to_head) ||
+        link.to_layer <= link.from_layer) {
+      throw ValueError(Operation("explorer_html"),
+                       fmt::format("composition link {}.{} -> {}.{} is not from a head to a head of "
+                                   "a later layer in {} layers x {} heads", link.from_layer,
+                                   link.from_head, link.to_layer, link.to_head, d.layers, d.heads));
+    }
+  }
+}
+
 void check_shapes(const ExplorerData& d) {
   const auto t = static_cast<int64_t>(d.tokens.size());
   if (t == 0 || d.layers <= 0 || d.heads <= 0) {
@@ -108,6 +133,7 @@ void check_shapes(const ExplorerData& d) {
                                  "{} layers, {} heads", t, d.layers, d.heads));
   }
   check_attention("attention", d.attention, d.layers, d.heads, t, t, d.head_entries);
+  check_links(d);
   if (!d.cross) return;
   const CrossView& c = *d.cross;
   const auto outputs = static_cast<int64_t>(c.output_tokens.size());
@@ -181,6 +207,7 @@ std::string explorer_html(const ExplorerData& d) {
       {"loss", {{"step", series_json(d.step_loss)}, {"train", series_json(d.eval_train_loss)},
                 {"val", series_json(d.eval_val_loss)}}},
       {"formation", formation_json(d.formation)},
+      {"composition", composition_json(d.composition)},
       {"cross", nullptr}};
   if (d.cross) {
     const CrossView& c = *d.cross;

@@ -41,6 +41,8 @@ struct GPTConfig {
 
   int64_t kv_heads() const { return n_kv_head > 0 ? n_kv_head : n_head; }
   int64_t layer_heads(int64_t layer) const;  // n_head less the layer's pruned heads
+  // The original numbers of the heads the layer has, in the order its c_attn holds them.
+  std::vector<int64_t> kept_heads(int64_t layer) const;
   void validate() const;  // ValueError naming the first bad field
 
  private:

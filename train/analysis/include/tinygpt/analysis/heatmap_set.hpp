@@ -8,7 +8,8 @@
 namespace tinygpt::analysis {
 
 // The heatmaps of the set drawn last in `dir` (as its record names them: layer<L>_head<H>.png,
-// layer<L>.png, attribution_pos<P>.png, {encoder,decoder,cross}_layer<L>.png) removed, with the
+// layer<L>.png, attribution_pos<P>.png, {encoder,decoder,cross}_layer<L>.png, and the circuit
+// methods' composition.png, patching.png, patching_residual.png, prune_curve.png) removed, with the
 // record and any drawing folder of a killed command; other files stay, and the folder goes if it
 // is left empty.
 void remove_heatmaps(const std::string& dir);
@@ -44,6 +45,8 @@ class HeatmapSet {
   std::string path(const std::string& name);
   // The pictures moved into `dir`; returns their final paths, in the order path() was asked.
   std::vector<std::string> commit();
+  // The folder the pictures land in.
+  const std::string& dir() const { return dir_; }
 
  private:
   std::string dir_, stage_;

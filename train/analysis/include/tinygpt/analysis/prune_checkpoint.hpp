@@ -12,7 +12,8 @@ namespace tinygpt::analysis {
 // the pruned model against the original with those heads zeroed: the mean next-token loss of
 // both (and of the intact original) on seeded random windows of the context's length. JSON:
 // {"pruned_heads": {"L": [H...]}, "parameters": {"before", "after"}, "loss": {"intact",
-// "zero_ablated", "pruned"}}. ValueError (naming the flag's value) for a bad head list.
+// "zero_ablated", "pruned"}}. A SettingError on "pruned_heads" for a bad head list (malformed, a
+// head the model does not have, every head of a layer).
 MethodOutput prune_checkpoint(const std::string& model_dir, const std::string& heads,
                               const std::string& out_dir);
 

@@ -8,6 +8,7 @@
 #include "tinygpt/analysis/heatmap_set.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/heads/ablation.hpp"
+#include "tinygpt/heads/composition.hpp"
 #include "tinygpt/heads/probe_set.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/log_records.hpp"
@@ -23,7 +24,10 @@ struct ReportOptions {
   std::string run_dir;      // the run whose log.jsonl the page draws (may have none)
   const heads::EachHeadAblation* ablation = nullptr;  // its table follows the role table
   std::FILE* text = stdout;  // where the tables and paths are printed (stderr under train --json)
-  std::function<void(HeatmapSet&)> draw_also;  // more pictures of the same set (heads --attribute)
+  // More of the report before its pictures are committed (heads --attribute and the circuit
+  // methods), given the head report and the set to draw into (null when none is drawn).
+  std::function<void(const heads::HeadReport&, HeatmapSet*)> also;
+  const heads::CompositionReport* composition = nullptr;  // the page shows its top pairs
 };
 
 // The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer

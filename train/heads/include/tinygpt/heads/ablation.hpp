@@ -25,10 +25,15 @@ struct HeadRef {
 // (n_layer, n_head) or repeated.
 std::vector<HeadRef> parse_head_list(const std::string& list, int64_t n_layer, int64_t n_head);
 std::string head_list_str(const std::vector<HeadRef>& heads);  // "0.1,1.7"
-// (1,H,1,1) of `dtype` to multiply blocks.{layer}.attn.z by: 0 for the heads of `heads` in
-// `layer`, 1 for the others; undefined when none of them is in that layer. A head from n_head on
-// (a slot a pruned layer no longer has) is ignored: there is nothing left to remove.
-Tensor head_keep_mask(int64_t n_head, int64_t layer, const std::vector<HeadRef>& heads, DType dtype);
+// Every head the model has, layer by layer, in its original numbering (a pruned head is not).
+std::vector<HeadRef> model_heads(const nn::GPTConfig& config);
+// Where the heads of `heads` in `layer` sit among the heads the layer has (its attention's head
+// axis: a layer with pruned heads holds its heads left in order); a head it no longer has is
+// skipped, as there is nothing left of it.
+std::vector<int64_t> head_slots(const nn::GPTConfig& config, int64_t layer, const std::vector<HeadRef>& heads);
+// (1,H',1,1) of `dtype` to multiply blocks.{layer}.attn.z by (H' the heads the layer has): 0 for
+// the heads of `heads` in `layer`, 1 for the others; undefined when none of them is there.
+Tensor head_keep_mask(const nn::GPTConfig& config, int64_t layer, const std::vector<HeadRef>& heads, DType dtype);
 
 struct AblationResult {
   std::vector<HeadRef> removed;  // empty for the intact model
@@ -66,12 +71,14 @@ class HeadAblation {
 struct EachHeadAblation {
   AblationMode mode = AblationMode::zero;
   AblationResult baseline;
-  std::vector<AblationResult> heads;  // layer by layer, as HeadReport::heads
+  std::vector<AblationResult> heads;  // each head the model has removed alone, layer by layer
 
+  // The result of removing the head `s` alone, null for a head the model does not have (pruned).
+  const AblationResult* without(const HeadScores& s) const;
   // report.heads_json() with each head object's "ablated_second_copy_ratio" and
-  // "ablated_loss_delta" (its ablated text loss minus the baseline's).
+  // "ablated_loss_delta" (its ablated text loss minus the baseline's); a pruned head has neither.
   nlohmann::json heads_json(const HeadReport& report) const;
-  // One row per head: role, second/first copy ratio and text loss with it removed.
+  // One row per head the model has: role, second/first copy ratio and text loss with it removed.
   std::string table(const HeadReport& report) const;
 };
 EachHeadAblation ablate_each_head(HeadAblation& ablation);

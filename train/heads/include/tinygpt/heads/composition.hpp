@@ -2,7 +2,9 @@
 // Composition scores (Elhage et al. 2021, "A Mathematical Framework for Transformer Circuits"):
 // how much a later head reads what an earlier head writes, from the weights alone. In the
 // column-vector convention each head has W_QK = W_Q^T W_K and W_OV = W_O W_V (d_model x d_model),
-// with its layer's ln_1 gain folded into W_Q, W_K and W_V and the biases ignored. For a writer
+// with its layer's ln_1 folded into W_Q, W_K and W_V (its gain, and its centering: the reader sees
+// its input less the mean, so W_O is centred too, as TransformerLens's fold_ln and
+// center_writing_weights do) and the biases ignored. For a writer
 // h1 and a reader h2 in a later layer:
 //   Q-composition  |W_QK^{h2}^T W_OV^{h1}|_F / (|W_QK^{h2}|_F |W_OV^{h1}|_F)
 //   K-composition  |W_QK^{h2}   W_OV^{h1}|_F / (|W_QK^{h2}|_F |W_OV^{h1}|_F)
@@ -23,11 +25,12 @@ namespace tinygpt::heads {
 struct HeadCircuit {
   Tensor qk;  // W_Q^T W_K
   Tensor ov;  // W_O W_V
+  HeadRef head;  // which head, in its original numbering (head_circuits sets it)
 };
 // From the head's own matrices in the column-vector convention: w_q, w_k, w_v (d,C), w_o (C,d).
 HeadCircuit head_circuit(const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& w_o);
-// Every head of the model, layer by layer, head by head (a grouped-query head uses its
-// key/value head's W_K and W_V).
+// Every head the model has, layer by layer, head by head (a grouped-query head uses its
+// key/value head's W_K and W_V; a pruned head has none).
 std::vector<HeadCircuit> head_circuits(const nn::GPT& model);
 
 struct CompositionScores {
@@ -44,7 +47,7 @@ struct CompositionPair {
 
 struct CompositionReport {
   int64_t n_layer = 0, n_head = 0;
-  std::vector<CompositionPair> pairs;  // by writer, then reader, each layer by layer
+  std::vector<CompositionPair> pairs;  // by writer, then reader, each layer by layer; pruned heads have none
   CompositionScores mean_baseline;     // over the pairs
 
   // [{"from": [l1, h1], "to": [l2, h2], "q": .., "k": .., "v": .., "baseline": {"q", "k", "v"}}]

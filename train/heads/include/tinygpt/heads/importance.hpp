@@ -11,12 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/heads/ablation.hpp"
+#include "tinygpt/heads/head_analysis.hpp"
 #include "tinygpt/nn/gpt.hpp"
 
 namespace tinygpt::heads {
 
 // The window's mean next-token loss (positions 0..T-2 predicting the next) with each layer's
-// head outputs multiplied by gates[layer] ((H) each, the model's dtype): differentiable in the
+// head outputs multiplied by gates[layer] (one per head the layer has, the model's dtype): differentiable in the
 // gates. The hooks are gone when it returns.
 Tensor gated_loss(nn::GPT& model, const std::vector<Tensor>& gates, const std::vector<int64_t>& window);
 
@@ -26,10 +27,14 @@ struct HeadImportance {
   double normalised = 0.0;  // raw / l2 norm of its layer's raws
 };
 
-// Every head, layer by layer, over `windows` (each at least 2 tokens; ValueError without any).
+// Every head the model has (a pruned head has none), layer by layer, over `windows` (each at least 2 tokens; ValueError without any).
 // The model runs in eval mode; its parameters' gradients are left zeroed.
 std::vector<HeadImportance> head_importance(nn::GPT& model,
                                             const std::vector<std::vector<int64_t>>& windows);
+
+// The same on the in-context probe (random sequences said twice, as analyze_heads makes them from
+// `probes`): where copying is the job, so the heads that copy are measured where they work.
+std::vector<HeadImportance> in_context_importance(nn::GPT& model, const HeadProbes& probes);
 
 // [{"layer", "head", "raw", "normalised"}]
 nlohmann::json importance_json(const std::vector<HeadImportance>& importance);

@@ -40,6 +40,13 @@ struct Snapshot {
   std::optional<InContext> in_context;
 };
 
+// A pair of heads that compose (a writer and a later head that reads it) and how much, e.g. the
+// K-composition score, with the score of random matrices of the same shapes beside it.
+struct HeadLink {
+  int64_t from_layer = 0, from_head = 0, to_layer = 0, to_head = 0;
+  double score = 0.0, baseline = 0.0;
+};
+
 struct Point {
   double x = 0.0;
   double y = 0.0;
@@ -75,6 +82,7 @@ struct ExplorerData {
   std::vector<Point> eval_train_loss;     // the evaluations' losses
   std::vector<Point> eval_val_loss;
   std::vector<Snapshot> formation;        // head scores over training (may be empty)
+  std::vector<HeadLink> composition;      // the top K-composition pairs, drawn as arrows (may be empty)
   std::optional<CrossView> cross;         // an encoder-decoder's
 };
 
@@ -84,7 +92,7 @@ constexpr int kAttentionLevels = 255;
 uint8_t quantize_weight(float w);
 
 // The page. Throws ValueError when the shapes do not agree (attention.size() != L*H*T*T, a head
-// entry outside L x H, no tokens; a cross view's attention.size() != L*H*Tt*T, an aligned
+// entry or composition link outside L x H, no tokens; a cross view's attention.size() != L*H*Tt*T, an aligned
 // position outside the source).
 std::string explorer_html(const ExplorerData& data);
 
