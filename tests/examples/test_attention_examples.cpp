@@ -2,6 +2,7 @@
 // and --json, against values this test computes on its own (plain loops over the texts' matrices,
 // not the library's attention).
 #include <cmath>
+#include <numeric>
 #include <regex>
 #include <string>
 #include <vector>
@@ -116,12 +117,21 @@ void check_json(const json& got, const Reference& r) {
   check_close(got["output"], r.output);
 }
 
+Matrix transposed(const Matrix& m) {
+  Matrix out(m[0].size(), std::vector<double>(m.size()));
+  for (size_t i = 0; i < m.size(); ++i) {
+    for (size_t j = 0; j < m[i].size(); ++j) out[j][i] = m[i][j];
+  }
+  return out;
+}
+
+// Row i of a against column j of b, as dot products of a's rows with b^T's.
 Matrix product(const Matrix& a, const Matrix& b) {
-  Matrix out(a.size(), std::vector<double>(b[0].size(), 0.0));
-  for (size_t i = 0; i < a.size(); ++i) {
-    for (size_t j = 0; j < b[0].size(); ++j) {
-      for (size_t k = 0; k < b.size(); ++k) out[i][j] += a[i][k] * b[k][j];
-    }
+  const Matrix columns = transposed(b);
+  Matrix out;
+  for (const auto& row : a) {
+    out.emplace_back();
+    for (const auto& column : columns) out.back().push_back(std::inner_product(row.begin(), row.end(), column.begin(), 0.0));
   }
   return out;
 }
@@ -159,8 +169,7 @@ TEST_CASE("attention_walkthrough prints the texts' worked examples, every number
     REQUIRE(out["projections"].size() == 3);
     for (const json& p : out["projections"]) {
       const Matrix w = p["w_o"].get<Matrix>();
-      const Matrix gram = product(w, rows({w[0][0], w[1][0], w[2][0], w[3][0], w[0][1], w[1][1], w[2][1], w[3][1],
-                                           w[0][2], w[1][2], w[2][2], w[3][2], w[0][3], w[1][3], w[2][3], w[3][3]}, 4));
+      const Matrix gram = product(w, transposed(w));
       for (size_t i = 0; i < 4; ++i) {
         for (size_t j = 0; j < 4; ++j) {
           CHECK(gram[i][j] == Approx(i == j ? 1.0 : 0.0).margin(1e-12));
