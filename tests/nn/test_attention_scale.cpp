@@ -25,7 +25,7 @@ TEST_CASE("unscaled attention weighs by softmax(q.k), checked by hand", "[nn][at
   options.n_heads = 2;
   options.scale_scores = false;
   Generator init(5);
-  nn::MultiHeadSelfAttention attention(options, init, nullptr);
+  nn::MultiHeadSelfAttention attention(options, init, std::make_shared<Generator>(1));
   attention.to(DType::f64);
   scramble(attention, 6, 0.5);
   attention.set_keep_attention_weights(true);
