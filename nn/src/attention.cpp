@@ -213,6 +213,11 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     packed = rotary_embedding(packed, d, qc + kv, cache != nullptr ? cache->seen : 0,
                               options_.rope_theta);
   }
+  if (!options_.scale_scores) {
+    // Every path divides q.k by sqrt(d); queries made sqrt(d) times longer cancel it there.
+    packed = concat({narrow(packed, 2, 0, qc) * std::sqrt(static_cast<double>(d)),
+                     narrow(packed, 2, qc, 2 * kv)}, 2);
+  }
   const bool dropping = is_training() && options_.dropout > 0.0;
   last_weights_ = Tensor();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&

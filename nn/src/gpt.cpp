@@ -51,6 +51,10 @@ void GPTConfig::validate() const {
     throw SettingError(op, "layer_norm_epsilon", layer_norm_epsilon,
                        fmt::format("layer_norm_epsilon must be positive, got {}", layer_norm_epsilon));
   }
+  if (!scale_attn_weights && attention.is_linear()) {
+    throw SettingError(op, {"linear attention has no score scale to leave out (",
+                            named("scale_attn_weights", "false"), ")"});
+  }
   validate_pruned_heads();
 }
 
@@ -100,6 +104,7 @@ Block::Block(const GPTConfig& config, Generator& init, std::shared_ptr<Generator
   AttentionOptions options{config.n_embd, config.n_head, config.dropout, true, config.bias,
                            config.n_kv_head, config.position_embedding, config.rope_theta,
                            config.attention};
+  options.scale_scores = config.scale_attn_weights;
   if (config.layer_heads(layer) != config.n_head) {
     options.n_heads = options.n_kv_heads = config.layer_heads(layer);
     options.head_dim = config.n_embd / config.n_head;

@@ -20,7 +20,7 @@ const char* attention_type_name(const AttentionPattern& p) {
 
 bool loads_as_gpt2(const GPTConfig& c) {
   return c.position_embedding == nn::PositionEmbedding::learned && c.kv_heads() == c.n_head &&
-         c.attention.is_full();
+         c.attention.is_full() && c.scale_attn_weights;
 }
 
 std::string gpt_config_json(const GPTConfig& c, const std::string& training_precision) {
@@ -39,7 +39,7 @@ std::string gpt_config_json(const GPTConfig& c, const std::string& training_prec
                   {"resid_pdrop", c.dropout},
                   {"embd_pdrop", c.dropout},
                   {"attn_pdrop", c.dropout},
-                  {"scale_attn_weights", true},
+                  {"scale_attn_weights", c.scale_attn_weights},
                   {"scale_attn_by_inverse_layer_idx", false},
                   {"reorder_and_upcast_attn", false},
                   {"tie_word_embeddings", c.tie_weights},

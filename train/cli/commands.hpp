@@ -30,6 +30,7 @@ void add_eval_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
+void add_memory_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
@@ -80,6 +81,7 @@ struct ModelFlags {
   int64_t window = 0;              // --window: keys a query sees with --attention window
   int64_t global_tokens = 0;       // --global-tokens: leading positions every query sees
   int64_t stride = 0;              // --stride: band and column spacing with --attention strided
+  bool no_attention_scale = false;  // --no-attention-scale: softmax of q.k, not q.k / sqrt(d)
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data

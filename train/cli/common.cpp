@@ -166,6 +166,9 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "with --attention strided: S, the band of the last S keys and the spacing of the "
                  "columns before it (the Sparse Transformer's; about sqrt(--block))")
       ->check(integer_in(1, 1 << 30));
+  cmd.add_flag("--no-attention-scale", no_attention_scale,
+               "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
+               "why every transformer scales them (config.json: scale_attn_weights false)");
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -178,6 +181,7 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   c.dropout = dropout;
   c.position_embedding = nn::parse_position_embedding(pos);
   c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
+  c.scale_attn_weights = !no_attention_scale;
   if (attention == "linear") c.attention = AttentionPattern::linear_attention();
   if (attention == "window") {
     c.attention.kind = AttentionPattern::Kind::window;
@@ -217,7 +221,7 @@ namespace {
 // The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
 // positions learned, its heads one key/value head each).
 constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
-                                         "--global-tokens", "--stride"};
+                                         "--global-tokens", "--stride", "--no-attention-scale"};
 
 }  // namespace
 
@@ -278,7 +282,8 @@ std::string in_flag_terms(const Error& e) {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
-      {"tokenizer", "--tokenizer"}};
+      {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
+      {"scale_attn_weights", "--no-attention-scale"}};
   return in_terms_of(e, kFlags);
 }
 

@@ -85,7 +85,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--dropout", text(m.dropout)},     {"--pos", m.pos},
           {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
-          {"--stride", text(m.stride)},
+          {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
           {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
@@ -109,7 +109,7 @@ TrainFlags flags_of(train::Run& run) {
     f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
                nn::position_embedding_name(c.position_embedding), c.kv_heads(),
                ModelFlags::attention_flag(c.attention), c.attention.window,
-               c.attention.global_tokens, c.attention.stride};
+               c.attention.global_tokens, c.attention.stride, !c.scale_attn_weights};
   }
   f.options = run.options();
   f.data = run.data_source();
@@ -229,7 +229,7 @@ void check_mpi_build() {
 // The model shape flags: a fine-tuned model's shape is its checkpoint's.
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
-                                       "--stride"};
+                                       "--stride", "--no-attention-scale"};
 
 // An encoder-decoder's defaults for the flags not given: the GPT demo's suit its model, not this
 // one. The default model learns builtin:reverse to exact match >= 0.99 on the held-out pairs in

@@ -178,7 +178,6 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   c.dropout = dropout >= 0.0 ? dropout : 0.0;
   c.layer_norm_epsilon =
       j.contains("layer_norm_epsilon") ? jf::number(j["layer_norm_epsilon"], "layer_norm_epsilon", source) : 1e-5;
-  require_value("scale_attn_weights", true, "scores are divided by sqrt(head size)");
   require_value("scale_attn_by_inverse_layer_idx", false, "no per-layer score scaling");
   require_value("add_cross_attention", false, "a decoder without cross-attention");
   require_value("is_encoder_decoder", false, "a decoder only");
@@ -188,6 +187,14 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
     jf::fail(source, "model_type is {}, but tinygpt reads only \"{}\" and \"{}\" (GPT-2's "
              "architecture and its own variants of it)", jf::shown(*it), kGpt2ModelType,
              kTinyGptModelType);
+  }
+  // Raw dot products are a tinygpt variant (train --no-attention-scale): a GPT-2 config always
+  // divides its scores by sqrt(head size).
+  if (j.contains("scale_attn_weights")) {
+    c.scale_attn_weights = jf::boolean(j["scale_attn_weights"], "scale_attn_weights", source);
+  }
+  if (!c.scale_attn_weights && j.value("model_type", "") != kTinyGptModelType) {
+    require_value("scale_attn_weights", true, "a model_type \"tinygpt\" config may set it false");
   }
   if (j.contains("pruned_heads")) c.pruned_heads = pruned_heads_from_json(j["pruned_heads"], source);
   // Attention runs in float32 whichever order HF would compute it in.

@@ -48,30 +48,112 @@ MemoryEstimate model_memory(int64_t parameters, const std::string& optimizer, do
 
 }  // namespace
 
-int64_t parameter_count(const nn::GPTConfig& c) {
-  const int64_t C = c.n_embd, bias = c.bias ? 1 : 0;
-  const int64_t kv_width = 2 * c.kv_heads() * (C / c.n_head);  // keys and values
+void MemoryShape::validate() const {
+  const Operation op("MemoryShape");
+  if (kv_heads <= 0 || heads % kv_heads != 0) {
+    throw SettingError(op, {named("n_kv_head", kv_heads), " does not divide ", named("n_head", heads)});
+  }
+  if (d_head <= 0) {
+    throw SettingError(op, {named("n_embd", d_model), " is not divisible by ", named("n_head", heads),
+                            "; give the head width (d_head)"});
+  }
+  if (dtype != "f32" && dtype != "bf16" && dtype != "f16") {
+    throw SettingError(op, "dtype", dtype, fmt::format("dtype must be f32, bf16 or f16, got {}", dtype));
+  }
+}
+
+MemoryShape memory_shape(const nn::GPTConfig& c, int64_t batch) {
+  MemoryShape s;
+  s.layers = c.n_layer;
+  s.heads = c.n_head;
+  s.kv_heads = c.kv_heads();
+  s.d_model = c.n_embd;
+  s.d_head = c.n_embd / c.n_head;
+  s.context = c.block_size;
+  s.batch = batch;
+  s.vocab_size = c.vocab_size;
+  s.position_rows = c.position_embedding == nn::PositionEmbedding::learned ? c.block_size : 0;
+  s.bias = c.bias;
+  s.tie_weights = c.tie_weights;
+  return s;
+}
+
+namespace {
+
+int64_t shape_parameters(const MemoryShape& s) {
+  const int64_t C = s.d_model, bias = s.bias ? 1 : 0;
+  const int64_t queries = s.heads * s.d_head, keys_values = 2 * s.kv_heads * s.d_head;
   const auto linear = [&](int64_t in, int64_t out) { return in * out + bias * out; };
   const int64_t layer_norm = 2 * C;  // weight and bias
-  const int64_t block = layer_norm + linear(C, C + kv_width) + linear(C, C) + layer_norm +
-                        linear(C, 4 * C) + linear(4 * C, C);
-  const int64_t positions =
-      c.position_embedding == nn::PositionEmbedding::learned ? c.block_size * C : 0;
-  const int64_t head = c.tie_weights ? 0 : c.vocab_size * C;
-  return c.vocab_size * C + positions + c.n_layer * block + layer_norm + head;
+  const int64_t block = layer_norm + linear(C, queries + keys_values) + linear(queries, C) +
+                        layer_norm + linear(C, 4 * C) + linear(4 * C, C);
+  const int64_t head = s.tie_weights ? 0 : s.vocab_size * C;
+  return s.vocab_size * C + s.position_rows * C + s.layers * block + layer_norm + head;
 }
+
+}  // namespace
+
+ShapeMemory shape_memory(const MemoryShape& s) {
+  const auto d = [](int64_t v) { return static_cast<double>(v); };
+  ShapeMemory m;
+  m.parameters = shape_parameters(s);
+  m.parameter_bytes = s.value_bytes() * d(m.parameters);
+  const double tokens = d(s.batch) * d(s.context);
+  m.activation_bytes =
+      s.value_bytes() * tokens * (d(s.layers) * d(kActivationWidths * s.d_model) + 3.0 * d(s.vocab_size));
+  m.score_bytes = s.value_bytes() * d(s.batch) * d(s.layers) * d(s.heads) * d(s.context) * d(s.context);
+  m.kv_cache_bytes = s.value_bytes() * 2.0 * tokens * d(s.layers) * d(s.kv_heads) * d(s.d_head);
+  return m;
+}
+
+std::string shape_memory_formulas() {
+  return fmt::format(
+      "parameters       = V C + P C + L (4 C + C (H + 2 KV) dh + H dh C + 8 C^2 + biases) + 2 C "
+      "(+ V C untied)\n"
+      "parameter bytes  = parameters x bytes\n"
+      "activations      = B x T x (L x {} x C + 3 x V) x bytes   (kept for the backward)\n"
+      "attention scores = B x L x H x T^2 x bytes   (one T x T map per head and layer)\n"
+      "KV cache         = 2 x B x L x KV x dh x T x bytes   (keys and values)\n",
+      kActivationWidths);
+}
+
+namespace {
+
+MemoryShape preset_shape(int64_t layers, int64_t heads, int64_t d_model, int64_t d_head,
+                         int64_t context, int64_t vocab_size, const char* dtype) {
+  MemoryShape s;
+  s.layers = layers;
+  s.heads = s.kv_heads = heads;
+  s.d_model = d_model;
+  s.d_head = d_head;
+  s.context = context;
+  s.vocab_size = vocab_size;
+  s.position_rows = vocab_size > 0 ? context : 0;
+  s.dtype = dtype;
+  return s;
+}
+
+}  // namespace
+
+const std::vector<MemoryPreset>& memory_presets() {
+  static const std::vector<MemoryPreset> presets = {
+      {"gpt3-kv", "GPT-3 175B in f16 at 2,048 tokens: its KV cache",
+       preset_shape(96, 96, 12288, 128, 2048, 50257, "f16")},
+      {"bert-base-scores", "BERT-base in f32 at 512 tokens: its attention scores",
+       preset_shape(12, 12, 768, 64, 512, 30522, "f32")},
+      {"128k-head", "one head at a 128K (131,072-token) context in f16: its score matrix",
+       preset_shape(1, 1, 128, 128, 131072, 0, "f16")}};
+  return presets;
+}
+
+int64_t parameter_count(const nn::GPTConfig& c) { return shape_memory(memory_shape(c, 1)).parameters; }
 
 MemoryEstimate estimate_training_memory(const nn::GPTConfig& c, int64_t micro_batch_rows,
                                         const std::string& optimizer, double momentum) {
-  MemoryEstimate e = model_memory(parameter_count(c), optimizer, momentum);
-  const double tokens = static_cast<double>(micro_batch_rows) * static_cast<double>(c.block_size);
+  const ShapeMemory shape = shape_memory(memory_shape(c, micro_batch_rows));
+  MemoryEstimate e = model_memory(shape.parameters, optimizer, momentum);
   const double attention_maps = c.dropout > 0.0 ? 4.0 : 0.0;  // the unfused path's (T,T) buffers
-  const double per_token =
-      static_cast<double>(c.n_layer) *
-          (static_cast<double>(kActivationWidths * c.n_embd) +
-           attention_maps * static_cast<double>(c.n_head) * static_cast<double>(c.block_size)) +
-      3.0 * static_cast<double>(c.vocab_size);
-  e.activation_bytes = 4.0 * tokens * per_token;
+  e.activation_bytes = shape.activation_bytes + attention_maps * shape.score_bytes;
   return e;
 }
 

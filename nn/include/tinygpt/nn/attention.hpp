@@ -80,6 +80,7 @@ struct AttentionOptions {
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000.0;
   AttentionPattern pattern{};  // which earlier keys a query sees (causal attention only)
+  bool scale_scores = true;    // false: softmax of q.k itself, not of q.k / sqrt(head width)
 
   // Each head's width; 0 means d_model / n_heads. A layer with pruned heads keeps the width
   // of the heads it has left: its q, k, v and c_proj's input are n_heads x head_dim wide.

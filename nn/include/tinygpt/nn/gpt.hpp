@@ -34,6 +34,9 @@ struct GPTConfig {
   double rope_theta = 10000.0;  // RoPE's base
   int64_t n_kv_head = 0;        // key/value heads (grouped-query); 0 means n_head, 1 multi-query
   AttentionPattern attention{};  // which earlier keys each query sees: full, or a sliding window
+  // Scores divided by sqrt(head width), as every transformer does; false keeps the raw dot
+  // products, to show why the scale is there (GPT-2's scale_attn_weights).
+  bool scale_attn_weights = true;
 
   // Heads removed for good, by layer, in their original numbering (GPT-2's config.pruned_heads):
   // such a layer has fewer heads of the same width, and smaller c_attn and c_proj.
@@ -92,7 +95,7 @@ class LMHead : public Module {
 
 // config.json of a GPT claims GPT-2 (model_type "gpt2", GPT2LMHeadModel) only where Hugging
 // Face's GPT-2 computes the same logits from it: learned positions and as many key/value heads as
-// heads. Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention) is
+// heads. Every other variant (RoPE, ALiBi, sinusoidal or no positions, grouped-query attention, unscaled scores) is
 // model_type "tinygpt", TinyGPTForCausalLM: GPT-2's keys and tensor names plus
 // position_embedding_type, rope_theta and num_key_value_heads, which GPT-2 would ignore.
 inline constexpr const char* kGpt2ModelType = "gpt2";

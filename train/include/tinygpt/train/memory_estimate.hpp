@@ -39,6 +39,7 @@
 // layers, P 101).
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
@@ -48,6 +49,52 @@ namespace tinygpt::train {
 
 inline constexpr int64_t kActivationWidths = 20;
 inline constexpr int64_t kEvalWidths = 24;
+
+// A decoder-only transformer's shape as the memory formulas read it: a GPT's, or any model's
+// given by hand (`tinygpt memory`), whose head width need not be d_model / heads.
+struct MemoryShape {
+  int64_t layers = 0;    // L
+  int64_t heads = 0;     // H
+  int64_t kv_heads = 0;  // KV: key/value heads (grouped-query), H for plain multi-head attention
+  int64_t d_model = 0;   // C
+  int64_t d_head = 0;    // dh
+  int64_t context = 0;   // T: positions of one sequence
+  int64_t batch = 1;     // B: sequences at once
+  int64_t vocab_size = 0;         // V (0: embeddings and logits left out)
+  int64_t position_rows = 0;      // rows of a learned position table (0: none)
+  bool bias = true;
+  bool tie_weights = true;        // the LM head reuses the token embedding
+  std::string dtype = "f32";      // f32, bf16 or f16
+
+  double value_bytes() const { return dtype == "f32" ? 4.0 : 2.0; }
+
+  // SettingError naming the first setting no model has (n_kv_head not dividing n_head, a dtype
+  // that is not f32, bf16 or f16).
+  void validate() const;
+};
+
+// The shape of a GPT of `config` at its full context, `batch` sequences in f32.
+MemoryShape memory_shape(const nn::GPTConfig& config, int64_t batch);
+
+// Bytes of each thing a model of that shape holds (each formula in shape_memory_formulas()).
+struct ShapeMemory {
+  int64_t parameters = 0;
+  double parameter_bytes = 0.0;   // the weights alone
+  double activation_bytes = 0.0;  // what training keeps for the backward, score maps aside
+  double score_bytes = 0.0;       // one T x T map of attention scores per head, layer and sequence
+  double kv_cache_bytes = 0.0;    // every layer's keys and values at T positions, per sequence
+};
+ShapeMemory shape_memory(const MemoryShape& shape);
+// The formulas shape_memory computes, one a line, in the letters of MemoryShape's comments.
+std::string shape_memory_formulas();
+
+// A shape the source texts work an example on, by name (`tinygpt memory --preset NAME`).
+struct MemoryPreset {
+  std::string name;
+  std::string what;  // the model, and which of shape_memory's figures the texts quote
+  MemoryShape shape;
+};
+const std::vector<MemoryPreset>& memory_presets();
 
 struct MemoryEstimate {
   int64_t parameters = 0;
