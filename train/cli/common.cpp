@@ -163,6 +163,16 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "with --attention strided: S, the band of the last S keys and the spacing of the "
                  "columns before it (the Sparse Transformer's; about sqrt(--block))")
       ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--cross", cross,
+                 "with --arch encoder-decoder: how the decoder sees the source: attention "
+                 "(cross-attention in every decoder layer) or none (only the mean of the encoder "
+                 "output, added to each decoder input: the fixed-size bottleneck)")
+      ->check(CLI::IsMember({"attention", "none"}))->capture_default_str();
+  cmd.add_option("--cross-score", cross_score,
+                 "with --arch encoder-decoder: how cross-attention scores a source position: dot "
+                 "(q.k/sqrt(d)), general (q W k, Luong), concat (v tanh(W [q;k]), Luong) or "
+                 "additive (v tanh(q + k), Bahdanau)")
+      ->check(CLI::IsMember({"dot", "general", "concat", "additive"}))->capture_default_str();
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -196,6 +206,8 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
   c.encoder_ffn_dim = c.decoder_ffn_dim = 4 * d_model;
   c.max_position_embeddings = block;
   c.dropout = dropout;
+  c.cross_attention = cross != "none";
+  c.cross_score = nn::parse_attention_score(cross_score);
   return c;  // the vocabulary and token ids come from the run's data
 }
 
@@ -219,6 +231,11 @@ constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "
 }  // namespace
 
 void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
+  if (arch != "encoder-decoder") {
+    for (const char* flag : {"--cross", "--cross-score"}) {
+      if (cmd.count(flag) != 0) throw UsageError(fmt::format("{} needs --arch encoder-decoder", flag));
+    }
+  }
   if (arch == "encoder-decoder") {
     for (const char* flag : kGptOnlyFlags) {
       if (cmd.count(flag) == 0) continue;
@@ -274,7 +291,8 @@ std::string in_flag_terms(const Error& e) {
       {"d_model", "--d-model"},      {"encoder_layers", "--layers"}, {"decoder_layers", "--layers"},
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
-      {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"}};
+      {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
+      {"cross_score", "--cross-score"}};
   return in_terms_of(e, kFlags);
 }
 
