@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "nn_helpers.hpp"
+#include "seq2seq_helpers.hpp"
 
 using namespace tinygpt;
 using namespace tinygpt::testing;
@@ -17,21 +18,18 @@ nn::MultiHeadAttention scored_mha(nn::AttentionScore score, int64_t kv_heads = 0
   return nn::MultiHeadAttention({8, 4, kv_heads, 0.0, true, score}, gen, std::make_shared<Generator>(4));
 }
 
-nn::EncoderDecoderConfig tiny_seq2seq(nn::AttentionScore score, bool cross = true) {
-  nn::EncoderDecoderConfig c;
-  c.vocab_size = 9;
-  c.d_model = 8;
+nn::EncoderDecoderConfig scored_seq2seq(nn::AttentionScore score, bool cross = true) {
+  nn::EncoderDecoderConfig c = tiny_seq2seq();
   c.encoder_layers = 1;
-  c.decoder_layers = 2;
-  c.encoder_attention_heads = 2;
-  c.decoder_attention_heads = 2;
-  c.encoder_ffn_dim = 12;
-  c.decoder_ffn_dim = 12;
-  c.max_position_embeddings = 10;
   c.cross_attention = cross;
   c.cross_score = score;
   return c;
 }
+
+// Every scoring but the default with cross-attention, and the decoder without it.
+const std::pair<nn::AttentionScore, bool> kDecoderViews[] = {
+    {nn::AttentionScore::general, true}, {nn::AttentionScore::concat, true},
+    {nn::AttentionScore::additive, true}, {nn::AttentionScore::dot, false}};
 
 // x (T,C) row-major times a (out,in)-stored weight plus bias -> (T,out), by loops.
 std::vector<double> project(const std::vector<double>& x, int64_t t, const nn::Linear& layer) {
@@ -141,12 +139,9 @@ TEST_CASE("gradcheck the encoder-decoder loss for every cross-attention score an
   const Tensor source = Tensor::from_ids({3, 4, 5, 6, 7, 8, 0, 0}, {2, 4});  // second row: 2 + pad
   const Tensor inputs = Tensor::from_ids({1, 4, 5, 1, 6, 0}, {2, 3});
   const Tensor targets = Tensor::from_ids({4, 5, 2, 6, 2, -100}, {2, 3});
-  for (const auto& [score, cross] : {std::pair{nn::AttentionScore::general, true},
-                                     std::pair{nn::AttentionScore::concat, true},
-                                     std::pair{nn::AttentionScore::additive, true},
-                                     std::pair{nn::AttentionScore::dot, false}}) {
+  for (const auto& [score, cross] : kDecoderViews) {
     INFO(nn::attention_score_name(score) << (cross ? "" : ", no cross-attention"));
-    nn::EncoderDecoder model(tiny_seq2seq(score, cross), 5);
+    nn::EncoderDecoder model(scored_seq2seq(score, cross), 5);
     model.to(DType::f64);
     scramble(model, 6, 0.4);
     require_module_gradcheck(model, {}, [&](const std::vector<Tensor>&) {
@@ -157,7 +152,7 @@ TEST_CASE("gradcheck the encoder-decoder loss for every cross-attention score an
 
 TEST_CASE("without cross-attention the decoder sees the mean of the encoder output only",
           "[nn][seq2seq]") {
-  nn::EncoderDecoder model(tiny_seq2seq(nn::AttentionScore::dot, false), 3);
+  nn::EncoderDecoder model(scored_seq2seq(nn::AttentionScore::dot, false), 3);
   model.to(DType::f64);
   scramble(model, 4, 0.4);
   model.eval();
@@ -179,18 +174,15 @@ TEST_CASE("without cross-attention the decoder sees the mean of the encoder outp
   require_all_close(model.decode(inputs, shuffled, {3}).to_vector(),
                     model.decode(inputs, memory, {3}).to_vector(), 1e-12);
   REQUIRE(model.cross_attention_weights().empty());
-  nn::EncoderDecoderConfig c = tiny_seq2seq(nn::AttentionScore::additive, false);
+  nn::EncoderDecoderConfig c = scored_seq2seq(nn::AttentionScore::additive, false);
   REQUIRE_THROWS_WITH(nn::EncoderDecoder(c, 1), Catch::Contains("cross_score additive"));
 }
 
 TEST_CASE("cached decoding equals recomputation for every cross-attention score and without one",
           "[nn][seq2seq]") {
-  for (const auto& [score, cross] : {std::pair{nn::AttentionScore::general, true},
-                                     std::pair{nn::AttentionScore::concat, true},
-                                     std::pair{nn::AttentionScore::additive, true},
-                                     std::pair{nn::AttentionScore::dot, false}}) {
+  for (const auto& [score, cross] : kDecoderViews) {
     INFO(nn::attention_score_name(score) << (cross ? "" : ", no cross-attention"));
-    nn::EncoderDecoder model(tiny_seq2seq(score, cross), 3);
+    nn::EncoderDecoder model(scored_seq2seq(score, cross), 3);
     model.to(DType::f64);
     scramble(model, 4, 0.4);
     model.eval();
