@@ -43,7 +43,7 @@ void before_batch(int64_t count, int64_t batch) {
 void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::string& text,
                 data::Split split) {
   nn::EncoderDecoder& model = *loaded.seq2seq;
-  const data::PairDataset pairs(data::parse_pairs(text, f.data), loaded.tokenizer,
+  const data::PairDataset pairs(data::parse_pairs(text, f.data), *loaded.tokenizer,
                                 model.config().max_position_embeddings, f.val_fraction, f.data);
   const int64_t n = pairs.size(split);
   if (n == 0) throw ValueError(fmt::format("{}: the {} split holds no pairs", f.data, f.split));
@@ -72,7 +72,7 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
     }
   }
   const double loss = total / static_cast<double>(tokens);
-  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, pairs, loaded.tokenizer, split, 0, f.batch);
+  const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, pairs, *loaded.tokenizer, split, 0, f.batch);
   if (f.json) {
     fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens},
                                       {"pairs", n}, {"exact_match", accuracy.exact_match},
@@ -83,6 +83,23 @@ void eval_pairs(const EvalFlags& f, train::LoadedModel& loaded, const std::strin
                f.split, f.data, loss, std::exp(loss), tokens, accuracy.exact_match,
                accuracy.char_accuracy, n);
   }
+}
+
+// The length in bytes of each id's token.
+std::vector<int64_t> bytes_of_tokens(const data::Tokenizer& tokenizer) {
+  std::vector<int64_t> bytes(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    bytes[static_cast<size_t>(id)] = static_cast<int64_t>(tokenizer.token(id).size());
+  }
+  return bytes;
+}
+
+// The bytes of the text a batch's targets stand for.
+int64_t bytes_of_targets(const Tensor& targets, const std::vector<int64_t>& token_bytes) {
+  const int64_t* ids = targets.data<int64_t>();
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i) bytes += token_bytes[static_cast<size_t>(ids[i])];
+  return bytes;
 }
 
 void run_eval(EvalFlags f) {
@@ -117,7 +134,7 @@ void run_eval(EvalFlags f) {
   // Only the split asked for must hold a window; the message is in the flags' terms.
   const data::TextDataset dataset = [&] {
     try {
-      return data::make_dataset(text, data::absolute_source(f.data), loaded.tokenizer, block, f.val_fraction, split);
+      return data::make_dataset(text, data::absolute_source(f.data), *loaded.tokenizer, block, f.val_fraction, split);
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e));
     }
@@ -132,12 +149,15 @@ void run_eval(EvalFlags f) {
   // is the mean over every predicted token.
   NoGradGuard no_grad;
   loaded.model->eval();
+  const std::vector<int64_t> token_bytes = bytes_of_tokens(*loaded.tokenizer);
   double total = 0.0;
+  int64_t bytes = 0;
   for (int64_t first = 0; first < windows; first += f.batch) {
     const int64_t count = std::min(f.batch, windows - first);
     before_batch(count, f.batch);
     const data::Batch batch = dataset.window_batch(split, first, count);
     total += loaded.model->loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
+    bytes += bytes_of_targets(batch.targets, token_bytes);
   }
   const double loss = total / static_cast<double>(windows);
   if (!std::isfinite(loss)) {
@@ -145,12 +165,16 @@ void run_eval(EvalFlags f) {
                                  f.model, f.split, f.data, loss));
   }
   const int64_t tokens = windows * block;
+  // The loss over every predicted token in bits, shared by the bytes those tokens stand for: a
+  // measure that compares models whatever their tokens.
+  const double bits_per_byte = loss * static_cast<double>(tokens) / (std::log(2.0) * static_cast<double>(bytes));
   if (f.json) {
-    fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}}.dump());
+    fmt::print("{}\n", nlohmann::json{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens},
+                                      {"bits_per_byte", bits_per_byte}}.dump());
   } else {
-    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted characters "
-               "(windows of {})\n",
-               f.split, f.data, loss, std::exp(loss), tokens, block);
+    fmt::print("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted tokens "
+               "(windows of {}), {:.4f} bits per byte\n",
+               f.split, f.data, loss, std::exp(loss), tokens, block, bits_per_byte);
   }
 }
 
@@ -177,7 +201,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", flags->batch, "windows per forward pass (an encoder-decoder: pairs, also in greedy decoding)")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   add_threads_flag(*cmd, flags->threads);
   cmd->add_flag("--json", flags->json,
-                "print {\"loss\", \"perplexity\", \"tokens\"} as JSON; for an encoder-decoder also "
+                "print {\"loss\", \"perplexity\", \"tokens\", \"bits_per_byte\"} as JSON (a GPT; bits per "
+                "byte: the loss in bits over the bytes of the predicted tokens' text); for an encoder-decoder also "
                 "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding");
   cmd->callback([flags, cmd] {
     flags->val_fraction_given = cmd->count("--val-fraction") > 0;

@@ -57,7 +57,7 @@ std::string in_run_terms(const Error& e) {
 heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedModel& loaded,
                                   const std::string& text) {
   if (!text.empty()) {
-    return heads::text_probes(encode_flag("--text", text, loaded.tokenizer), loaded.tokenizer,
+    return heads::text_probes(encode_flag("--text", text, *loaded.tokenizer), *loaded.tokenizer,
                               loaded.config.block_size);
   }
   const std::optional<train::RunState> run = train::trained_on(dir);
@@ -66,13 +66,13 @@ heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedMod
   const std::string text_now = read_run_text(state, "--text");
   const data::TextDataset dataset = [&] {
     try {
-      return data::make_dataset(text_now, state.data_source, loaded.tokenizer,
+      return data::make_dataset(text_now, state.data_source, *loaded.tokenizer,
                                 loaded.config.block_size, state.val_fraction);
     } catch (const ValueError& e) {
       throw ValueError(in_run_terms(e));
     }
   }();
-  return heads::dataset_probes(dataset, loaded.tokenizer, state.data_source);
+  return heads::dataset_probes(dataset, *loaded.tokenizer, state.data_source);
 }
 
 // The mean rank correlation with gradient x input over every query position with at least two
@@ -97,7 +97,7 @@ std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& id
 }
 
 // The tokens of `ids` up to `pos`.
-std::vector<std::string> token_labels(const data::CharTokenizer& tokenizer,
+std::vector<std::string> token_labels(const data::Tokenizer& tokenizer,
                                       const std::vector<int64_t>& ids, int64_t pos) {
   std::vector<std::string> labels;
   for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
@@ -106,7 +106,7 @@ std::vector<std::string> token_labels(const data::CharTokenizer& tokenizer,
 
 // --attribute's picture at `png`: each layer's raw attention, the rollout and gradient x input
 // of each earlier token.
-void draw_attribution(const heads::Attribution& a, const data::CharTokenizer& tokenizer,
+void draw_attribution(const heads::Attribution& a, const data::Tokenizer& tokenizer,
                       const std::vector<int64_t>& ids, int64_t pos, const std::string& png) {
   std::vector<std::vector<double>> rows = a.attention;
   std::vector<std::string> names;
@@ -123,7 +123,7 @@ void draw_attribution(const heads::Attribution& a, const data::CharTokenizer& to
 
 // --attribute POS: the table, and the agreement over all positions of the text (`png`: where
 // draw_attribution drew it, or "").
-nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
+nlohmann::json show_attribution(nn::GPT& model, const data::Tokenizer& tokenizer,
                                 const std::vector<int64_t>& ids, int64_t pos,
                                 const heads::Attribution& a, const std::string& png, bool print) {
   const std::vector<std::string> labels = token_labels(tokenizer, ids, pos);
@@ -338,12 +338,12 @@ void add_heads_command(CLI::App& app) {
       attribution = heads::attribute(model, set.picture, flags->attribute);
       out.draw_also = [&](analysis::HeatmapSet& pictures) {
         const std::string name = fmt::format("attribution_pos{}.png", flags->attribute);
-        draw_attribution(*attribution, loaded.tokenizer, set.picture, flags->attribute, pictures.path(name));
+        draw_attribution(*attribution, *loaded.tokenizer, set.picture, flags->attribute, pictures.path(name));
         attribution_png = (fs::path(out.heatmap_dir) / name).string();
       };
     }
     heads::HeadReport report;
-    draw_or_stop(out.heatmap_dir, [&] { report = analysis::report_heads(model, loaded.tokenizer, set, out); });
+    draw_or_stop(out.heatmap_dir, [&] { report = analysis::report_heads(model, *loaded.tokenizer, set, out); });
 
     nlohmann::json extra = nlohmann::json::object();
     if (!removed.empty()) {
@@ -365,7 +365,7 @@ void add_heads_command(CLI::App& app) {
     }
     if (flags->attribute >= 0) {
       extra["attribution"] =
-          show_attribution(model, loaded.tokenizer, set.picture, flags->attribute, *attribution,
+          show_attribution(model, *loaded.tokenizer, set.picture, flags->attribute, *attribution,
                            attribution_png, !flags->json);
     }
     if (flags->composition) add_method(extra, "composition", analysis::composition_output(model, out.heatmap_dir), flags->json);

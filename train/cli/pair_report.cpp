@@ -53,24 +53,24 @@ void report_pair_heads(const std::string& model_dir, train::LoadedModel& loaded,
   if (!run) throw UsageError(fmt::format("{} does not say what it was trained on", model_dir));
   const std::string text = read_run_text(*run, "--data");
   nn::EncoderDecoder& model = *loaded.seq2seq;
-  const data::PairDataset data(data::parse_pairs(text, run->data_source), loaded.tokenizer,
+  const data::PairDataset data(data::parse_pairs(text, run->data_source), *loaded.tokenizer,
                                model.config().max_position_embeddings, run->val_fraction, run->data_source);
   const data::Split split = data.size(data::Split::val) > 0 ? data::Split::val : data::Split::train;
   const seq2seq::PairHeads heads =
-      seq2seq::score_pair_heads(model, data, loaded.tokenizer, run->data_source, split, out.pairs);
+      seq2seq::score_pair_heads(model, data, *loaded.tokenizer, run->data_source, split, out.pairs);
   std::optional<seq2seq::CrossAblation> ablation;
-  if (out.ablate) ablation = seq2seq::ablate_cross_heads(model, data, loaded.tokenizer, split, out.pairs, heads.cross);
+  if (out.ablate) ablation = seq2seq::ablate_cross_heads(model, data, *loaded.tokenizer, split, out.pairs, heads.cross);
   std::vector<std::string> pictures;
   if (!out.heatmap_dir.empty() || !out.html.empty()) {
     const seq2seq::PairAttention first =
-        seq2seq::pair_attention(model, data, loaded.tokenizer, run->data_source, split, 0);
+        seq2seq::pair_attention(model, data, *loaded.tokenizer, run->data_source, split, 0);
     std::optional<analysis::HeatmapSet> drawn;
     if (!out.heatmap_dir.empty()) {
       drawn.emplace(out.heatmap_dir);
       analysis::draw_pair_heatmaps(first, *drawn);
     }
     if (!out.html.empty()) {
-      analysis::save_pair_explorer_page(out.html, model_dir, model, loaded.tokenizer, first, heads,
+      analysis::save_pair_explorer_page(out.html, model_dir, model, *loaded.tokenizer, first, heads,
                                         ablation ? &*ablation : nullptr);
     }
     if (drawn) pictures = drawn->commit();  // once the page is written too

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <chrono>
 #include <limits>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,7 @@ void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
     throw UsageError(fmt::format("--prompt: {} is an encoder-decoder; give its input with --source", f.model));
   }
   if (f.source.empty()) throw UsageError(fmt::format("{} is an encoder-decoder: pass --source TEXT", f.model));
-  const std::vector<int64_t> source = encode_flag("--source", f.source, loaded.tokenizer);
+  const std::vector<int64_t> source = encode_flag("--source", f.source, *loaded.tokenizer);
   const int64_t positions = loaded.seq2seq_config.max_position_embeddings;
   if (static_cast<int64_t>(source.size()) > positions) {
     throw ValueError(fmt::format("--source has {} characters; {} takes at most {}", source.size(), f.model, positions));
@@ -41,7 +42,7 @@ void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<int64_t> ids = with_context("--model " + f.model, [&] { return nn::generate(*loaded.seq2seq, source, options); });
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::string text = loaded.tokenizer.decode(ids);
+  const std::string text = loaded.tokenizer->decode(ids);
   if (f.json) {
     fmt::print("{}\n", json_text(nlohmann::json{{"source", f.source},
                                                 {"text", text},
@@ -60,6 +61,14 @@ void sample_target(const SampleFlags& f, train::LoadedModel& loaded) {
   }
 }
 
+// The id whose token is exactly `bytes`, if the vocabulary has one.
+std::optional<int64_t> id_of_token(const data::Tokenizer& tokenizer, const std::string& bytes) {
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.token(id) == bytes) return id;
+  }
+  return std::nullopt;
+}
+
 void run_sample(const SampleFlags& f) {
   set_num_threads(f.threads);
   train::LoadedModel loaded = train::load_any_model(f.model);
@@ -68,16 +77,15 @@ void run_sample(const SampleFlags& f) {
     throw UsageError(fmt::format("--source: {} is a GPT; give its text to continue with --prompt", f.model));
   }
   // With no prompt, start where documents start: after a newline (if the vocabulary has one),
-  // and print from the first character that is not one (text between blank lines starts so).
+  // and print from the first token that is not one (text between blank lines starts so).
   std::vector<int64_t> prompt;
   nn::SampleOptions options = f.options;
   if (!f.prompt.empty()) {
-    prompt = encode_flag("--prompt", f.prompt, loaded.tokenizer);
+    prompt = encode_flag("--prompt", f.prompt, *loaded.tokenizer);
   } else {
-    const auto& vocab = loaded.tokenizer.vocab();
-    const auto newline = std::find(vocab.begin(), vocab.end(), U'\n');
-    prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
-    if (newline != vocab.end()) options.skip_leading = prompt.front();
+    const std::optional<int64_t> newline = id_of_token(*loaded.tokenizer, "\n");
+    prompt = {newline.value_or(0)};
+    if (newline) options.skip_leading = *newline;
   }
   // As text, each character as it comes (the prompt with the first, which proves the model's
   // logits finite: a failure prints nothing); as JSON, one object at the end.
@@ -90,7 +98,7 @@ void run_sample(const SampleFlags& f) {
   const auto start = std::chrono::steady_clock::now();
   try {
     nn::generate(*loaded.model, prompt, options, [&](int64_t id) {
-      const std::string& token = loaded.tokenizer.token(id);
+      const std::string& token = loaded.tokenizer->token(id);
       if (f.json) {
         generated += token;
         return;

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -44,7 +45,9 @@ class Task {
   // What the run calls the family: "gpt", "encoder-decoder", or a registered model_type.
   virtual std::string kind() const = 0;
   virtual nn::Module& model() = 0;
-  const data::CharTokenizer& tokenizer() const { return tokenizer_; }
+  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The same tokenizer, for a holder that outlives the task (a loaded model, a resumed run).
+  const data::TokenizerPtr& shared_tokenizer() const { return tokenizer_; }
   // The objective a Trainer optimises: this task's model on its data.
   virtual std::unique_ptr<Objective> make_objective() = 0;
   // config.json's text; `training_precision` as save_checkpoint records it ("" for none).
@@ -75,17 +78,17 @@ class Task {
   }
 
  protected:
-  explicit Task(data::CharTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  explicit Task(data::TokenizerPtr tokenizer) : tokenizer_(std::move(tokenizer)) {}
   [[noreturn]] void throw_not_a(const char* wanted) const;
 
-  data::CharTokenizer tokenizer_;
+  data::TokenizerPtr tokenizer_;
 };
 
 // Any nn::CausalLM on a text: the GPT, or a model of a registered type.
 class LanguageModelTask : public Task {
  public:
   static constexpr const char* kKindName = "a language model";
-  LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::CharTokenizer tokenizer,
+  LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::TokenizerPtr tokenizer,
                     std::unique_ptr<data::TextDataset> dataset);
   std::string kind() const override;
   nn::Module& model() override { return *model_; }
@@ -110,7 +113,7 @@ class LanguageModelTask : public Task {
 class PairTask : public Task {
  public:
   static constexpr const char* kKindName = "an encoder-decoder";
-  PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::CharTokenizer tokenizer,
+  PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::TokenizerPtr tokenizer,
            std::unique_ptr<data::PairDataset> pairs);
   std::string kind() const override { return "encoder-decoder"; }
   nn::Module& model() override { return *model_; }
@@ -158,11 +161,28 @@ struct TaskSource {
   const TrainOptions& options;
   int64_t micro_batch_rows;
 };
+// The tokenizer a new language-model run asks for: a character tokenizer fitted on its text
+// (neither set), `given`, or byte-level BPE of `bpe_vocab_size` tokens trained on the run's
+// training split alone (the text before its last val_fraction), so the held-out text stays unseen.
+struct TokenizerChoice {
+  data::TokenizerPtr given;
+  int64_t bpe_vocab_size = 0;
+  bool is_default() const { return given == nullptr && bpe_vocab_size == 0; }
+};
+// The tokenizer `choice` gives on `text` split at `val_fraction`; null for the default (the
+// family fits its own).
+data::TokenizerPtr chosen_tokenizer(const TokenizerChoice& choice, std::string_view text,
+                                    double val_fraction);
+// Refuses (OptionError naming the setting "tokenizer") a tokenizer asked for that is not
+// `kept`, the one that a resumed or fine-tuned run keeps from `dir`.
+void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& asked,
+                          const std::string& dir);
+
 // A new run's task: the model from `config` (initialised from options.seed) with its vocabulary
-// set from `tokenizer`, or from one fitted on the text for its family. Every setting is checked
-// before anything is allocated.
+// set from `tokenizer` (any kind, for a language model), or from a character tokenizer fitted
+// on the text for its family. Every setting is checked before anything is allocated.
 std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,
-                               std::optional<data::CharTokenizer> tokenizer = std::nullopt);
+                               data::TokenizerPtr tokenizer = nullptr);
 // A saved model's task on the run's text (Run::resume).
 struct LoadedModel;
 std::unique_ptr<Task> saved_task(LoadedModel&& loaded, const TaskSource& source);
