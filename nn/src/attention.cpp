@@ -43,11 +43,31 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   Tensor scores = matmul(q, k, false, true) * scale;  // (B,H,Tq,Tk)
   if (alibi) scores = alibi_bias(scores, key_positions, first_query, alibi_form);
+  return attend_by_scores(scores, v, mask, dropout_p, training, gen, edit_weights);
+}
+
+AttentionResult attend_by_scores(Tensor scores, const Tensor& v, const Tensor& mask,
+                                 double dropout_p, bool training, Generator* gen,
+                                 const Hook& edit_weights) {
   if (mask.defined()) {
     scores = masked_fill(scores, mask, -std::numeric_limits<double>::infinity());
   }
-  return weigh_values(softmax(scores, -1), v, dropout_p, training, gen, edit_weights,
-                      "scaled_dot_product_attention");
+  return weigh_values(softmax(scores, -1), v, dropout_p, training, gen, edit_weights, "attention");
+}
+
+Tensor additive_scores(const Tensor& q, const Tensor& k, const Tensor& v_a) {
+  const bool ok = q.ndim() == 4 && k.ndim() == 4 && q.size(0) == k.size(0) &&
+                  q.size(1) == k.size(1) && q.size(3) == k.size(3) && v_a.ndim() == 2 &&
+                  v_a.size(0) == q.size(1) && v_a.size(1) == q.size(3);
+  if (!ok) {
+    throw ShapeError(Operation("additive_scores"), fmt::format(
+        "expects q (B,H,Tq,d), k (B,H,Tk,d) and v_a (H,d); got q {}, k {}, v_a {}",
+        q.shape().str(), k.shape().str(), v_a.shape().str()));
+  }
+  const int64_t b = q.size(0), h = q.size(1), tq = q.size(2), tk = k.size(2), d = q.size(3);
+  // Every (query, key) pair's tanh(q_i + k_j) (B,H,Tq,Tk,d), then its dot product with v_a.
+  const Tensor hidden = tanh(reshape(q, {b, h, tq, 1, d}) + reshape(k, {b, h, 1, tk, d}));
+  return sum(hidden * reshape(v_a, {1, h, 1, 1, d}), {-1});
 }
 
 AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,

@@ -26,6 +26,10 @@ void EncoderDecoderConfig::validate() const {
   }
   require_dropout(op, "dropout", dropout);
   require_positive(op, "layer_norm_epsilon", layer_norm_epsilon);
+  if (!cross_attention && cross_score != AttentionScore::dot) {
+    throw SettingError(op, {named("cross_score", std::string(attention_score_name(cross_score))),
+                            " scores a cross-attention the decoder does not have"});
+  }
   require_positive(op, "init_std", init_std);
   for (const auto& [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"bos_token_id", bos_token_id},
                                  std::pair{"eos_token_id", eos_token_id},
@@ -39,9 +43,22 @@ void EncoderDecoderConfig::validate() const {
 namespace {
 
 std::shared_ptr<MultiHeadAttention> attention(const EncoderDecoderConfig& config, int64_t heads,
-                                              Generator& init, std::shared_ptr<Generator> noise) {
+                                              Generator& init, std::shared_ptr<Generator> noise,
+                                              AttentionScore score = AttentionScore::dot) {
   return std::make_shared<MultiHeadAttention>(
-      MultiHeadAttentionOptions{config.d_model, heads, 0, config.dropout, true}, init, std::move(noise));
+      MultiHeadAttentionOptions{config.d_model, heads, 0, config.dropout, true, score}, init,
+      std::move(noise));
+}
+
+// The mean of memory (B,S,C) over each row's valid positions -> (B,1,C).
+Tensor pooled_memory(const Tensor& memory, const std::vector<int64_t>& lengths) {
+  const int64_t b = memory.size(0), s = memory.size(1);
+  std::vector<double> weights(static_cast<size_t>(b * s), 0.0);
+  for (int64_t r = 0; r < b; ++r) {
+    const int64_t n = lengths.empty() ? s : lengths[static_cast<size_t>(r)];
+    for (int64_t i = 0; i < n; ++i) weights[static_cast<size_t>(r * s + i)] = 1.0 / static_cast<double>(n);
+  }
+  return matmul(Tensor::from(weights, {b, 1, s}, memory.dtype()), memory);
 }
 
 std::shared_ptr<Linear> linear_layer(int64_t in, int64_t out, Generator& init) {
@@ -77,8 +94,10 @@ DecoderLayer::DecoderLayer(const EncoderDecoderConfig& config, Generator& init,
   const int64_t c = config.d_model, f = config.decoder_ffn_dim, heads = config.decoder_attention_heads;
   self_attn = register_module("self_attn", attention(config, heads, init, noise));
   self_attn_layer_norm = register_module("self_attn_layer_norm", norm(config));
-  encoder_attn = register_module("encoder_attn", attention(config, heads, init, noise));
-  encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", norm(config));
+  if (config.cross_attention) {
+    encoder_attn = register_module("encoder_attn", attention(config, heads, init, noise, config.cross_score));
+    encoder_attn_layer_norm = register_module("encoder_attn_layer_norm", norm(config));
+  }
   fc1 = register_module("fc1", linear_layer(c, f, init));
   fc2 = register_module("fc2", linear_layer(f, c, init));
   final_layer_norm = register_module("final_layer_norm", norm(config));
@@ -90,8 +109,10 @@ Tensor DecoderLayer::forward(const Tensor& y, const Tensor& memory,
                              KVCache* cross_cache) {
   const Tensor a = self_attn_layer_norm->forward(y);
   Tensor h = y + dropout->forward(self_attn->forward(a, a, {true, {}, self_cache}));
-  const Tensor q = encoder_attn_layer_norm->forward(h);
-  h = h + dropout->forward(encoder_attn->forward(q, memory, {false, memory_lengths, cross_cache}));
+  if (encoder_attn) {
+    const Tensor q = encoder_attn_layer_norm->forward(h);
+    h = h + dropout->forward(encoder_attn->forward(q, memory, {false, memory_lengths, cross_cache}));
+  }
   const Tensor m = final_layer_norm->forward(h);
   return h + dropout->forward(fc2->forward_gelu(fc1->forward(m)));
 }
@@ -175,6 +196,7 @@ Tensor EncoderDecoder::decode(const Tensor& inputs, const Tensor& memory,
   }
   const int64_t past = cache != nullptr ? cache->self[0].seen : 0;
   Tensor y = model->decoder->embed(inputs, past);  // (B,T,C)
+  if (!config_.cross_attention) y = y + pooled_memory(memory, source_lengths);
   for (size_t i = 0; i < n; ++i) {
     y = (*model->decoder->layers)[i].forward(y, memory, source_lengths,
                                              cache != nullptr ? &cache->self[i] : nullptr,
@@ -207,7 +229,7 @@ void EncoderDecoder::set_keep_attention_weights(bool keep) {
   for (auto& layer : *model->encoder->layers) layer->self_attn->set_keep_attention_weights(keep);
   for (auto& layer : *model->decoder->layers) {
     layer->self_attn->set_keep_attention_weights(keep);
-    layer->encoder_attn->set_keep_attention_weights(keep);
+    if (layer->encoder_attn) layer->encoder_attn->set_keep_attention_weights(keep);
   }
 }
 
@@ -225,7 +247,9 @@ std::vector<Tensor> EncoderDecoder::decoder_attention_weights() const {
 
 std::vector<Tensor> EncoderDecoder::cross_attention_weights() const {
   std::vector<Tensor> out;
-  for (auto& layer : *model->decoder->layers) out.push_back(layer->encoder_attn->attention_weights());
+  for (auto& layer : *model->decoder->layers) {
+    if (layer->encoder_attn) out.push_back(layer->encoder_attn->attention_weights());
+  }
   return out;
 }
 

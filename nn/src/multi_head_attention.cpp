@@ -1,9 +1,42 @@
 #include "tinygpt/nn/multi_head_attention.hpp"
 
+#include <cmath>
+#include <utility>
+
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/nn/attention.hpp"
 
 namespace tinygpt::nn {
+
+namespace {
+
+constexpr std::pair<AttentionScore, const char*> kScoreNames[] = {
+    {AttentionScore::dot, "dot"}, {AttentionScore::general, "general"},
+    {AttentionScore::concat, "concat"}, {AttentionScore::additive, "additive"}};
+
+// Per-head matrices stored as rows (H d, w), head h's in rows h d .. h d + d -> (B,H,d,w), each
+// batch row sharing them, for a product with (B,H,T,d).
+Tensor per_head(const Tensor& rows, int64_t batch, int64_t heads) {
+  const int64_t d = rows.size(0) / heads, w = rows.size(1);
+  return broadcast_to(reshape(rows, {1, heads, d, w}), Shape{batch, heads, d, w});
+}
+
+}  // namespace
+
+AttentionScore parse_attention_score(const std::string& name) {
+  for (const auto& [score, text] : kScoreNames) {
+    if (name == text) return score;
+  }
+  throw SettingError(Operation("MultiHeadAttention"),
+                     {named("score", excerpt(name)), " is not an attention score (dot, general, concat or additive)"});
+}
+
+const char* attention_score_name(AttentionScore score) {
+  for (const auto& [s, text] : kScoreNames) {
+    if (s == score) return text;
+  }
+  return "dot";
+}
 
 MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options, Generator& init,
                                        std::shared_ptr<Generator> noise)
@@ -21,6 +54,12 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
     throw ValueError(Operation("MultiHeadAttention"),
                      fmt::format("dropout {} is outside [0, 1)", options.dropout));
   }
+  // ALiBi's bias is defined on dot-product scores; the learned scorings have a scale of their own.
+  if (options.score != AttentionScore::dot && options.position == PositionEmbedding::alibi) {
+    throw SettingError(Operation("MultiHeadAttention"),
+                       {named("score", std::string(attention_score_name(options.score))),
+                        " does not take ALiBi's bias (dot scores only)"});
+  }
   const int64_t kv = options.kv_heads() * (c / h);
   const auto make = [&](const char* name, int64_t out) {
     return register_module(name, std::make_shared<Linear>(c, out, options.bias, init, WeightLayout::out_in));
@@ -29,6 +68,31 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
   k_proj = make("k_proj", kv);
   v_proj = make("v_proj", kv);
   out_proj = make("out_proj", c);
+  const int64_t d = c / h;
+  const double bound = 1.0 / std::sqrt(static_cast<double>(d));
+  if (options.score == AttentionScore::general || options.score == AttentionScore::concat) {
+    const int64_t width = options.score == AttentionScore::concat ? 2 * d : d;
+    score_weight = register_parameter("score_weight", Tensor::uniform({h * d, width}, init, -bound, bound));
+  }
+  if (options.score == AttentionScore::concat || options.score == AttentionScore::additive) {
+    score_vector = register_parameter("score_vector", Tensor::uniform({h, d}, init, -bound, bound));
+  }
+}
+
+Tensor MultiHeadAttention::learned_scores(const Tensor& q, const Tensor& k) const {
+  const int64_t b = q.size(0), h = options_.n_heads, d = q.size(3);
+  switch (options_.score) {
+    case AttentionScore::general:  // (q_i^T W_a) k_j
+      return matmul(matmul(q, per_head(score_weight, b, h)), k, false, true);
+    case AttentionScore::concat: {  // W_a [q; k] = W_q' q + W_k' k, the two halves of W_a
+      const Tensor wq = per_head(narrow(score_weight, 1, 0, d), b, h);
+      const Tensor wk = per_head(narrow(score_weight, 1, d, d), b, h);
+      return additive_scores(matmul(q, wq, false, true), matmul(k, wk, false, true), score_vector);
+    }
+    case AttentionScore::additive: return additive_scores(q, k, score_vector);
+    case AttentionScore::dot: break;
+  }
+  throw ValueError(Operation("MultiHeadAttention"), "dot scores are not learned");
 }
 
 void MultiHeadAttention::set_head_mask(std::vector<double> mask) {
@@ -89,12 +153,16 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
     k = how.cache->k;
     v = how.cache->v;
   } else {
-    // The key bias adds q.b_k to every score of a query's row, which softmax ignores: its exact
+    // Where the score is linear in the key (dot, general) and RoPE does not turn the keys, the
+    // key bias adds one constant to every score of a query's row, which softmax ignores: its exact
     // gradient is zero, and the rounding noise in its place would make AdamW walk it at random
-    // (MultiHeadSelfAttention::forward says more). It enters detached, its gradient the exact 0,
-    // unless RoPE turns each key by its position, which makes q.b_k differ along the row.
+    // (MultiHeadSelfAttention::forward says more). It enters detached there, its gradient the
+    // exact 0. RoPE turns each key by its position, so q.b_k differs along the row, and under
+    // tanh (concat, additive) it matters: there it learns.
+    const bool bias_constant_along_row =
+        !rope && (options_.score == AttentionScore::dot || options_.score == AttentionScore::general);
     Tensor keys = matmul(memory, k_proj->weight, false, true);  // (B,Tk,KV)
-    if (k_proj->bias.defined()) keys = keys + (rope ? k_proj->bias : k_proj->bias.detach());
+    if (k_proj->bias.defined()) keys = keys + (bias_constant_along_row ? k_proj->bias.detach() : k_proj->bias);
     k = split_heads(rotated(keys), kvh);
     v = split_heads(v_proj->forward(memory), kvh);
     if (how.cache != nullptr && how.causal) {
@@ -119,10 +187,14 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
     const Tensor pad = padding_mask(how.memory_lengths, tk);  // (B,1,1,Tk)
     mask = mask.defined() ? mask + pad : pad;
   }
-  auto [y, weights] = scaled_dot_product_attention(
-      q, repeat_heads(k, h / kvh), repeat_heads(v, h / kvh), mask, options_.dropout,
-      is_training(), noise_.get(), alibi, {}, {}, 0,
-      how.causal ? AlibiForm::causal : AlibiForm::symmetric);  // (B,H,Tq,d), (B,H,Tq,Tk)
+  const Tensor keys = repeat_heads(k, h / kvh), values = repeat_heads(v, h / kvh);
+  auto [y, weights] =
+      options_.score == AttentionScore::dot
+          ? scaled_dot_product_attention(q, keys, values, mask, options_.dropout, is_training(),
+                                         noise_.get(), alibi, {}, {}, 0,
+                                         how.causal ? AlibiForm::causal : AlibiForm::symmetric)
+          : attend_by_scores(learned_scores(q, keys), values, mask, options_.dropout,
+                             is_training(), noise_.get());  // (B,H,Tq,d), (B,H,Tq,Tk)
   last_weights_ = keep_weights_ ? weights.detach() : Tensor();
   if (!head_mask_.empty()) y = y * Tensor::from(head_mask_, {1, h, 1, 1}, y.dtype());
   // (B,H,Tq,d) -> (B,Tq,H,d) -> (B,Tq,C)

@@ -2,25 +2,12 @@
 #include <map>
 
 #include "nn_helpers.hpp"
+#include "seq2seq_helpers.hpp"
 
 using namespace tinygpt;
 using namespace tinygpt::testing;
 
 namespace {
-
-nn::EncoderDecoderConfig tiny_seq2seq() {
-  nn::EncoderDecoderConfig c;
-  c.vocab_size = 9;
-  c.d_model = 8;
-  c.encoder_layers = 2;
-  c.decoder_layers = 2;
-  c.encoder_attention_heads = 2;
-  c.decoder_attention_heads = 2;
-  c.encoder_ffn_dim = 12;
-  c.decoder_ffn_dim = 12;
-  c.max_position_embeddings = 10;
-  return c;
-}
 
 nn::MultiHeadAttention make_mha(int64_t kv_heads = 0) {
   Generator gen(3);

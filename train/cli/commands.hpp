@@ -82,6 +82,8 @@ struct ModelFlags {
   int64_t global_tokens = 0;       // --global-tokens: leading positions every query sees
   int64_t stride = 0;              // --stride: band and column spacing with --attention strided
   bool no_attention_scale = false;  // --no-attention-scale: softmax of q.k, not q.k / sqrt(d)
+  std::string cross = "attention";  // --cross: an encoder-decoder's view of the source (or none)
+  std::string cross_score = "dot";  // --cross-score: how its cross-attention scores
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data

@@ -169,6 +169,16 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_flag("--no-attention-scale", no_attention_scale,
                "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
                "why every transformer scales them (config.json: scale_attn_weights false)");
+  cmd.add_option("--cross", cross,
+                 "with --arch encoder-decoder: how the decoder sees the source: attention "
+                 "(cross-attention in every decoder layer) or none (only the mean of the encoder "
+                 "output, added to each decoder input: the fixed-size bottleneck)")
+      ->check(CLI::IsMember({"attention", "none"}))->capture_default_str();
+  cmd.add_option("--cross-score", cross_score,
+                 "with --arch encoder-decoder: how cross-attention scores a source position: dot "
+                 "(q.k/sqrt(d)), general (q W k, Luong), concat (v tanh(W [q;k]), Luong) or "
+                 "additive (v tanh(q + k), Bahdanau)")
+      ->check(CLI::IsMember({"dot", "general", "concat", "additive"}))->capture_default_str();
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -203,6 +213,8 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
   c.encoder_ffn_dim = c.decoder_ffn_dim = 4 * d_model;
   c.max_position_embeddings = block;
   c.dropout = dropout;
+  c.cross_attention = cross != "none";
+  c.cross_score = nn::parse_attention_score(cross_score);
   return c;  // the vocabulary and token ids come from the run's data
 }
 
@@ -226,6 +238,11 @@ constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "
 }  // namespace
 
 void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
+  if (arch != "encoder-decoder") {
+    for (const char* flag : {"--cross", "--cross-score"}) {
+      if (cmd.count(flag) != 0) throw UsageError(fmt::format("{} needs --arch encoder-decoder", flag));
+    }
+  }
   if (arch == "encoder-decoder") {
     for (const char* flag : kGptOnlyFlags) {
       if (cmd.count(flag) == 0) continue;
@@ -283,7 +300,7 @@ std::string in_flag_terms(const Error& e) {
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
       {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
-      {"scale_attn_weights", "--no-attention-scale"}};
+      {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"}};
   return in_terms_of(e, kFlags);
 }
 

@@ -86,6 +86,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
           {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
+          {"--cross", m.cross},               {"--cross-score", m.cross_score},
           {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
@@ -103,7 +104,8 @@ TrainFlags flags_of(train::Run& run) {
     const nn::EncoderDecoderConfig& c = run.task().as<train::PairTask>().encoder_decoder().config();
     f.arch = "encoder-decoder";
     f.model = {c.encoder_layers, c.encoder_attention_heads, c.d_model, c.max_position_embeddings,
-               c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0};
+               c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0,
+               c.cross_attention ? "attention" : "none", nn::attention_score_name(c.cross_score)};
   } else {
     const nn::GPTConfig& c = run.task().as<train::LanguageModelTask>().gpt()->config();
     f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,

@@ -48,6 +48,9 @@ constexpr std::array<const char*, 9> kSizes = {
     "decoder_attention_heads", "encoder_ffn_dim", "decoder_ffn_dim", "max_position_embeddings"};
 constexpr std::array<const char*, 4> kTokenIds = {"pad_token_id", "bos_token_id", "eos_token_id",
                                                   "decoder_start_token_id"};
+// tinygpt's own: whether the decoder has cross-attention, and how it scores.
+constexpr const char* kCrossAttentionKey = "tinygpt_cross_attention";
+constexpr const char* kCrossScoreKey = "tinygpt_cross_score";
 constexpr std::array<const char*, 4> kDropouts = {"dropout", "attention_dropout",
                                                   "activation_dropout", "classifier_dropout"};
 
@@ -76,6 +79,9 @@ std::string config_to_json(const nn::EncoderDecoderConfig& c, const std::string&
             {"decoder_start_token_id", c.decoder_start_token_id},
             {"torch_dtype", "float32"}};
   for (const Fixed& f : fixed_keys()) j[f.key] = f.value;
+  // Written only when not the Transformer's, so such a run's config.json stays as it was.
+  if (!c.cross_attention) j[kCrossAttentionKey] = false;
+  if (c.cross_score != nn::AttentionScore::dot) j[kCrossScoreKey] = nn::attention_score_name(c.cross_score);
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }
@@ -92,7 +98,7 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
       return std::find_if(names.begin(), names.end(), [&](const auto& n) { return key == n; }) != names.end();
     };
     return in(kIgnoredKeys) || in(kSizes) || in(kTokenIds) || in(kDropouts) || key == "model_type" ||
-           key == "layer_norm_eps" ||
+           key == "layer_norm_eps" || key == kCrossAttentionKey || key == kCrossScoreKey ||
            std::any_of(fixed_keys().begin(), fixed_keys().end(), [&](const Fixed& f) { return key == f.key; });
   };
   for (const auto& item : j.items()) {
@@ -137,7 +143,15 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
     }
   }
   if (j.contains("layer_norm_eps")) c.layer_norm_epsilon = jf::number(j["layer_norm_eps"], "layer_norm_eps", source);
+  if (j.contains(kCrossAttentionKey)) {
+    if (!j[kCrossAttentionKey].is_boolean()) jf::fail(source, "{} must be true or false", kCrossAttentionKey);
+    c.cross_attention = j[kCrossAttentionKey].get<bool>();
+  }
+  if (j.contains(kCrossScoreKey) && !j[kCrossScoreKey].is_string()) {
+    jf::fail(source, "{} must be a string", kCrossScoreKey);
+  }
   try {
+    if (j.contains(kCrossScoreKey)) c.cross_score = nn::parse_attention_score(j[kCrossScoreKey].get<std::string>());
     c.validate();
   } catch (const Error& e) {
     throw io::FormatError(source + ": ", e);

@@ -164,19 +164,32 @@ std::string PairTask::config_json(const std::string& training_precision) const {
   return config_to_json(model_->config(), training_precision);
 }
 
+namespace {
+
+// How the decoder sees the source, said where it is not the Transformer's dot-product
+// cross-attention.
+std::string cross_phrase(const nn::EncoderDecoderConfig& c) {
+  if (!c.cross_attention) return ", no cross-attention";
+  if (c.cross_score == nn::AttentionScore::dot) return "";
+  return fmt::format(", {} cross-attention", nn::attention_score_name(c.cross_score));
+}
+
+}  // namespace
+
 std::string PairTask::describe() const {
   const nn::EncoderDecoderConfig& c = model_->config();
   return fmt::format("{} parameters (encoder-decoder, {} + {} layers, {}, d_model {}, {} "
-                     "positions), vocabulary {}, {} training pairs, {} held out",
+                     "positions{}), vocabulary {}, {} training pairs, {} held out",
                      model_->num_parameters(), c.encoder_layers, c.decoder_layers,
                      count_of(c.encoder_attention_heads, "head"), c.d_model,
-                     c.max_position_embeddings, tokenizer_->vocab_size(),
+                     c.max_position_embeddings, cross_phrase(c), tokenizer_->vocab_size(),
                      pairs_->size(data::Split::train), pairs_->size(data::Split::val));
 }
 
 std::string PairTask::shape_title() const {
   const nn::EncoderDecoderConfig& c = model_->config();
-  return fmt::format("encoder-decoder, {} + {} layers, d_model {}", c.encoder_layers, c.decoder_layers, c.d_model);
+  return fmt::format("encoder-decoder, {} + {} layers, d_model {}{}", c.encoder_layers, c.decoder_layers,
+                     c.d_model, cross_phrase(c));
 }
 
 std::optional<MemoryEstimate> PairTask::training_memory(int64_t micro_batch_rows,

@@ -120,6 +120,30 @@ void write_page(const std::string& path, const report::ExplorerData& d) {
   io::write_file_atomic(path, report::explorer_html(d));
 }
 
+// The cross-attention view of `pair`: each decoder layer's heads with their alignment and, with
+// `ablation`, the exact-match drop without each.
+report::CrossView cross_view(const nn::EncoderDecoderConfig& config, const seq2seq::PairAttention& pair,
+                             const seq2seq::PairHeads& heads, const seq2seq::CrossAblation* ablation) {
+  report::CrossView cross;
+  cross.output_tokens = pair.outputs;
+  cross.aligned = pair.aligned;
+  cross.layers = config.decoder_layers;
+  cross.heads = config.decoder_attention_heads;
+  cross.attention = flatten(pair.cross);
+  for (int64_t l = 0; l < cross.layers; ++l) {
+    for (int64_t h = 0; h < cross.heads; ++h) {
+      const auto i = static_cast<size_t>(l * cross.heads + h);
+      report::HeadEntry entry{l, h, "", {}};
+      if (!heads.cross.empty()) entry.scores.emplace_back("alignment", heads.cross[i].alignment);
+      if (ablation != nullptr) {
+        entry.scores.emplace_back("ablated_exact_match_drop", ablation->exact_match - ablation->without_head[i]);
+      }
+      if (!entry.scores.empty()) cross.head_entries.push_back(std::move(entry));
+    }
+  }
+  return cross;
+}
+
 }  // namespace
 
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
@@ -175,24 +199,7 @@ void save_pair_explorer_page(const std::string& path, const std::string& run_dir
   d.attention = flatten(pair.encoder);
   for (const auto& h : heads.encoder) d.head_entries.push_back(self_head_entry(h));
 
-  report::CrossView cross;
-  cross.output_tokens = pair.outputs;
-  cross.aligned = pair.aligned;
-  cross.layers = config.decoder_layers;
-  cross.heads = config.decoder_attention_heads;
-  cross.attention = flatten(pair.cross);
-  for (int64_t l = 0; l < cross.layers; ++l) {
-    for (int64_t h = 0; h < cross.heads; ++h) {
-      const auto i = static_cast<size_t>(l * cross.heads + h);
-      report::HeadEntry entry{l, h, "", {}};
-      if (!heads.cross.empty()) entry.scores.emplace_back("alignment", heads.cross[i].alignment);
-      if (ablation != nullptr) {
-        entry.scores.emplace_back("ablated_exact_match_drop", ablation->exact_match - ablation->without_head[i]);
-      }
-      if (!entry.scores.empty()) cross.head_entries.push_back(std::move(entry));
-    }
-  }
-  d.cross = std::move(cross);
+  if (config.cross_attention) d.cross = cross_view(config, pair, heads, ablation);
   add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
 
   d.facts = {{"model", fmt::format("encoder {}, decoder {}, d_model {}, {} positions",

@@ -58,7 +58,7 @@ std::vector<CrossHeadScore> cross_attention_alignment(nn::EncoderDecoder& model,
                                                       const data::Tokenizer& tokenizer,
                                                       const std::string& task, data::Split split,
                                                       int64_t max_pairs, int64_t batch) {
-  if (!data::is_pair_task(task)) return {};
+  if (!data::is_pair_task(task) || !model.config().cross_attention) return {};
   const int64_t layers = model.config().decoder_layers, heads = model.config().decoder_attention_heads;
   std::vector<double> total(static_cast<size_t>(layers * heads), 0.0);
   int64_t aligned_chars = 0;

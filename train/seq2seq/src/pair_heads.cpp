@@ -149,6 +149,10 @@ CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairData
   CrossAblation out;
   out.exact_match = pair_accuracy(model, data, tokenizer, split, max_pairs).exact_match;
   const nn::EncoderDecoderConfig& c = model.config();
+  if (!c.cross_attention) {  // no cross-attention head to remove
+    out.without_aligned = out.exact_match;
+    return out;
+  }
   out.without_head.resize(static_cast<size_t>(c.decoder_layers * c.decoder_attention_heads));
   for (int64_t l = 0; l < c.decoder_layers; ++l) {
     for (int64_t h = 0; h < c.decoder_attention_heads; ++h) {

@@ -34,6 +34,17 @@ AttentionResult scaled_dot_product_attention(const Tensor& q, const Tensor& k, c
                                              int64_t first_query = 0,
                                              AlibiForm alibi_form = AlibiForm::causal);
 
+// The same for scores (B,H,Tq,Tk) computed any other way: softmax(scores + mask) v, with the
+// mask, hook and dropout as above.
+AttentionResult attend_by_scores(Tensor scores, const Tensor& v, const Tensor& mask = {},
+                                 double dropout_p = 0.0, bool training = false,
+                                 Generator* gen = nullptr, const Hook& edit_weights = {});
+
+// Bahdanau's additive scores v_a^T tanh(q_i + k_j) per head: q (B,H,Tq,d), k (B,H,Tk,d), v_a
+// (H,d) -> (B,H,Tq,Tk). q_i and k_j are the projections W_a s_i and U_a h_j of the decoder and
+// encoder states. Holds (B,H,Tq,Tk,d) for the backward pass.
+Tensor additive_scores(const Tensor& q, const Tensor& k, const Tensor& v_a);
+
 // Linear attention's general path (Katharopoulos et al. 2020): weights phi(q_i).phi(k_j) /
 // sum_j' phi(q_i).phi(k_j') with phi = elu + 1, over the keys `mask` leaves (no 1/sqrt(d)), then
 // the same hook, dropout and product with v. Equals causal_linear_attention (ops.hpp), which

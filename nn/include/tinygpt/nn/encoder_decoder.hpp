@@ -42,6 +42,11 @@ struct EncoderDecoderConfig {
   int64_t bos_token_id = 1;
   int64_t eos_token_id = 2;
   int64_t decoder_start_token_id = 1;  // the decoder's first input (BART's is its eos)
+  // How the decoder sees the source: cross-attention scored by cross_score, or (false) only the
+  // mean of the encoder output over the source, added to every decoder input -- the one
+  // fixed-size vector of the RNN encoder-decoders that attention was invented to remove.
+  bool cross_attention = true;
+  AttentionScore cross_score = AttentionScore::dot;
 
   void validate() const;  // ValueError naming the first bad field
 };
@@ -67,7 +72,7 @@ struct DecoderCache {
 };
 
 // Decoder block: causal self-attention, cross-attention on the encoder output, MLP; each
-// x + drop(sublayer(ln(x))).
+// x + drop(sublayer(ln(x))). Without cross_attention, encoder_attn and its LayerNorm are null.
 class DecoderLayer : public Module {
  public:
   DecoderLayer(const EncoderDecoderConfig& config, Generator& init, std::shared_ptr<Generator> noise);
@@ -142,7 +147,7 @@ class EncoderDecoder : public Module {
   void set_keep_attention_weights(bool keep);
   std::vector<Tensor> encoder_attention_weights() const;
   std::vector<Tensor> decoder_attention_weights() const;
-  std::vector<Tensor> cross_attention_weights() const;
+  std::vector<Tensor> cross_attention_weights() const;  // empty without cross-attention
 
   std::shared_ptr<EncoderDecoderBody> model;
 

@@ -4,6 +4,7 @@
 // values from memory (B,Tk,C). mha(x, x) with `causal` is a decoder's self-attention; without,
 // an encoder's; mha(y, encoder_output) is cross-attention.
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "tinygpt/nn/kv_cache.hpp"
@@ -11,6 +12,17 @@
 #include "tinygpt/nn/position.hpp"
 
 namespace tinygpt::nn {
+
+// How a query scores a key, per head, on the projected query q_i and key k_j (width d):
+//   dot       q_i . k_j / sqrt(d)             (Luong's dot, with the Transformer's scale)
+//   general   q_i^T W_a k_j                   (Luong's general; W_a (d,d) per head)
+//   concat    v_a^T tanh(W_a [q_i; k_j])      (Luong's concat; W_a (d,2d) per head)
+//   additive  v_a^T tanh(q_i + k_j)           (Bahdanau's v_a^T tanh(W_a s_i + U_a h_j): the
+//                                              query and key projections are W_a and U_a)
+// concat and additive score the same family of functions; concat spends a matrix on it.
+enum class AttentionScore { dot, general, concat, additive };
+AttentionScore parse_attention_score(const std::string& name);  // ValueError naming the choices
+const char* attention_score_name(AttentionScore score);
 
 struct MultiHeadAttentionOptions {
   int64_t d_model = 0;
@@ -23,6 +35,7 @@ struct MultiHeadAttentionOptions {
   // self-attention without a cache.
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000.0;
+  AttentionScore score = AttentionScore::dot;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
@@ -41,7 +54,9 @@ struct Attend {
 };
 
 // q_proj (C,C), k_proj and v_proj (KV,C), out_proj (C,C), stored (out, in) as nn.Linear; KV =
-// n_kv_heads x head width. Query head h reads key/value head h / (n_heads / n_kv_heads).
+// n_kv_heads x head width. Query head h reads key/value head h / (n_heads / n_kv_heads). The
+// scores other than dot add score_weight (general: (H d, d), concat: (H d, 2 d), head h's W_a
+// in rows h d .. h d + d) and score_vector (concat and additive: (H, d), head h's v_a in row h).
 class MultiHeadAttention : public Module {
  public:
   MultiHeadAttention(const MultiHeadAttentionOptions& options, Generator& init,
@@ -59,8 +74,11 @@ class MultiHeadAttention : public Module {
   const MultiHeadAttentionOptions& options() const { return options_; }
 
   std::shared_ptr<Linear> q_proj, k_proj, v_proj, out_proj;
+  Tensor score_weight, score_vector;  // undefined where the score has none
 
  private:
+  // q (B,H,Tq,d), k (B,H,Tk,d) -> the scores (B,H,Tq,Tk) of a score other than dot.
+  Tensor learned_scores(const Tensor& q, const Tensor& k) const;
   // (B,T,n d) -> (B,n,T,d)
   Tensor split_heads(const Tensor& x, int64_t n) const;
   // Projected queries or keys (B,T,n d) turned by RoPE at positions 0..T-1; x itself otherwise.
