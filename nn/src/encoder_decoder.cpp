@@ -45,9 +45,9 @@ namespace {
 std::shared_ptr<MultiHeadAttention> attention(const EncoderDecoderConfig& config, int64_t heads,
                                               Generator& init, std::shared_ptr<Generator> noise,
                                               AttentionScore score = AttentionScore::dot) {
-  return std::make_shared<MultiHeadAttention>(
-      MultiHeadAttentionOptions{config.d_model, heads, 0, config.dropout, true, score}, init,
-      std::move(noise));
+  MultiHeadAttentionOptions options{config.d_model, heads, 0, config.dropout, true};
+  options.score = score;
+  return std::make_shared<MultiHeadAttention>(options, init, std::move(noise));
 }
 
 // The mean of memory (B,S,C) over each row's valid positions -> (B,1,C).

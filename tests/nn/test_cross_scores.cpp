@@ -15,7 +15,9 @@ constexpr nn::AttentionScore kLearnedScores[] = {nn::AttentionScore::general, nn
 
 nn::MultiHeadAttention scored_mha(nn::AttentionScore score, int64_t kv_heads = 0) {
   Generator gen(3);
-  return nn::MultiHeadAttention({8, 4, kv_heads, 0.0, true, score}, gen, std::make_shared<Generator>(4));
+  nn::MultiHeadAttentionOptions options{8, 4, kv_heads, 0.0, true};
+  options.score = score;
+  return nn::MultiHeadAttention(options, gen, std::make_shared<Generator>(4));
 }
 
 nn::EncoderDecoderConfig scored_seq2seq(nn::AttentionScore score, bool cross = true) {
