@@ -27,7 +27,7 @@ TEST_CASE("train --no-attention-scale records the unscaled attention, resumes an
   check_one_line_error(changed, {"--no-attention-scale"});
 }
 
-TEST_CASE("--no-attention-scale is refused where there is no scale to leave out", "[cli][train][scale]") {
+TEST_CASE("train refuses --no-attention-scale where there is no scale to leave out", "[cli][train][scale]") {
   ScratchDir dir;
   const CliResult linear = run_cli(tiny_train_args(dir.file("a"), {"--attention", "linear", "--no-attention-scale"}));
   CHECK(linear.exited_with(2));

@@ -43,7 +43,7 @@ TEST_CASE("each cross-attention score and the decoder without one train, resume 
   }
 }
 
-TEST_CASE("--cross and --cross-score are refused where they mean nothing", "[cli][seq2seq][cross][errors]") {
+TEST_CASE("train refuses --cross and --cross-score where they mean nothing", "[cli][seq2seq][cross][errors]") {
   ScratchDir dir;
   const CliResult both = run_cli(tiny_seq2seq_args(dir.file("m"), {"--cross", "none", "--cross-score", "additive"}));
   check_one_line_error(both, {"--cross-score additive scores a cross-attention the decoder does not have"});

@@ -104,7 +104,7 @@ TrainFlags flags_of(train::Run& run) {
     const nn::EncoderDecoderConfig& c = run.task().as<train::PairTask>().encoder_decoder().config();
     f.arch = "encoder-decoder";
     f.model = {c.encoder_layers, c.encoder_attention_heads, c.d_model, c.max_position_embeddings,
-               c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0,
+               c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0, false,
                c.cross_attention ? "attention" : "none", nn::attention_score_name(c.cross_score)};
   } else {
     const nn::GPTConfig& c = run.task().as<train::LanguageModelTask>().gpt()->config();
