@@ -167,10 +167,13 @@ BpeTokenizer BpeTokenizer::from_json(std::string_view json_text) {
   std::vector<BpeMerge> merges;
   merges.reserve(merge_list.size());
   for (size_t rank = 0; rank < merge_list.size(); ++rank) merges.push_back(hugging_face_merge(vocab, merge_list[rank], rank));
-  return BpeTokenizer(vocab.tokens, std::move(merges), std::move(added));
+  BpeTokenizer tokenizer(vocab.tokens, std::move(merges), std::move(added));
+  tokenizer.json_text_ = std::string(json_text);
+  return tokenizer;
 }
 
 std::string BpeTokenizer::to_json() const {
+  if (!json_text_.empty()) return json_text_;
   std::vector<std::string> names(tokens_.size());
   for (size_t id = 0; id < tokens_.size(); ++id) names[id] = byte_level_text(tokens_[id]);
   ordered_json added = ordered_json::array();
@@ -185,6 +188,30 @@ std::string BpeTokenizer::to_json() const {
   const ordered_json byte_level = {
       {"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}};
   return hugging_face_tokenizer_json({added, byte_level, byte_level, byte_level, vocab, merges});
+}
+
+TokenizerPtr tokenizer_from_json(std::string_view json_text) {
+  const json root = json::parse(json_text, nullptr, false);
+  if (root.is_object() && root.value("pre_tokenizer", json()).is_object()) {
+    return std::make_shared<BpeTokenizer>(BpeTokenizer::from_json(json_text));
+  }
+  return std::make_shared<CharTokenizer>(CharTokenizer::from_json(json_text));
+}
+
+bool same_tokenizer(const Tokenizer& a, const Tokenizer& b) {
+  const auto* bpe_a = dynamic_cast<const BpeTokenizer*>(&a);
+  const auto* bpe_b = dynamic_cast<const BpeTokenizer*>(&b);
+  if (a.vocab_size() != b.vocab_size() || (bpe_a == nullptr) != (bpe_b == nullptr)) return false;
+  if (bpe_a != nullptr) {
+    const std::vector<BpeMerge>& ma = bpe_a->merges();
+    const std::vector<BpeMerge>& mb = bpe_b->merges();
+    const auto same_merge = [](const BpeMerge& x, const BpeMerge& y) { return x.left == y.left && x.right == y.right; };
+    if (!std::equal(ma.begin(), ma.end(), mb.begin(), mb.end(), same_merge)) return false;
+  }
+  for (int64_t id = 0; id < a.vocab_size(); ++id) {
+    if (a.token(id) != b.token(id)) return false;
+  }
+  return true;
 }
 
 }  // namespace tinygpt::data

@@ -61,7 +61,7 @@ std::string load_text(const std::string& source) {
 }
 
 TextDataset make_dataset(const std::string& text, const std::string& source,
-                         const CharTokenizer& tokenizer, int64_t block, double val_fraction,
+                         const Tokenizer& tokenizer, int64_t block, double val_fraction,
                          std::optional<Split> only) {
   try {
     return TextDataset(tokenizer.encode(text), block, val_fraction, only);

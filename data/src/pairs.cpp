@@ -40,13 +40,15 @@ CharTokenizer fit_pair_tokenizer(const std::vector<TextPair>& pairs) {
   return CharTokenizer::fit(all, pair_specials());
 }
 
-PairDataset::PairDataset(const std::vector<TextPair>& pairs, const CharTokenizer& tokenizer,
+PairDataset::PairDataset(const std::vector<TextPair>& pairs, const Tokenizer& tokenizer,
                          int64_t max_positions, double val_fraction, const std::string& where) {
   if (!(val_fraction >= 0.0 && val_fraction < 1.0)) {
     throw SettingError(Operation("PairDataset"), "val_fraction", val_fraction,
                        fmt::format("val_fraction must be in [0, 1), got {}", val_fraction));
   }
-  if (tokenizer.num_specials() != 3 || tokenizer.specials() != pair_specials()) {
+  const std::vector<std::string>& specials = pair_specials();
+  if (tokenizer.vocab_size() < 3 || tokenizer.token(kPadId) != specials[kPadId] ||
+      tokenizer.token(kBosId) != specials[kBosId] || tokenizer.token(kEosId) != specials[kEosId]) {
     throw ValueError(Operation("PairDataset"), "the tokenizer's special tokens must be <pad>, <s>, </s>");
   }
   for (const TextPair& p : pairs) {

@@ -71,7 +71,7 @@ TEST_CASE("eval --json is one object, the same across runs and thread counts", "
   CHECK(out.find('\n') == out.size() - 1);  // one line
   const json result = json::parse(out);
   REQUIRE(result.is_object());
-  CHECK(result.size() == 3);
+  CHECK(result.size() == 4);  // loss, perplexity, tokens, bits_per_byte
   const double loss = result.at("loss").get<double>();
   CHECK(loss > 0);
   CHECK(loss < std::log(34.0) + 0.5);  // about uniform over the 34 toy characters, or better

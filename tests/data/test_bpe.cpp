@@ -167,6 +167,28 @@ TEST_CASE("BPE tokenizer.json round-trips: vocabulary, merges and ids", "[data][
   CHECK(any->decode(any->encode(kText)) == kText);
 }
 
+TEST_CASE("tokenizer_from_json reads either kind, a BPE file back unchanged; same_tokenizer compares them",
+          "[data][bpe]") {
+  const BpeTokenizer tok = train_bpe(kText, 270);
+  const std::string reindented = nlohmann::json::parse(tok.to_json()).dump(1);
+  const TokenizerPtr bpe = tokenizer_from_json(reindented);
+  REQUIRE(dynamic_cast<const BpeTokenizer*>(bpe.get()) != nullptr);
+  CHECK(bpe->to_json() == reindented);  // the file as it was given, not re-written
+  CHECK(same_tokenizer(*bpe, tok));
+  const CharTokenizer chars = CharTokenizer::fit(kText);
+  const TokenizerPtr char_run = tokenizer_from_json(chars.to_json());
+  REQUIRE(dynamic_cast<const CharTokenizer*>(char_run.get()) != nullptr);
+  CHECK(char_run->to_json() == chars.to_json());
+  CHECK(same_tokenizer(*char_run, chars));
+  CHECK_FALSE(same_tokenizer(*char_run, tok));
+  CHECK_FALSE(same_tokenizer(tok, train_bpe(kText, 271)));
+  // The same tokens merged in another order encode differently.
+  const BpeTokenizer ab_first = hand_built({"ab", "bc"}, {{"a", "b"}, {"b", "c"}});
+  const BpeTokenizer bc_first = hand_built({"ab", "bc"}, {{"b", "c"}, {"a", "b"}});
+  CHECK_FALSE(same_tokenizer(ab_first, bc_first));
+  CHECK(same_tokenizer(ab_first, hand_built({"ab", "bc"}, {{"a", "b"}, {"b", "c"}})));
+}
+
 TEST_CASE("BPE reads GPT-2's vocab.json and merges.txt, and refuses what it cannot encode with", "[data][bpe]") {
   std::string vocab = "{";
   for (int b = 0; b < 256; ++b) vocab += nlohmann::json(byte_level_chars()[b]).dump() + ":" + std::to_string(b) + ",";

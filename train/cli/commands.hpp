@@ -203,6 +203,13 @@ std::string read_run_text(const train::RunState& state, const char* flag);
 
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
-                                 const data::CharTokenizer& tokenizer);
+                                 const data::Tokenizer& tokenizer);
+
+// --tokenizer PATH: a tokenizer.json (byte-level BPE, or a run's character tokenizer), or a
+// folder holding one or GPT-2's vocab.json and merges.txt. A file it cannot read or a format
+// it does not take is an Error naming the flag.
+data::TokenizerPtr load_tokenizer(const std::string& path);
+// The largest BPE vocabulary the commands train (tokenizer train --vocab-size, train --tokenizer bpe:N).
+inline constexpr int64_t kMaxBpeVocab = int64_t{1} << 20;
 
 }  // namespace tinygpt::cli

@@ -1,6 +1,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <limits>
 #include <map>
 #include <optional>
@@ -9,6 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "tinygpt/data/bpe.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/sha256.hpp"
 #include "tinygpt/train/run.hpp"
 
@@ -284,7 +287,7 @@ const SettingNames& flag_names() {
       {"ablate_heads", "--ablate-heads"}, {"attribute", "--attribute"}, {"json", "--json"},
       {"heatmap_dir", "--out"},      {"html", "--html"},            {"composition", "--composition"},
       {"importance", "--importance"}, {"patch", "--patch"},         {"counterfactual", "--counterfactual"},
-      {"prune_curve", "--prune-curve"}};
+      {"prune_curve", "--prune-curve"}, {"tokenizer", "--tokenizer"}};
   return kFlags;
 }
 
@@ -356,7 +359,7 @@ std::string wrap_words(const std::string& text, size_t width) {
 }
 
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
-                                 const data::CharTokenizer& tokenizer) {
+                                 const data::Tokenizer& tokenizer) {
   return with_context(flag, [&] { return tokenizer.encode(text); });
 }
 
@@ -386,5 +389,35 @@ std::vector<InputNote>& notes() {
 void add_input_note(InputNote note) { notes().push_back(std::move(note)); }
 
 const std::vector<InputNote>& input_notes() { return notes(); }
+
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string read_json_file(const std::string& path) { return io::read_file(path, io::kMaxJsonBytes); }
+
+// A tokenizer.json, or a folder holding one or GPT-2's vocab.json and merges.txt.
+data::TokenizerPtr read_tokenizer(const std::string& path) {
+  std::string file = path;
+  if (io::file_type_of(path, "the tokenizer") == fs::file_type::directory) {
+    file = (fs::path(path) / "tokenizer.json").string();
+    if (io::file_type_of(file, "the tokenizer") == fs::file_type::not_found) {
+      return std::make_shared<data::BpeTokenizer>(data::BpeTokenizer::from_vocab_and_merges(
+          read_json_file((fs::path(path) / "vocab.json").string()),
+          io::read_file((fs::path(path) / "merges.txt").string(), io::kMaxJsonBytes)));
+    }
+  }
+  return data::tokenizer_from_json(read_json_file(file));
+}
+
+}  // namespace
+
+data::TokenizerPtr load_tokenizer(const std::string& path) {
+  try {
+    return read_tokenizer(path);
+  } catch (const Error& e) {
+    throw Error(fmt::format("--tokenizer {}: {}", path, e.what()));
+  }
+}
 
 }  // namespace tinygpt::cli

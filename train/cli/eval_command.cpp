@@ -92,7 +92,8 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--batch", flags->batch, "windows per forward pass (an encoder-decoder: pairs, also in greedy decoding)")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
   add_threads_flag(*cmd, flags->threads);
   cmd->add_flag("--json", flags->json,
-                "print {\"loss\", \"perplexity\", \"tokens\"} as JSON; for an encoder-decoder also "
+                "print {\"loss\", \"perplexity\", \"tokens\", \"bits_per_byte\"} as JSON (a GPT; bits per "
+                "byte: the loss in bits over the bytes of the predicted tokens' text); for an encoder-decoder also "
                 "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding");
   cmd->callback([flags, cmd] {
     flags->val_fraction_given = cmd->count("--val-fraction") > 0;

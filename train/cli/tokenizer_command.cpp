@@ -27,37 +27,6 @@ struct TokenizerFlags {
   int threads = 0;
 };
 
-std::string read_json_file(const std::string& path) { return io::read_file(path, io::kMaxJsonBytes); }
-
-// --tokenizer: a tokenizer.json (byte-level BPE, or a run's character tokenizer), or a folder
-// holding one, or GPT-2's vocab.json and merges.txt.
-std::unique_ptr<data::Tokenizer> read_tokenizer(const std::string& path) {
-  std::string file = path;
-  if (io::file_type_of(path, "the tokenizer") == fs::file_type::directory) {
-    file = (fs::path(path) / "tokenizer.json").string();
-    if (io::file_type_of(file, "the tokenizer") == fs::file_type::not_found) {
-      return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_vocab_and_merges(
-          read_json_file((fs::path(path) / "vocab.json").string()),
-          io::read_file((fs::path(path) / "merges.txt").string(), io::kMaxJsonBytes)));
-    }
-  }
-  const std::string text = read_json_file(file);
-  const json root = json::parse(text, nullptr, false);
-  if (root.is_object() && root.value("pre_tokenizer", json()).is_object()) {
-    return std::make_unique<data::BpeTokenizer>(data::BpeTokenizer::from_json(text));
-  }
-  return std::make_unique<data::CharTokenizer>(data::CharTokenizer::from_json(text));
-}
-
-// read_tokenizer, its refusal (a file it cannot read, a format it does not take) naming the flag.
-std::unique_ptr<data::Tokenizer> load_tokenizer(const std::string& path) {
-  try {
-    return read_tokenizer(path);
-  } catch (const Error& e) {
-    throw Error(fmt::format("--tokenizer {}: {}", path, e.what()));
-  }
-}
-
 // The bytes to encode: --text as given, or --data's file as it is (any bytes).
 std::string input_bytes(const TokenizerFlags& f) {
   if (f.text.empty() == f.data.empty()) throw UsageError(f.action + ": give one of --text or --data");
@@ -116,7 +85,7 @@ void run_train(const TokenizerFlags& f) {
 }
 
 void run_encode(const TokenizerFlags& f) {
-  const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(f.tokenizer);
+  const data::TokenizerPtr tokenizer = load_tokenizer(f.tokenizer);
   const std::vector<int64_t> ids = tokenizer->encode(input_bytes(f));
   if (f.json) {
     fmt::print("{}\n", json_text(json{{"ids", ids}}));
@@ -126,7 +95,7 @@ void run_encode(const TokenizerFlags& f) {
 }
 
 void run_decode(const TokenizerFlags& f) {
-  const std::unique_ptr<data::Tokenizer> tokenizer = load_tokenizer(f.tokenizer);
+  const data::TokenizerPtr tokenizer = load_tokenizer(f.tokenizer);
   const std::string text = tokenizer->decode(parse_ids(input_bytes(f), f.data.empty() ? "--text" : "--data"));
   if (f.json) {
     fmt::print("{}\n", json_text(json{{"text", text}}));
@@ -159,7 +128,7 @@ void add_tokenizer_command(CLI::App& app) {
                   "(a JSON list or separated by white space)")->type_name("FILE");
   cmd->add_option("--text", flags->text, "encode: the text; decode: the ids");
   cmd->add_option("--vocab-size", flags->vocab_size, "train: tokens in the vocabulary, the 256 bytes included")
-      ->check(integer_in(256, int64_t{1} << 20));
+      ->check(integer_in(256, kMaxBpeVocab));
   cmd->add_option("--out", flags->out, "train: the tokenizer.json to write")->type_name("FILE");
   cmd->add_option("--tokenizer", flags->tokenizer,
                   "encode, decode: a tokenizer.json (byte-level BPE or a run's), or a folder with one or with "

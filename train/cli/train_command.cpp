@@ -1,5 +1,6 @@
 // tinygpt train: fit a GPT on the built-in toy corpus or a text file, checkpointing into --out.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -56,6 +57,7 @@ struct TrainFlags {
   std::string out = "runs/tinygpt";
   std::string resume;
   std::string init_from;
+  std::string tokenizer;  // "", "bpe:N" or a tokenizer file or folder
   bool force = false;
   bool keep_best = false;
   bool json = false;
@@ -228,6 +230,9 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
   if (f.arch == "encoder-decoder" && !f.init_from.empty()) {
     throw UsageError("--init-from is a GPT's flag; --arch encoder-decoder does not take it");
   }
+  if (f.arch == "encoder-decoder" && !f.tokenizer.empty()) {
+    throw UsageError("--tokenizer is a GPT's flag; an encoder-decoder's vocabulary is its pairs' characters");
+  }
   if (!f.init_from.empty()) {
     for (const char* flag : kShapeFlags) {
       if (cmd.count(flag) > 0) {
@@ -245,8 +250,29 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
   }
 }
 
+// --tokenizer: "bpe:N" (trained on the run's training split), or a tokenizer file or folder.
+train::TokenizerChoice tokenizer_choice(const std::string& flag) {
+  train::TokenizerChoice choice;
+  if (flag.empty()) return choice;
+  if (flag.rfind("bpe:", 0) != 0) {
+    choice.given = load_tokenizer(flag);
+    return choice;
+  }
+  const std::string size = flag.substr(4);
+  char* end = nullptr;
+  errno = 0;
+  const long long n = std::strtoll(size.c_str(), &end, 10);
+  if (size.empty() || *end != '\0' || errno != 0 || n < 256 || n > kMaxBpeVocab) {
+    throw UsageError(fmt::format("--tokenizer {}: bpe:N needs a vocabulary N from 256 (the bytes) to {}",
+                                 flag, kMaxBpeVocab));
+  }
+  choice.bpe_vocab_size = n;
+  return choice;
+}
+
 train::Run resume_run(const TrainFlags& f, const CLI::App& cmd, distributed::Communicator& world) {
   train::ResumeChanges changes;
+  changes.tokenizer = tokenizer_choice(f.tokenizer);
   if (cmd.count("--steps") > 0) changes.steps = f.options.steps;
   if (cmd.count("--eval-every") > 0) changes.eval_every = f.options.eval_every;
   if (cmd.count("--eval-iters") > 0) changes.eval_iters = f.options.eval_iters;
@@ -296,11 +322,13 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
       } else if (!f.init_from.empty()) {
         train::InitFrom init{f.init_from, {}};
         if (cmd.count("--dropout") > 0) init.dropout = f.model.dropout;
-        started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world));
+        started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
+                                          tokenizer_choice(f.tokenizer)));
       } else {
         const train::ModelConfig config = seq2seq ? train::ModelConfig(f.model.encoder_decoder_config())
                                                   : train::ModelConfig(f.model.config());
-        started.emplace(train::Run::start(f.out, config, f.options, data, f.val_fraction, f.force, world));
+        started.emplace(train::Run::start(f.out, config, f.options, data, f.val_fraction, f.force, world,
+                                          tokenizer_choice(f.tokenizer)));
       }
     } catch (const UsageError&) {
       throw;
@@ -463,6 +491,13 @@ void add_train_command(CLI::App& app) {
                   "shape and vocabulary are its own, --dropout may change")
       ->type_name("DIR")
       ->excludes(resume);
+  cmd->add_option("--tokenizer", flags->tokenizer,
+                  "the vocabulary (default: the text's characters): bpe:N trains byte-level BPE of N "
+                  "tokens on the training split (the held-out text stays unseen), or a tokenizer.json "
+                  "(tinygpt tokenizer train's, Hugging Face's byte-level BPE, a run's) or a folder with "
+                  "GPT-2's vocab.json and merges.txt; stored in the run as tokenizer.json. --resume and "
+                  "--init-from keep the run's own: one given must be the same")
+      ->type_name("FILE");
   cmd->add_flag("--keep-best", flags->keep_best,
                 "also keep the weights of the evaluation with the lowest val loss in OUT/best "
                 "(sample, eval and heads read it; --resume continues from the last step); a "

@@ -11,6 +11,7 @@
 #include "finite_values.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/data/bpe.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
@@ -97,12 +98,26 @@ TrainOptions options_from_json(const json& j, const std::string& source) {
   return o;
 }
 
-data::CharTokenizer tokenizer_from_json(const std::string& text, const std::string& source) {
+data::TokenizerPtr tokenizer_from_json(const std::string& text, const std::string& source) {
   try {
-    return data::CharTokenizer::from_json(text);
+    return data::tokenizer_from_json(text);
   } catch (const Error& e) {
     throw FormatError(source + ": ", e);
   }
+}
+
+// A folder's tokenizer: its tokenizer.json, or else GPT-2's vocab.json and merges.txt (a Hugging
+// Face gpt2 folder may hold only those two).
+data::TokenizerPtr read_folder_tokenizer(const io::CommittedFiles& files) {
+  if (!files.contains("tokenizer.json") && files.contains("vocab.json") && files.contains("merges.txt")) {
+    try {
+      return std::make_shared<const data::BpeTokenizer>(
+          data::BpeTokenizer::from_vocab_and_merges(files.read("vocab.json"), files.read("merges.txt")));
+    } catch (const ValueError& e) {
+      throw FormatError(files.path_of("vocab.json") + ", merges.txt: ", e);
+    }
+  }
+  return tokenizer_from_json(files.read("tokenizer.json"), files.path_of("tokenizer.json"));
 }
 
 // The weights of a GPT-2 checkpoint under tinygpt's names. Hugging Face's tools write them with
@@ -239,7 +254,7 @@ void recover_checkpoint(const std::string& dir) {
 }
 
 void save_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
-                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer,
                      const RunState* run,
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
@@ -364,11 +379,10 @@ LoadedModel read_gpt(const io::CommittedFiles& files) {
                                   json::parse(config_text).value("model_type", ""),
                                   family == ModelFamily::encoder_decoder ? "an encoder-decoder" : "a registered model"));
   }
-  data::CharTokenizer tokenizer = tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path);
-  LoadedModel out{config_from_json(config_text, config_path), std::move(tokenizer), nullptr, ""};
-  if (out.tokenizer.vocab_size() != out.config.vocab_size) {
-    throw FormatError(fmt::format("{}: {} characters, but config.json says vocab_size {}",
-                                  tokenizer_path, out.tokenizer.vocab_size(), out.config.vocab_size));
+  LoadedModel out{config_from_json(config_text, config_path), read_folder_tokenizer(files), nullptr, ""};
+  if (out.tokenizer->vocab_size() != out.config.vocab_size) {
+    throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
+                                  tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
   const std::string weights_bytes = files.read("model.safetensors");
   out.weights_sha256 = io::sha256_hex(weights_bytes);
@@ -390,11 +404,11 @@ std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
     return std::make_unique<LanguageModelTask>(std::move(gpt.model), std::move(gpt.tokenizer), nullptr);
   }
   const std::string tokenizer_path = files.path_of("tokenizer.json");
-  data::CharTokenizer tokenizer = tokenizer_from_json(files.read("tokenizer.json"), tokenizer_path);
+  data::TokenizerPtr tokenizer = read_folder_tokenizer(files);
   const auto sized = [&](int64_t vocab_size) {
-    if (tokenizer.vocab_size() != vocab_size) {
+    if (tokenizer->vocab_size() != vocab_size) {
       throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}", tokenizer_path,
-                                    tokenizer.vocab_size(), vocab_size));
+                                    tokenizer->vocab_size(), vocab_size));
     }
     return std::move(tokenizer);
   };

@@ -255,19 +255,19 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
 
 Run Run::start(const std::string& dir, const ModelConfig& config, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
-               distributed::Communicator& world) {
+               distributed::Communicator& world, const TokenizerChoice& tokenizer) {
   return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return start_locked(dir, config, nullptr, std::move(options), data_source,
-                        val_fraction, force, world, lock);
+                        val_fraction, force, world, tokenizer, lock);
   });
 }
 
 Run Run::start(const std::string& dir, const InitFrom& init, TrainOptions options,
                const std::string& data_source, double val_fraction, bool force,
-               distributed::Communicator& world) {
+               distributed::Communicator& world, const TokenizerChoice& tokenizer) {
   return with_run_lock(dir, world, [&](std::unique_ptr<io::RunLock>& lock) {
     return start_locked(dir, nn::GPTConfig{}, &init, std::move(options), data_source, val_fraction, force,
-                        world, lock);
+                        world, tokenizer, lock);
   });
 }
 
@@ -295,8 +295,12 @@ std::pair<RunState, std::string> new_run_state(const std::string& dir, TrainOpti
 Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom* init,
                       TrainOptions options, const std::string& data_source, double val_fraction,
                       bool force, distributed::Communicator& world,
-                      std::unique_ptr<io::RunLock>& lock) {
+                      const TokenizerChoice& tokenizer, std::unique_ptr<io::RunLock>& lock) {
+  if (!tokenizer.is_default() && std::holds_alternative<nn::EncoderDecoderConfig>(config)) {
+    throw OptionError("an encoder-decoder's vocabulary is the characters of its pairs; it takes no other tokenizer");
+  }
   auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
+  data::TokenizerPtr chosen = chosen_tokenizer(tokenizer, text, val_fraction);
   std::optional<LoadedModel> loaded;
   if (init != nullptr) {
     std::error_code ec;
@@ -305,8 +309,10 @@ Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom
                                    "another directory", dir));
     }
     loaded = load_model(init->dir);
+    if (chosen) check_same_tokenizer(*loaded->tokenizer, *chosen, init->dir);
+    chosen = loaded->tokenizer;
     try {
-      loaded->tokenizer.encode(text);
+      loaded->tokenizer->encode(text);
     } catch (const ValueError& e) {
       throw ValueError(state.data_source + ": ", e,
                        fmt::format("; a fine-tuned model keeps the vocabulary of {}", init->dir));
@@ -320,9 +326,7 @@ Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom
       state.init_from_step = load_run_state(init->dir).step;
     }
   }
-  std::optional<data::CharTokenizer> tokenizer;
-  if (loaded) tokenizer = std::move(loaded->tokenizer);
-  std::unique_ptr<Task> task = new_task(config, task_source(text, state, world), std::move(tokenizer));
+  std::unique_ptr<Task> task = new_task(config, task_source(text, state, world), chosen);
   // A fine-tuned model takes the checkpoint's weights; the seed still drives batches and dropout.
   if (loaded) task->model().load_state_dict(loaded->model->state_dict());
   Run run(dir, std::move(state), std::move(task), world);
@@ -370,6 +374,9 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   }
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
+  if (const data::TokenizerPtr asked = chosen_tokenizer(changes.tokenizer, text, state.val_fraction)) {
+    check_same_tokenizer(saved.task->tokenizer(), *asked, dir);
+  }
   const int64_t step = state.step;
   std::unique_ptr<Task> task = std::move(saved.task);
   task->set_data(task_source(text, state, world));

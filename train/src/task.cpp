@@ -1,9 +1,11 @@
 #include "tinygpt/train/task.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 
+#include "tinygpt/data/bpe.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/utf8.hpp"
 #include "tinygpt/train/checkpoint.hpp"
@@ -49,14 +51,14 @@ void check_new_model_memory(const Config& config, const TaskSource& source) {
 }
 
 std::unique_ptr<data::TextDataset> text_dataset(const TaskSource& source,
-                                                const data::CharTokenizer& tokenizer,
+                                                const data::Tokenizer& tokenizer,
                                                 int64_t block_size) {
   return std::make_unique<data::TextDataset>(data::make_dataset(
       source.text, source.data_source, tokenizer, block_size, source.val_fraction));
 }
 
 std::unique_ptr<data::PairDataset> pair_dataset(const TaskSource& source,
-                                                const data::CharTokenizer& tokenizer,
+                                                const data::Tokenizer& tokenizer,
                                                 int64_t max_positions) {
   return std::make_unique<data::PairDataset>(data::parse_pairs(source.text, source.data_source),
                                              tokenizer, max_positions, source.val_fraction,
@@ -64,33 +66,33 @@ std::unique_ptr<data::PairDataset> pair_dataset(const TaskSource& source,
 }
 
 std::unique_ptr<Task> gpt_task(nn::GPTConfig config, const TaskSource& source,
-                               data::CharTokenizer tokenizer) {
-  config.vocab_size = tokenizer.vocab_size();
+                               data::TokenizerPtr tokenizer) {
+  config.vocab_size = tokenizer->vocab_size();
   config.validate();
   check_new_model_memory(config, source);
-  auto dataset = text_dataset(source, tokenizer, config.block_size);
+  auto dataset = text_dataset(source, *tokenizer, config.block_size);
   return std::make_unique<LanguageModelTask>(
       std::make_unique<nn::GPT>(config, source.options.seed), std::move(tokenizer), std::move(dataset));
 }
 
 std::unique_ptr<Task> pair_task(nn::EncoderDecoderConfig config, const TaskSource& source) {
-  data::CharTokenizer tokenizer =
-      data::fit_pair_tokenizer(data::parse_pairs(source.text, source.data_source));
-  config.vocab_size = tokenizer.vocab_size();
+  auto tokenizer = std::make_shared<const data::CharTokenizer>(
+      data::fit_pair_tokenizer(data::parse_pairs(source.text, source.data_source)));
+  config.vocab_size = tokenizer->vocab_size();
   config.pad_token_id = data::kPadId;
   config.bos_token_id = config.decoder_start_token_id = data::kBosId;
   config.eos_token_id = data::kEosId;
   config.validate();
   check_new_model_memory(config, source);
-  auto pairs = pair_dataset(source, tokenizer, config.max_position_embeddings);
+  auto pairs = pair_dataset(source, *tokenizer, config.max_position_embeddings);
   return std::make_unique<PairTask>(std::make_unique<nn::EncoderDecoder>(config, source.options.seed),
                                     std::move(tokenizer), std::move(pairs));
 }
 
 // A registered type's model: its memory is measured on the model, so checked once it is built.
 std::unique_ptr<Task> own_task(nlohmann::json config, const TaskSource& source,
-                               data::CharTokenizer tokenizer) {
-  config["vocab_size"] = tokenizer.vocab_size();
+                               data::TokenizerPtr tokenizer) {
+  config["vocab_size"] = tokenizer->vocab_size();
   auto task = std::make_unique<LanguageModelTask>(build_registered(config, source.options.seed),
                                                   std::move(tokenizer), nullptr);
   task->set_data(source);
@@ -114,7 +116,7 @@ void Task::check_step_memory(const TaskSource& source) const {
 }
 
 LanguageModelTask::LanguageModelTask(std::unique_ptr<nn::CausalLM> model,
-                                     data::CharTokenizer tokenizer,
+                                     data::TokenizerPtr tokenizer,
                                      std::unique_ptr<data::TextDataset> dataset)
     : Task(std::move(tokenizer)), model_(std::move(model)), dataset_(std::move(dataset)) {}
 
@@ -125,7 +127,7 @@ std::string LanguageModelTask::kind() const {
 
 void LanguageModelTask::set_data(const TaskSource& source) {
   check_step_memory(source);
-  dataset_ = text_dataset(source, tokenizer_, model_->shape().block_size);
+  dataset_ = text_dataset(source, *tokenizer_, model_->shape().block_size);
 }
 
 std::unique_ptr<Objective> LanguageModelTask::make_objective() {
@@ -137,7 +139,7 @@ std::string LanguageModelTask::config_json(const std::string& training_precision
 }
 
 std::string LanguageModelTask::describe() const {
-  const std::string sizes = fmt::format("vocabulary {}, {} training tokens", tokenizer_.vocab_size(),
+  const std::string sizes = fmt::format("vocabulary {}, {} training tokens", tokenizer_->vocab_size(),
                                         dataset().size(data::Split::train));
   if (const nn::GPT* g = gpt()) {
     const nn::GPTConfig& c = g->config();
@@ -195,13 +197,13 @@ StepShape LanguageModelTask::step_shape(int64_t batch, const std::string& data_n
   return s;
 }
 
-PairTask::PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::CharTokenizer tokenizer,
+PairTask::PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::TokenizerPtr tokenizer,
                    std::unique_ptr<data::PairDataset> pairs)
     : Task(std::move(tokenizer)), model_(std::move(model)), pairs_(std::move(pairs)) {}
 
 void PairTask::set_data(const TaskSource& source) {
   check_step_memory(source);
-  pairs_ = pair_dataset(source, tokenizer_, model_->config().max_position_embeddings);
+  pairs_ = pair_dataset(source, *tokenizer_, model_->config().max_position_embeddings);
 }
 
 std::unique_ptr<Objective> PairTask::make_objective() {
@@ -218,7 +220,7 @@ std::string PairTask::describe() const {
                      "positions), vocabulary {}, {} training pairs, {} held out",
                      model_->num_parameters(), c.encoder_layers, c.decoder_layers,
                      count_of(c.encoder_attention_heads, "head"), c.d_model,
-                     c.max_position_embeddings, tokenizer_.vocab_size(),
+                     c.max_position_embeddings, tokenizer_->vocab_size(),
                      pairs().size(data::Split::train), pairs().size(data::Split::val));
 }
 
@@ -289,10 +291,29 @@ std::unique_ptr<nn::CausalLM> build_registered(const nlohmann::json& config, uin
   return model;
 }
 
+data::TokenizerPtr chosen_tokenizer(const TokenizerChoice& choice, std::string_view text,
+                                    double val_fraction) {
+  if (choice.given) return choice.given;
+  if (choice.bpe_vocab_size == 0) return nullptr;
+  const auto held_out = static_cast<size_t>(std::llround(static_cast<double>(text.size()) * val_fraction));
+  return std::make_shared<const data::BpeTokenizer>(
+      data::train_bpe(text.substr(0, text.size() - held_out), choice.bpe_vocab_size));
+}
+
+void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& asked,
+                          const std::string& dir) {
+  if (data::same_tokenizer(kept, asked)) return;
+  throw OptionError(std::vector<MessagePart>{
+      named("tokenizer", fmt::format("of {} tokens", asked.vocab_size())),
+      fmt::format(" is not the one {} keeps ({} tokens); drop it to use the run's own", dir,
+                  kept.vocab_size())});
+}
+
 std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,
-                               std::optional<data::CharTokenizer> tokenizer) {
-  const auto fitted = [&] {
-    return tokenizer ? std::move(*tokenizer) : data::CharTokenizer::fit(source.text);
+                               data::TokenizerPtr tokenizer) {
+  const auto fitted = [&]() -> data::TokenizerPtr {
+    if (tokenizer) return std::move(tokenizer);
+    return std::make_shared<const data::CharTokenizer>(data::CharTokenizer::fit(source.text));
   };
   if (const auto* gpt = std::get_if<nn::GPTConfig>(&config)) return gpt_task(*gpt, source, fitted());
   if (const auto* pairs = std::get_if<nn::EncoderDecoderConfig>(&config)) return pair_task(*pairs, source);
@@ -300,9 +321,9 @@ std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& sour
   const char* where = "the model config";
   switch (family_of(j, where)) {
     case ModelFamily::gpt: {
-      data::CharTokenizer t = fitted();
+      data::TokenizerPtr t = fitted();
       nlohmann::json sized = j;
-      sized["vocab_size"] = t.vocab_size();
+      sized["vocab_size"] = t->vocab_size();
       return gpt_task(config_from_json(sized.dump(), where), source, std::move(t));
     }
     case ModelFamily::encoder_decoder: {
@@ -333,7 +354,8 @@ std::unique_ptr<Task> random_gpt_task(nn::GPTConfig config, int64_t vocab, const
     if (c < 0xD800 || c > 0xDFFF) characters.push_back(c);  // surrogates are no characters
   }
   return std::make_unique<LanguageModelTask>(std::make_unique<nn::GPT>(config, options.seed),
-                                             data::CharTokenizer(std::move(characters)), std::move(dataset));
+                                             std::make_shared<const data::CharTokenizer>(std::move(characters)),
+                                             std::move(dataset));
 }
 
 // Pairs of random CJK characters (any vocabulary size up to theirs) that fill the positions: the

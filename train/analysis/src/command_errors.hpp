@@ -26,7 +26,7 @@ inline ValueError about(MessagePart setting, const Error& cause) {
 
 // The ids of a setting's text; an error names the setting and the character the model lacks.
 inline std::vector<int64_t> encode_setting(const std::string& setting, const std::string& text,
-                                           const data::CharTokenizer& tokenizer) {
+                                           const data::Tokenizer& tokenizer) {
   try {
     return tokenizer.encode(text);
   } catch (const ValueError& e) {

@@ -106,7 +106,7 @@ void write_page(const std::string& path, const report::ExplorerData& d) {
 }  // namespace
 
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
-                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
+                        const data::Tokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report,
                         const heads::EachHeadAblation* ablation) {
   const nn::CausalLMShape config = model.shape();
@@ -144,7 +144,7 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
 }
 
 void save_pair_explorer_page(const std::string& path, const std::string& run_dir,
-                             const nn::EncoderDecoder& model, const data::CharTokenizer& tokenizer,
+                             const nn::EncoderDecoder& model, const data::Tokenizer& tokenizer,
                              const seq2seq::PairAttention& pair, const seq2seq::PairHeads& heads,
                              const seq2seq::CrossAblation* ablation) {
   const nn::EncoderDecoderConfig& config = model.config();

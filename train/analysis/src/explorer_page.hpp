@@ -12,7 +12,7 @@ namespace tinygpt::analysis {
 // tensor per layer), the head report (with each head's ablation results when measured) and the
 // run's log.jsonl, written atomically to `path`.
 void save_explorer_page(const std::string& path, const std::string& run_dir, const nn::CausalLM& model,
-                        const data::CharTokenizer& tokenizer, const std::vector<int64_t>& picture,
+                        const data::Tokenizer& tokenizer, const std::vector<int64_t>& picture,
                         const std::vector<Tensor>& maps, const heads::HeadReport& report,
                         const heads::EachHeadAblation* ablation);
 

@@ -7,7 +7,7 @@
 namespace tinygpt::analysis {
 
 nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           const data::Tokenizer& tokenizer, const std::string& task,
                            data::Split split, int64_t max_pairs) {
   const seq2seq::PairAccuracy accuracy = seq2seq::pair_accuracy(model, data, tokenizer, split, max_pairs);
   nlohmann::json heads = nlohmann::json::array();

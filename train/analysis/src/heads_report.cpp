@@ -9,7 +9,7 @@
 
 namespace tinygpt::analysis {
 
-heads::HeadReport report_heads(nn::CausalLM& model, const data::CharTokenizer& tokenizer,
+heads::HeadReport report_heads(nn::CausalLM& model, const data::Tokenizer& tokenizer,
                                const heads::ProbeSet& set, const ReportOptions& out) {
   const std::string& out_dir = out.heatmap_dir;
   const heads::HeadReport report = heads::analyze_heads(model, set.probes);

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "command_errors.hpp"
 #include "tinygpt/analysis/run_report.hpp"
@@ -13,6 +14,34 @@
 #include "tinygpt/train/memory_estimate.hpp"
 
 namespace tinygpt::analysis {
+namespace {
+
+// The id whose token is exactly `bytes`, if the vocabulary has one.
+std::optional<int64_t> id_of_token(const data::Tokenizer& tokenizer, const std::string& bytes) {
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    if (tokenizer.token(id) == bytes) return id;
+  }
+  return std::nullopt;
+}
+
+// The length in bytes of each id's token.
+std::vector<int64_t> bytes_of_tokens(const data::Tokenizer& tokenizer) {
+  std::vector<int64_t> bytes(static_cast<size_t>(tokenizer.vocab_size()));
+  for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+    bytes[static_cast<size_t>(id)] = static_cast<int64_t>(tokenizer.token(id).size());
+  }
+  return bytes;
+}
+
+// The bytes of the text a batch's targets stand for.
+int64_t bytes_of_targets(const Tensor& targets, const std::vector<int64_t>& token_bytes) {
+  const int64_t* ids = targets.data<int64_t>();
+  int64_t bytes = 0;
+  for (int64_t i = 0; i < targets.numel(); ++i) bytes += token_bytes[static_cast<size_t>(ids[i])];
+  return bytes;
+}
+
+}  // namespace
 
 LanguageModelCommands::LanguageModelCommands(train::LanguageModelTask& task, std::string model_dir)
     : task_(task), model_dir_(std::move(model_dir)) {}
@@ -32,18 +61,17 @@ SampleOutput LanguageModelCommands::sample(const SampleRequest& r) {
     refuse("source", {fmt::format("{} is {}; give its text to continue with ", model_dir_, what()), setting("prompt")});
   }
   nn::GPT& model = gpt("sample");
-  const data::CharTokenizer& tokenizer = task_.tokenizer();
+  const data::Tokenizer& tokenizer = task_.tokenizer();
   // With no prompt, start where documents start: after a newline (if the vocabulary has one),
-  // and emit from the first character that is not one (text between blank lines starts so).
+  // and emit from the first token that is not one (text between blank lines starts so).
   std::vector<int64_t> prompt;
   nn::SampleOptions options = r.options;
   if (!r.prompt.empty()) {
     prompt = encode_setting("prompt", r.prompt, tokenizer);
   } else {
-    const auto& vocab = tokenizer.vocab();
-    const auto newline = std::find(vocab.begin(), vocab.end(), U'\n');
-    prompt = {newline != vocab.end() ? newline - vocab.begin() : 0};
-    if (newline != vocab.end()) options.skip_leading = prompt.front();
+    const std::optional<int64_t> newline = id_of_token(tokenizer, "\n");
+    prompt = {newline.value_or(0)};
+    if (newline) options.skip_leading = *newline;
   }
   // As text, each character as it comes, the prompt with the first (which proves the model's
   // logits finite: a failure emits nothing).
@@ -124,12 +152,15 @@ MethodOutput LanguageModelCommands::evaluate(const EvalRequest& r) {
   // is the mean over every predicted token.
   NoGradGuard no_grad;
   model.eval();
+  const std::vector<int64_t> token_bytes = bytes_of_tokens(task_.tokenizer());
   double total = 0.0;
+  int64_t bytes = 0;
   for (int64_t first = 0; first < windows; first += r.batch) {
     const int64_t count = std::min(r.batch, windows - first);
     if (count != r.batch) empty_cache();  // the cache of full batches' sizes, before a shorter one
     const data::Batch batch = dataset.window_batch(r.split, first, count);
     total += model.loss(batch.inputs, batch.targets).item() * static_cast<double>(count);
+    bytes += bytes_of_targets(batch.targets, token_bytes);
   }
   const double loss = total / static_cast<double>(windows);
   if (!std::isfinite(loss)) {
@@ -137,10 +168,13 @@ MethodOutput LanguageModelCommands::evaluate(const EvalRequest& r) {
                                  model_dir_, r.split_name, r.data_source, loss));
   }
   const int64_t tokens = windows * block;
-  return {{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}},
-          fmt::format("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted characters "
-                      "(windows of {})\n",
-                      r.split_name, r.data_source, loss, std::exp(loss), tokens, block)};
+  // The loss over every predicted token in bits, shared by the bytes those tokens stand for: a
+  // measure that compares models whatever their tokens.
+  const double bits_per_byte = loss * static_cast<double>(tokens) / (std::log(2.0) * static_cast<double>(bytes));
+  return {{{"loss", loss}, {"perplexity", std::exp(loss)}, {"tokens", tokens}, {"bits_per_byte", bits_per_byte}},
+          fmt::format("{} split of {}: loss {:.4f}, perplexity {:.3f} over {} predicted tokens "
+                      "(windows of {}), {:.4f} bits per byte\n",
+                      r.split_name, r.data_source, loss, std::exp(loss), tokens, block, bits_per_byte)};
 }
 
 void LanguageModelCommands::report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* out) {

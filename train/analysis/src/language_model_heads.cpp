@@ -50,7 +50,7 @@ std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& id
 }
 
 // The tokens of `ids` up to `pos`.
-std::vector<std::string> token_labels(const data::CharTokenizer& tokenizer,
+std::vector<std::string> token_labels(const data::Tokenizer& tokenizer,
                                       const std::vector<int64_t>& ids, int64_t pos) {
   std::vector<std::string> labels;
   for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
@@ -59,7 +59,7 @@ std::vector<std::string> token_labels(const data::CharTokenizer& tokenizer,
 
 // The attribution's picture at `png`: each layer's raw attention, the rollout and gradient x
 // input of each earlier token.
-void draw_attribution(const heads::Attribution& a, const data::CharTokenizer& tokenizer,
+void draw_attribution(const heads::Attribution& a, const data::Tokenizer& tokenizer,
                       const std::vector<int64_t>& ids, int64_t pos, const std::string& png) {
   std::vector<std::vector<double>> rows = a.attention;
   std::vector<std::string> names;
@@ -76,7 +76,7 @@ void draw_attribution(const heads::Attribution& a, const data::CharTokenizer& to
 
 // The attribution of position `pos`: its table, and the agreement over all positions of the
 // text (`png`: where draw_attribution drew it, or ""), printed to `out` unless it is null.
-nlohmann::json show_attribution(nn::GPT& model, const data::CharTokenizer& tokenizer,
+nlohmann::json show_attribution(nn::GPT& model, const data::Tokenizer& tokenizer,
                                 const std::vector<int64_t>& ids, int64_t pos,
                                 const heads::Attribution& a, const std::string& png, std::FILE* out) {
   const std::vector<std::string> labels = token_labels(tokenizer, ids, pos);
@@ -126,7 +126,7 @@ nlohmann::json show_removed(heads::HeadAblation& ablation, const std::vector<hea
 // The request's probes: its text if given, else the run's own validation windows (its data and
 // split as trainer_state.json records them, as training probed them).
 heads::ProbeSet LanguageModelCommands::probes(const HeadsRequest& r) {
-  const data::CharTokenizer& tokenizer = task_.tokenizer();
+  const data::Tokenizer& tokenizer = task_.tokenizer();
   const int64_t block = task_.causal_lm().shape().block_size;
   if (!r.text.empty()) return heads::text_probes(encode_setting("text", r.text, tokenizer), tokenizer, block);
   const std::optional<train::RunState> run = train::trained_on(model_dir_);

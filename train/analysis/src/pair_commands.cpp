@@ -148,7 +148,7 @@ SampleOutput PairCommands::sample(const SampleRequest& r) {
     throw SettingError(Operation("TaskCommands"),
                        {fmt::format("{} is an encoder-decoder: pass ", model_dir_), setting("source"), " TEXT"});
   }
-  const data::CharTokenizer& tokenizer = task_.tokenizer();
+  const data::Tokenizer& tokenizer = task_.tokenizer();
   const std::vector<int64_t> source = encode_setting("source", r.source, tokenizer);
   const int64_t positions = task_.encoder_decoder().config().max_position_embeddings;
   if (static_cast<int64_t>(source.size()) > positions) {
@@ -221,7 +221,7 @@ nlohmann::json PairCommands::heads(const HeadsRequest& r) {
   if (!run) throw SettingError(Operation("TaskCommands"), {model_dir_ + " does not say what it was trained on"});
   const std::string text = r.run_text(*run, "data");
   nn::EncoderDecoder& model = task_.encoder_decoder();
-  const data::CharTokenizer& tokenizer = task_.tokenizer();
+  const data::Tokenizer& tokenizer = task_.tokenizer();
   const data::PairDataset data(data::parse_pairs(text, run->data_source), tokenizer,
                                model.config().max_position_embeddings, run->val_fraction, run->data_source);
   PairHeadsReport report{run->data_source, data.size(data::Split::val) > 0 ? data::Split::val : data::Split::train,

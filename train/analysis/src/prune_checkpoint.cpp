@@ -40,7 +40,7 @@ MethodOutput prune_checkpoint(const std::string& model_dir, const std::string& h
   const double intact = window_loss(*loaded.model, tokens, {});
   const double zeroed = window_loss(*loaded.model, tokens, removed);
   const double after = window_loss(*pruned, tokens, {});
-  train::save_checkpoint(out_dir, *pruned, pruned->config_json(), loaded.tokenizer);
+  train::save_checkpoint(out_dir, *pruned, pruned->config_json(), *loaded.tokenizer);
   nlohmann::json pruned_heads = nlohmann::json::object();
   for (const auto& [layer, list] : pruned->config().pruned_heads) pruned_heads[std::to_string(layer)] = list;
   MethodOutput out;

@@ -18,7 +18,7 @@ constexpr int64_t kProbeTokens = 512;
 
 // Random sequences for induction are drawn from the letters and digits of the vocabulary (the
 // characters random spans are made of in ordinary text), or all of it if it has few.
-std::vector<int64_t> random_alphabet(const data::CharTokenizer& tokenizer) {
+std::vector<int64_t> random_alphabet(const data::Tokenizer& tokenizer) {
   std::vector<int64_t> alphabet;
   for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
     const std::string token = tokenizer.token(id);
@@ -45,7 +45,7 @@ std::string probe_obstacle(const nn::CausalLMShape& config) {
   return "";
 }
 
-ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokenizer& tokenizer,
+ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer& tokenizer,
                         const std::string& data_source) {
   const data::Split split =
       dataset.num_windows(data::Split::val) > 0 ? data::Split::val : data::Split::train;
@@ -66,7 +66,7 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokeni
   return set;
 }
 
-ProbeSet text_probes(std::vector<int64_t> ids, const data::CharTokenizer& tokenizer, int64_t block) {
+ProbeSet text_probes(std::vector<int64_t> ids, const data::Tokenizer& tokenizer, int64_t block) {
   if (static_cast<int64_t>(ids.size()) > block) ids.resize(static_cast<size_t>(block));
   if (ids.size() < 2) throw ValueError("--text needs at least two characters");
   ProbeSet set;

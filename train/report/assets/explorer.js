@@ -60,6 +60,10 @@
     if (token.length === 1 && token.charCodeAt(0) < 32) {
       return { text: "\\x" + token.charCodeAt(0).toString(16).padStart(2, "0"), special: true };
     }
+    // A subword token: its spaces as middle dots, so " the" shows its leading space as "·the".
+    if (token.length > 1) {
+      return { text: token.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5"), special: false };
+    }
     return { text: token, special: false };
   }
 

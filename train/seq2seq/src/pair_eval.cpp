@@ -24,7 +24,7 @@ void in_batches(int64_t n, int64_t batch, F&& f) {
 }  // namespace
 
 PairAccuracy pair_accuracy(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, data::Split split,
+                           const data::Tokenizer& tokenizer, data::Split split,
                            int64_t max_pairs, int64_t batch) {
   PairAccuracy out;
   out.pairs = pairs_used(data, split, max_pairs);
@@ -55,7 +55,7 @@ PairAccuracy pair_accuracy(nn::EncoderDecoder& model, const data::PairDataset& d
 
 std::vector<CrossHeadScore> cross_attention_alignment(nn::EncoderDecoder& model,
                                                       const data::PairDataset& data,
-                                                      const data::CharTokenizer& tokenizer,
+                                                      const data::Tokenizer& tokenizer,
                                                       const std::string& task, data::Split split,
                                                       int64_t max_pairs, int64_t batch) {
   if (!data::is_pair_task(task)) return {};

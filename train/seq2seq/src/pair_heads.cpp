@@ -69,7 +69,7 @@ size_t head_index(const nn::EncoderDecoder& model, int64_t layer, int64_t head) 
 
 // Exact match with the cross-attention heads in `removed` zeroed (restored after).
 double exact_match_without(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, data::Split split,
+                           const data::Tokenizer& tokenizer, data::Split split,
                            int64_t max_pairs, const std::vector<CrossHeadScore>& removed) {
   const int64_t heads = model.config().decoder_attention_heads;
   std::vector<std::vector<double>> masks(static_cast<size_t>(model.config().decoder_layers));
@@ -94,7 +94,7 @@ double exact_match_without(nn::EncoderDecoder& model, const data::PairDataset& d
 }  // namespace
 
 PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           const data::Tokenizer& tokenizer, const std::string& task,
                            data::Split split, int64_t max_pairs) {
   const nn::EncoderDecoderConfig& c = model.config();
   PairHeads out;
@@ -144,7 +144,7 @@ PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& d
 }
 
 CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
-                                 const data::CharTokenizer& tokenizer, data::Split split,
+                                 const data::Tokenizer& tokenizer, data::Split split,
                                  int64_t max_pairs, const std::vector<CrossHeadScore>& alignment) {
   CrossAblation out;
   out.exact_match = pair_accuracy(model, data, tokenizer, split, max_pairs).exact_match;
@@ -170,7 +170,7 @@ CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairData
 }
 
 PairAttention pair_attention(nn::EncoderDecoder& model, const data::PairDataset& data,
-                             const data::CharTokenizer& tokenizer, const std::string& task,
+                             const data::Tokenizer& tokenizer, const std::string& task,
                              data::Split split, int64_t index) {
   const data::PairBatch b = data.batch(split, index, 1);
   {

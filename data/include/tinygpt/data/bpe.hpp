@@ -62,7 +62,8 @@ class BpeTokenizer : public Tokenizer {
   // per line, by rank).
   static BpeTokenizer from_vocab_and_merges(std::string_view vocab_json, std::string_view merges_txt);
   // A Hugging Face tokenizer.json with a BPE model and the ByteLevel pre-tokenizer (no prefix
-  // space); anything that would encode differently is refused naming its key.
+  // space); anything that would encode differently is refused naming its key. to_json then gives
+  // back `json_text` unchanged, so a run stores the very file it was given.
   static BpeTokenizer from_json(std::string_view json_text);
 
   int64_t vocab_size() const override { return static_cast<int64_t>(tokens_.size()); }
@@ -91,7 +92,17 @@ class BpeTokenizer : public Tokenizer {
   std::vector<AddedToken> added_;
   std::array<int32_t, 256> byte_ids_{};
   std::unordered_map<uint64_t, Rank> ranks_;  // (left << 32 | right) -> its rank and merged id
+  std::string json_text_;  // the tokenizer.json it was read from; empty when built otherwise
 };
+
+// Either kind of tokenizer.json tinygpt reads: byte-level BPE (a ByteLevel pre-tokenizer) or a
+// run's character tokenizer (no pre-tokenizer: CharTokenizer::from_json). Their refusals as
+// from_json's.
+TokenizerPtr tokenizer_from_json(std::string_view json_text);
+
+// True when `a` and `b` encode and decode alike: the same kind, the same bytes for every id
+// and, for BPE, the same merges in the same order.
+bool same_tokenizer(const Tokenizer& a, const Tokenizer& b);
 
 // Training a byte-level BPE on `text` (GPT-2's pre-tokens; minbpe's and Hugging Face's
 // algorithm): ids 0..255 are the bytes in byte order, then each merge adds the pair of adjacent

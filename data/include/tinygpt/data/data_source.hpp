@@ -32,7 +32,7 @@ std::string load_text(const std::string& source);
 // (a character outside the vocabulary, a text too short for one window) is a ValueError that
 // starts with the source.
 TextDataset make_dataset(const std::string& text, const std::string& source,
-                         const CharTokenizer& tokenizer, int64_t block, double val_fraction,
+                         const Tokenizer& tokenizer, int64_t block, double val_fraction,
                          std::optional<Split> only = std::nullopt);
 
 }  // namespace tinygpt::data

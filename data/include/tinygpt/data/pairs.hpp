@@ -70,7 +70,7 @@ class PairDataset {
   // Every pair must fit `max_positions` (the source, and the target plus its start or end
   // token): a ValueError names `where`:line of the first that does not, or the first character
   // the tokenizer lacks. Needs one pair in train and, with val_fraction > 0, one in val.
-  PairDataset(const std::vector<TextPair>& pairs, const CharTokenizer& tokenizer,
+  PairDataset(const std::vector<TextPair>& pairs, const Tokenizer& tokenizer,
               int64_t max_positions, double val_fraction, const std::string& where);
 
   int64_t size(Split split) const;  // pairs in the split

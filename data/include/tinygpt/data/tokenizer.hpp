@@ -16,6 +16,7 @@
 // so Hugging Face's tokenizers encodes "<s>" in a text to its id. encode() reads text as
 // characters only (never a special); decode() writes a special's content.
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -37,6 +38,10 @@ class Tokenizer {
   // The Hugging Face tokenizer.json of this tokenizer.
   virtual std::string to_json() const = 0;
 };
+
+// A tokenizer shared by a run's task, its checkpoints and its commands (it never changes once
+// built, so sharing it is safe across threads).
+using TokenizerPtr = std::shared_ptr<const Tokenizer>;
 
 class CharTokenizer : public Tokenizer {
  public:

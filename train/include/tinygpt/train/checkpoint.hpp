@@ -2,7 +2,7 @@
 // A checkpoint directory, in Hugging Face GPT-2's conventions so other tools can read it:
 //   model.safetensors      GPT-2 tensor names and shapes (see nn/gpt.hpp)
 //   config.json            GPT-2 config keys (n_layer, n_head, n_embd, n_positions, vocab_size, ...)
-//   tokenizer.json         {"vocab": [characters in id order]}
+//   tokenizer.json         Hugging Face's tokenizer.json: the run's characters, or byte-level BPE
 // and, for resuming a run exactly:
 //   optimizer.safetensors  the optimiser's moments ("exp_avg.<param>", ...)
 //   trainer_state.json     step, ranks, options (grad_accum among them), data source and its
@@ -58,7 +58,7 @@ struct RunState {
 // A GPT's model files, loaded (load_model).
 struct LoadedModel {
   nn::GPTConfig config;
-  data::CharTokenizer tokenizer;
+  data::TokenizerPtr tokenizer;
   std::unique_ptr<nn::GPT> model;
   std::string weights_sha256;  // of model.safetensors' bytes: which weights these are
 };
@@ -69,7 +69,7 @@ struct LoadedModel {
 // log) can ride along in the same commit; one that `dir` already holds with exactly its bytes (a
 // log written a line at a time) stays in place (io::commit_files' `appended`).
 void save_checkpoint(const std::string& dir, const nn::Module& model, std::string config_json,
-                     const data::CharTokenizer& tokenizer, const Optimizer* optimizer = nullptr,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer = nullptr,
                      const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 

@@ -55,6 +55,8 @@ struct ResumeChanges {
   bool accept_damaged_log = false;
   // The products' precision from here on ("f32", "bf16"); the weights are f32 in both.
   std::optional<std::string> precision;
+  // A tokenizer asked for again: it must be the run's own (check_same_tokenizer).
+  TokenizerChoice tokenizer;
 };
 
 // A resume found the run's log.jsonl missing or damaged (weights and optimiser state intact);
@@ -127,21 +129,25 @@ class Run {
   // checkpoint, unless `force`; the first save() replaces it.
   // In a data-parallel run every rank starts (or resumes) the same run with its `world`; only
   // the root rank touches the directory, and save() commits there once for all ranks.
+  // `tokenizer` replaces the fitted characters for a language model (task.hpp); an
+  // encoder-decoder's vocabulary is always its pairs' characters (OptionError otherwise).
   // The root rank holds the directory's run lock (io/run_lock.hpp) from the start (an existing
   // directory is locked before any check) to the Run's end: a second run into it throws IOError
   // "DIR is in use by another training run (pid N)". A run that created the directory and ends
   // before its first save removes it again.
   static Run start(const std::string& dir, const ModelConfig& config, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
-                   distributed::Communicator& world = distributed::world());
+                   distributed::Communicator& world = distributed::world(),
+                   const TokenizerChoice& tokenizer = {});
   // A new run (step 0, a new optimiser and schedule) like the one above, but whose model,
   // tokenizer and settings are the checkpoint's in `init.dir`. The text must be written in the
   // checkpoint's characters: the first one it does not know is refused by name (ValueError).
   // The run state records where the weights came from (RunState::init_from). OptionError when
-  // `dir` is `init.dir`.
+  // `dir` is `init.dir`; a `tokenizer` asked for must be the checkpoint's (check_same_tokenizer).
   static Run start(const std::string& dir, const InitFrom& init, TrainOptions options,
                    const std::string& data_source, double val_fraction = 0.1, bool force = false,
-                   distributed::Communicator& world = distributed::world());
+                   distributed::Communicator& world = distributed::world(),
+                   const TokenizerChoice& tokenizer = {});
   // The run saved in `dir`, read in one go under the directory's lock (load_run), with its
   // text loaded again from its data source, which must be the text the run started on (its
   // size and SHA-256 as recorded; DataChangedError unless changes.accept_changed_data). Throws
@@ -202,7 +208,7 @@ class Run {
   // own model asks for it by type: run.task().as<LanguageModelTask>().gpt().
   Task& task() { return *task_; }
   const Task& task() const { return *task_; }
-  const data::CharTokenizer& tokenizer() const { return task_->tokenizer(); }
+  const data::Tokenizer& tokenizer() const { return task_->tokenizer(); }
   const LossLog& log() const { return log_; }
   const Trainer& trainer() const { return *trainer_; }
 
@@ -212,11 +218,11 @@ class Run {
   void commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
                     const std::vector<std::pair<std::string, std::string>>& extra_files,
                     const std::string& training_precision);
-  // Both starts: a model from `config` and a tokenizer fitted on the text, or `init`'s.
+  // Both starts: a model from `config` and the tokenizer chosen, or `init`'s.
   static Run start_locked(const std::string& dir, ModelConfig config, const InitFrom* init,
                           TrainOptions options, const std::string& data_source,
                           double val_fraction, bool force, distributed::Communicator& world,
-                          std::unique_ptr<io::RunLock>& lock);
+                          const TokenizerChoice& tokenizer, std::unique_ptr<io::RunLock>& lock);
   // resume() once `lock` (root rank: the directory's run lock, or null) is held.
   static Run resume_locked(const std::string& dir, const ResumeChanges& changes,
                            distributed::Communicator& world, std::unique_ptr<io::RunLock>& lock);

@@ -22,6 +22,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 
 #include <nlohmann/json.hpp>
@@ -76,7 +77,9 @@ class Task {
   // What the run calls the family: "gpt", "encoder-decoder", or a registered model_type.
   virtual std::string kind() const = 0;
   virtual nn::Module& model() = 0;
-  const data::CharTokenizer& tokenizer() const { return tokenizer_; }
+  const data::Tokenizer& tokenizer() const { return *tokenizer_; }
+  // The same tokenizer, for a holder that outlives the task (a loaded model, a resumed run).
+  const data::TokenizerPtr& shared_tokenizer() const { return tokenizer_; }
   // The run's data for a task loaded without it (load_task): `source.text` split as this family
   // reads it, once a training step of source.micro_batch_rows is found to fit in memory.
   virtual void set_data(const TaskSource& source) = 0;
@@ -113,20 +116,20 @@ class Task {
   }
 
  protected:
-  explicit Task(data::CharTokenizer tokenizer) : tokenizer_(std::move(tokenizer)) {}
+  explicit Task(data::TokenizerPtr tokenizer) : tokenizer_(std::move(tokenizer)) {}
   [[noreturn]] void throw_not_a(const char* wanted) const;
   [[noreturn]] void throw_no_data() const;
   // Memory for a training step of `source`, checked before its data are allocated.
   void check_step_memory(const TaskSource& source) const;
 
-  data::CharTokenizer tokenizer_;
+  data::TokenizerPtr tokenizer_;
 };
 
 // Any nn::CausalLM on a text: the GPT, or a model of a registered type.
 class LanguageModelTask : public Task {
  public:
   static constexpr const char* kKindName = "a language model";
-  LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::CharTokenizer tokenizer,
+  LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::TokenizerPtr tokenizer,
                     std::unique_ptr<data::TextDataset> dataset);
   std::string kind() const override;
   nn::Module& model() override { return *model_; }
@@ -156,7 +159,7 @@ class LanguageModelTask : public Task {
 class PairTask : public Task {
  public:
   static constexpr const char* kKindName = "an encoder-decoder";
-  PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::CharTokenizer tokenizer,
+  PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::TokenizerPtr tokenizer,
            std::unique_ptr<data::PairDataset> pairs);
   std::string kind() const override { return "encoder-decoder"; }
   nn::Module& model() override { return *model_; }
@@ -200,11 +203,28 @@ ModelFamily family_of(const nlohmann::json& config, const std::string& source);
 // A registered type's model built from `config` by its factory (family_of said registered).
 std::unique_ptr<nn::CausalLM> build_registered(const nlohmann::json& config, uint64_t seed);
 
+// The tokenizer a new language-model run asks for: a character tokenizer fitted on its text
+// (neither set), `given`, or byte-level BPE of `bpe_vocab_size` tokens trained on the run's
+// training split alone (the text before its last val_fraction), so the held-out text stays unseen.
+struct TokenizerChoice {
+  data::TokenizerPtr given;
+  int64_t bpe_vocab_size = 0;
+  bool is_default() const { return given == nullptr && bpe_vocab_size == 0; }
+};
+// The tokenizer `choice` gives on `text` split at `val_fraction`; null for the default (the
+// family fits its own).
+data::TokenizerPtr chosen_tokenizer(const TokenizerChoice& choice, std::string_view text,
+                                    double val_fraction);
+// Refuses (OptionError naming the setting "tokenizer") a tokenizer asked for that is not
+// `kept`, the one that a resumed or fine-tuned run keeps from `dir`.
+void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& asked,
+                          const std::string& dir);
+
 // A new run's task: the model from `config` (initialised from options.seed) with its vocabulary
-// set from `tokenizer`, or from one fitted on the text for its family. Every setting is checked
-// before anything is allocated.
+// set from `tokenizer` (any kind, for a language model), or from a character tokenizer fitted
+// on the text for its family. Every setting is checked before anything is allocated.
 std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,
-                               std::optional<data::CharTokenizer> tokenizer = std::nullopt);
+                               data::TokenizerPtr tokenizer = nullptr);
 // A task on random data, for timing training steps (bench.hpp): a GPT's or a registered model's
 // on `vocab` uniformly random token ids (its tokenizer names the first of them that are Unicode
 // scalar values), an encoder-decoder's on random pairs of up to `vocab` characters whose source

@@ -19,7 +19,7 @@ inline constexpr int64_t kFormationPairs = 200;
 // {"exact_match", "char_accuracy", "cross_attention": [{"layer", "head", "alignment"}]} of the
 // model on the first `max_pairs` pairs of `split` (alignment only for a built-in task).
 nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           const data::Tokenizer& tokenizer, const std::string& task,
                            data::Split split, int64_t max_pairs);
 
 // Every evaluation also scores the heads on the run's own probes (a language model's head

@@ -23,7 +23,7 @@ void draw_pair_heatmaps(const seq2seq::PairAttention& pair, HeatmapSet& pictures
 // from the run's log.jsonl the loss, held-out exact match and alignment at each evaluation.
 // Written atomically to `path`.
 void save_pair_explorer_page(const std::string& path, const std::string& run_dir,
-                             const nn::EncoderDecoder& model, const data::CharTokenizer& tokenizer,
+                             const nn::EncoderDecoder& model, const data::Tokenizer& tokenizer,
                              const seq2seq::PairAttention& pair, const seq2seq::PairHeads& heads,
                              const seq2seq::CrossAblation* ablation);
 

@@ -28,7 +28,7 @@ struct ReportOptions {
 
 // The role table (and the ablation table), one heatmap per head, a grid per layer, the explorer
 // page, and on a terminal a shaded preview of the strongest head; returns the report.
-heads::HeadReport report_heads(nn::CausalLM& model, const data::CharTokenizer& tokenizer,
+heads::HeadReport report_heads(nn::CausalLM& model, const data::Tokenizer& tokenizer,
                                const heads::ProbeSet& set, const ReportOptions& out);
 
 // <run_dir>/loss.png from the log's losses and, when evaluations scored the heads,

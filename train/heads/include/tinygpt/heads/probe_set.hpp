@@ -29,9 +29,9 @@ inline std::string probe_obstacle(const nn::GPTConfig& config) {
 // evenly spread, each cut to its first 512 characters (the scores hold (T,T) weights per layer). The picture is a document of the toy corpus when `data_source` is it (its
 // structure shows best), else the first window; at most the context and 64 tokens (legible). A
 // TextDataset always has a training window, so there is always a probe.
-ProbeSet dataset_probes(const data::TextDataset& dataset, const data::CharTokenizer& tokenizer,
+ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer& tokenizer,
                         const std::string& data_source);
 // `ids` (cut to `block`) as the only probe text and the picture; ValueError when shorter than 2.
-ProbeSet text_probes(std::vector<int64_t> ids, const data::CharTokenizer& tokenizer, int64_t block);
+ProbeSet text_probes(std::vector<int64_t> ids, const data::Tokenizer& tokenizer, int64_t block);
 
 }  // namespace tinygpt::heads

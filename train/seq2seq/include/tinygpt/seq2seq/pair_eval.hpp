@@ -32,7 +32,7 @@ struct PairAccuracy {
 
 // The first `max_pairs` pairs of `split` (all when 0), decoded in batches of `batch`.
 PairAccuracy pair_accuracy(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, data::Split split,
+                           const data::Tokenizer& tokenizer, data::Split split,
                            int64_t max_pairs = 0, int64_t batch = 250);
 
 struct CrossHeadScore {
@@ -46,7 +46,7 @@ struct CrossHeadScore {
 // alignment (a file's pairs).
 std::vector<CrossHeadScore> cross_attention_alignment(nn::EncoderDecoder& model,
                                                       const data::PairDataset& data,
-                                                      const data::CharTokenizer& tokenizer,
+                                                      const data::Tokenizer& tokenizer,
                                                       const std::string& task, data::Split split,
                                                       int64_t max_pairs = 0, int64_t batch = 250);
 

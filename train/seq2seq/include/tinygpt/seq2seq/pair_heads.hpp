@@ -44,7 +44,7 @@ struct PairHeads {
 };
 
 PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
-                           const data::CharTokenizer& tokenizer, const std::string& task,
+                           const data::Tokenizer& tokenizer, const std::string& task,
                            data::Split split, int64_t max_pairs = 0);
 
 struct CrossAblation {
@@ -58,7 +58,7 @@ struct CrossAblation {
 
 // On the first `max_pairs` pairs of `split` (all when 0); `alignment` from score_pair_heads.
 CrossAblation ablate_cross_heads(nn::EncoderDecoder& model, const data::PairDataset& data,
-                                 const data::CharTokenizer& tokenizer, data::Split split,
+                                 const data::Tokenizer& tokenizer, data::Split split,
                                  int64_t max_pairs, const std::vector<CrossHeadScore>& alignment);
 
 // One pair read by the model with its reference target fed to the decoder, for pictures.
@@ -77,7 +77,7 @@ struct PairAttention {
 
 // Pair `index` of `split`; `task` names the data (its alignment when it is a built-in task).
 PairAttention pair_attention(nn::EncoderDecoder& model, const data::PairDataset& data,
-                             const data::CharTokenizer& tokenizer, const std::string& task,
+                             const data::Tokenizer& tokenizer, const std::string& task,
                              data::Split split, int64_t index);
 
 }  // namespace tinygpt::seq2seq
