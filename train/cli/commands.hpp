@@ -90,6 +90,9 @@ struct ModelFlags {
   // The encoder-decoder of these flags: --layers in each stack, --heads in every attention,
   // --block positions for a source and for a target, feed-forward width 4 --d-model.
   nn::EncoderDecoderConfig encoder_decoder_config() const;
+  // The flags that give `c`: the inverses of config() and encoder_decoder_config().
+  static ModelFlags of(const nn::GPTConfig& c);
+  static ModelFlags of(const nn::EncoderDecoderConfig& c);
   static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
   // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid for --arch `arch`, e.g.
   // --kv-heads 3 with --heads 2, and for an encoder-decoder any GPT-only flag given on `cmd`.

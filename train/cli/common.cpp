@@ -218,6 +218,35 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
   return c;  // the vocabulary and token ids come from the run's data
 }
 
+ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
+  ModelFlags m;
+  m.layers = c.n_layer;
+  m.heads = c.n_head;
+  m.d_model = c.n_embd;
+  m.block = c.block_size;
+  m.dropout = c.dropout;
+  m.pos = nn::position_embedding_name(c.position_embedding);
+  m.kv_heads = c.kv_heads();
+  m.attention = attention_flag(c.attention);
+  m.window = c.attention.window;
+  m.global_tokens = c.attention.global_tokens;
+  m.stride = c.attention.stride;
+  m.no_attention_scale = !c.scale_attn_weights;
+  return m;
+}
+
+ModelFlags ModelFlags::of(const nn::EncoderDecoderConfig& c) {
+  ModelFlags m;
+  m.layers = c.encoder_layers;
+  m.heads = m.kv_heads = c.encoder_attention_heads;
+  m.d_model = c.d_model;
+  m.block = c.max_position_embeddings;
+  m.dropout = c.dropout;
+  m.cross = c.cross_attention ? "attention" : "none";
+  m.cross_score = nn::attention_score_name(c.cross_score);
+  return m;
+}
+
 const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
   switch (pattern.kind) {
     case AttentionPattern::Kind::window: return "window";

@@ -100,17 +100,10 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
 TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
   if (run.task().is<train::PairTask>()) {
-    const nn::EncoderDecoderConfig& c = run.task().as<train::PairTask>().encoder_decoder().config();
     f.arch = "encoder-decoder";
-    f.model = {c.encoder_layers, c.encoder_attention_heads, c.d_model, c.max_position_embeddings,
-               c.dropout, "learned", c.encoder_attention_heads, "full", 0, 0, 0, false,
-               c.cross_attention ? "attention" : "none", nn::attention_score_name(c.cross_score)};
+    f.model = ModelFlags::of(run.task().as<train::PairTask>().encoder_decoder().config());
   } else {
-    const nn::GPTConfig& c = run.task().as<train::LanguageModelTask>().gpt()->config();
-    f.model = {c.n_layer, c.n_head, c.n_embd, c.block_size, c.dropout,
-               nn::position_embedding_name(c.position_embedding), c.kv_heads(),
-               ModelFlags::attention_flag(c.attention), c.attention.window,
-               c.attention.global_tokens, c.attention.stride, !c.scale_attn_weights};
+    f.model = ModelFlags::of(run.task().as<train::LanguageModelTask>().gpt()->config());
   }
   f.options = run.options();
   f.data = run.data_source();
