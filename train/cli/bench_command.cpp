@@ -33,10 +33,10 @@ void check_bench_flags(const BenchFlags& f, const CLI::App& cmd) {
     if (cmd.count("--data") > 0) {
       throw UsageError("--data: --arch encoder-decoder times random pairs; it takes no text");
     }
-    if (cmd.count("--peak-size") > 0) {
-      throw UsageError("--peak-size: --arch encoder-decoder reports no MFU, so it measures no product rate");
-    }
     if (f.model.block < 2) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
+  }
+  if (f.arch != "gpt" && cmd.count("--peak-size") > 0) {
+    throw UsageError(fmt::format("--peak-size: --arch {} reports no MFU, so it measures no product rate", f.arch));
   }
   if (cmd.count("--data") > 0 && cmd.count("--vocab") > 0) {
     throw UsageError("--vocab: --data sets the vocabulary, to the text's characters");
@@ -56,12 +56,10 @@ std::unique_ptr<train::Task> bench_task(const BenchFlags& f, std::string& source
   try {
     if (!f.data.empty()) {
       source = data::absolute_source(f.data);
-      return train::new_task(f.model.config(), train::TaskSource{text, source, 0.1, options, options.batch});
+      return train::new_task(f.model.model_config(f.arch), train::TaskSource{text, source, 0.1, options, options.batch});
     }
     source = "synthetic random tokens";
-    return train::random_task(f.arch == "encoder-decoder" ? train::ModelConfig(f.model.encoder_decoder_config())
-                                                          : train::ModelConfig(f.model.config()),
-                              f.vocab, options);
+    return train::random_task(f.model.model_config(f.arch), f.vocab, options);
   } catch (const train::MemoryError& e) {
     throw ValueError(e.message(kActivationFlags, f.data.empty() ? kBenchModelFlags : kModelFlags));
   } catch (const ValueError& e) {
@@ -103,8 +101,10 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--arch", flags->arch,
                   "gpt, or encoder-decoder: its steps on random pairs whose source and target fill "
                   "--block positions (ms/step, tokens/s, peak RSS, --profile; the model flags --layers, "
-                  "--heads, --d-model, --block, --dropout)")
-      ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
+                  "--heads, --d-model, --block, --dropout); or encoder: a masked LM's steps on random "
+                  "characters, or --data's, in windows of --block ([CLS] and [SEP] added; also --pos, "
+                  "--pre-ln, --mask-prob)")
+      ->check(CLI::IsMember({"gpt", "encoder-decoder", "encoder"}))->capture_default_str();
   flags->model.add_to(*cmd);
   cmd->add_option("--batch", flags->settings.batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--vocab", flags->vocab, "vocabulary of the synthetic tokens (65: Shakespeare's)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();

@@ -24,6 +24,7 @@ struct EvalFlags {
   int64_t block = 0;  // 0: the model's context
   int threads = 0;
   bool json = false;
+  bool pseudo = false;
 };
 
 // The settings that size one pass, as flags: "--batch/--block".
@@ -59,6 +60,7 @@ void run_eval(EvalFlags f) {
   request.val_fraction = f.val_fraction;
   request.batch = f.batch;
   request.block = f.block;
+  request.pseudo = f.pseudo;
   const analysis::MethodOutput out = [&] {
     try {
       return in_flag_terms_of([&] { return commands->evaluate(request); });
@@ -75,7 +77,8 @@ void add_eval_command(CLI::App& app) {
   auto flags = std::make_shared<EvalFlags>();
   CLI::App* cmd = app.add_subcommand(
       "eval", "Loss and perplexity over a whole split, in non-overlapping context windows (an "
-              "encoder-decoder: over its pairs, with exact match and character accuracy)");
+              "encoder-decoder: over its pairs, with exact match and character accuracy; an "
+              "encoder: masked-token loss and accuracy)");
   set_memory_advice(*cmd, "lower --batch (an encoder-decoder's pairs) or --block (a GPT's window), "
                           "or evaluate a smaller model than --model's");
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
@@ -90,11 +93,16 @@ void add_eval_command(CLI::App& app) {
                   "extrapolation, refused for learned positions")
       ->check(integer_in(1, 65536));
   cmd->add_option("--batch", flags->batch, "windows per forward pass (an encoder-decoder: pairs, also in greedy decoding)")->check(integer_in(1, int64_t{1} << 16))->capture_default_str();
+  cmd->add_flag("--pseudo", flags->pseudo,
+                "an encoder's pseudo-perplexity too: each character masked alone, over the split's "
+                "first 256 windows (a pass of a window's length rows per window)");
   add_threads_flag(*cmd, flags->threads);
   cmd->add_flag("--json", flags->json,
                 "print {\"loss\", \"perplexity\", \"tokens\", \"bits_per_byte\"} as JSON (a GPT; bits per "
                 "byte: the loss in bits over the bytes of the predicted tokens' text); for an encoder-decoder also "
-                "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding");
+                "\"pairs\", \"exact_match\" and \"char_accuracy\" of greedy decoding; an encoder: \"masked_loss\" "
+                "and \"masked_accuracy\" under a fixed, seeded masking (the same every time), "
+                "\"masked\", \"windows\", and with --pseudo \"pseudo_perplexity\" and \"pseudo_windows\"");
   cmd->callback([flags, cmd] {
     flags->val_fraction_given = cmd->count("--val-fraction") > 0;
     run_eval(*flags);

@@ -16,6 +16,7 @@
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/io/sha256.hpp"
+#include "tinygpt/train/bert_files.hpp"
 #include "tinygpt/train/task.hpp"
 
 namespace tinygpt::train {
@@ -257,8 +258,15 @@ void save_checkpoint(const std::string& dir, const nn::Module& model, std::strin
                      const data::Tokenizer& tokenizer, const Optimizer* optimizer,
                      const RunState* run,
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
+  save_checkpoint(dir, model.state_dict(), std::move(config_json), tokenizer, optimizer, run, extra_files);
+}
+
+void save_checkpoint(const std::string& dir, const nn::NamedTensors& weights, std::string config_json,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer,
+                     const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
-      {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
+      {"model.safetensors", io::encode_safetensors(weights, {{"format", "pt"}})},
       {"config.json", std::move(config_json)},
       {"tokenizer.json", tokenizer.to_json()},
   };
@@ -348,6 +356,41 @@ std::unique_ptr<nn::EncoderDecoder> read_encoder_decoder(const io::CommittedFile
   return model;
 }
 
+// An encoder's model files: BERT's config.json (with tinygpt's keys), its weights under Hugging
+// Face's names, and a masked-LM tokenizer.json; a folder without one tinygpt reads (a WordPiece
+// vocab.txt) is refused in one line, as the model could not be given text.
+std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::string& config_text) {
+  const EncoderConfig config = encoder_config_from_json(config_text, files.path_of("config.json"));
+  const std::string tokenizer_path = files.path_of("tokenizer.json");
+  if (!files.contains("tokenizer.json")) {
+    throw FormatError(fmt::format("{} has no tokenizer.json (a WordPiece vocab.txt is not one tinygpt reads)",
+                                  files.dir()));
+  }
+  std::shared_ptr<const data::MaskedLMTokenizer> tokenizer;
+  try {
+    tokenizer = std::make_shared<const data::MaskedLMTokenizer>(
+        data::MaskedLMTokenizer::from_json(files.read("tokenizer.json")));
+  } catch (const ValueError& e) {
+    throw FormatError(tokenizer_path + " is not a masked LM's tokenizer tinygpt reads: ", e);
+  }
+  if (tokenizer->vocab_size() != config.model.vocab_size) {
+    throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}", tokenizer_path,
+                                  tokenizer->vocab_size(), config.model.vocab_size));
+  }
+  const std::string weights_path = files.path_of("model.safetensors");
+  const io::SafetensorsFile weights = io::decode_safetensors(files.read("model.safetensors"), weights_path);
+  check_finite(weights.tensors, weights_path);
+  auto model = std::make_unique<nn::BertForMaskedLM>(config.model, 0);
+  std::vector<std::string> notes;  // a head newly initialised is a model that fills no masks
+  try {
+    load_hugging_face_bert(*model, weights, notes);
+  } catch (const Error& e) {
+    throw FormatError("", e);
+  }
+  if (!notes.empty()) throw FormatError(notes.front());
+  return std::make_unique<EncoderTask>(std::move(model), std::move(tokenizer), config.mask_probability, nullptr);
+}
+
 // The family config.json names; a type no family claims, or a file that is no JSON object, goes
 // to the GPT reader, which says what is wrong with it.
 ModelFamily family_of_file(const std::string& config_text, const std::string& config_path) {
@@ -377,7 +420,9 @@ LoadedModel read_gpt(const io::CommittedFiles& files) {
   if (family != ModelFamily::gpt) {
     throw FormatError(fmt::format("{}: model_type \"{}\" is {}, not a GPT", config_path,
                                   json::parse(config_text).value("model_type", ""),
-                                  family == ModelFamily::encoder_decoder ? "an encoder-decoder" : "a registered model"));
+                                  family == ModelFamily::encoder_decoder ? "an encoder-decoder"
+                                  : family == ModelFamily::encoder       ? "an encoder"
+                                                                         : "a registered model"));
   }
   LoadedModel out{config_from_json(config_text, config_path), read_folder_tokenizer(files), nullptr, ""};
   if (out.tokenizer->vocab_size() != out.config.vocab_size) {
@@ -403,6 +448,7 @@ std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
     LoadedModel gpt = read_gpt(files);
     return std::make_unique<LanguageModelTask>(std::move(gpt.model), std::move(gpt.tokenizer), nullptr);
   }
+  if (family == ModelFamily::encoder) return read_encoder(files, config_text);
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   data::TokenizerPtr tokenizer = read_folder_tokenizer(files);
   const auto sized = [&](int64_t vocab_size) {

@@ -156,7 +156,7 @@ Run::Run(std::string dir, RunState state, std::unique_ptr<Task> task, distribute
 void Run::commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
                        const std::vector<std::pair<std::string, std::string>>& extra_files,
                        const std::string& training_precision) {
-  save_checkpoint(to, task_->model(),
+  save_checkpoint(to, task_->checkpoint_tensors(),
                   task_->config_json(run != nullptr ? run->options.precision : training_precision),
                   task_->tokenizer(), optimizer, run, extra_files);
 }

@@ -8,6 +8,7 @@
 #include "tinygpt/data/bpe.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/utf8.hpp"
+#include "tinygpt/train/bert_files.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
 #include "tinygpt/train/progress.hpp"
@@ -89,6 +90,19 @@ std::unique_ptr<Task> pair_task(nn::EncoderDecoderConfig config, const TaskSourc
                                     std::move(tokenizer), std::move(pairs));
 }
 
+// An encoder's run: a masked-LM tokenizer fitted on the text (its characters after the specials),
+// the text in windows of the context less [CLS] and [SEP].
+std::unique_ptr<Task> encoder_task(EncoderConfig config, const TaskSource& source) {
+  auto tokenizer = std::make_shared<const data::MaskedLMTokenizer>(data::MaskedLMTokenizer::fit(source.text));
+  config.model.vocab_size = tokenizer->vocab_size();
+  config.model.pad_token_id = data::MaskedLMTokenizer::kPad;
+  config.model.validate();
+  auto task = std::make_unique<EncoderTask>(std::make_unique<nn::BertForMaskedLM>(config.model, source.options.seed),
+                                            std::move(tokenizer), config.mask_probability, nullptr);
+  task->set_data(source);
+  return task;
+}
+
 // A registered type's model: its memory is measured on the model, so checked once it is built.
 std::unique_ptr<Task> own_task(nlohmann::json config, const TaskSource& source,
                                data::TokenizerPtr tokenizer) {
@@ -103,7 +117,7 @@ std::unique_ptr<Task> own_task(nlohmann::json config, const TaskSource& source,
 
 void Task::throw_not_a(const char* wanted) const {
   throw OptionError(fmt::format("the run's model is {} ({}), not {}", kind(),
-                                is<PairTask>() ? PairTask::kKindName : LanguageModelTask::kKindName,
+                                kind_phrase(),
                                 wanted));
 }
 
@@ -267,8 +281,103 @@ StepShape PairTask::step_shape(int64_t batch, const std::string&) const {
   return s;
 }
 
+EncoderTask::EncoderTask(std::unique_ptr<nn::BertForMaskedLM> model,
+                         std::shared_ptr<const data::MaskedLMTokenizer> tokenizer,
+                         double mask_probability, std::unique_ptr<data::TextDataset> dataset)
+    : Task(tokenizer), model_(std::move(model)), masked_lm_tokenizer_(std::move(tokenizer)),
+      mask_probability_(mask_probability), dataset_(std::move(dataset)) {}
+
+nn::NamedTensors EncoderTask::checkpoint_tensors() { return to_hugging_face_bert(*model_); }
+
+data::Masking EncoderTask::masking() const {
+  data::Masking m;
+  m.probability = mask_probability_;
+  m.vocab_size = model_->config().vocab_size;
+  return m;
+}
+
+void EncoderTask::set_data(const TaskSource& source) {
+  check_step_memory(source);
+  dataset_ = text_dataset(source, *tokenizer_, window());
+}
+
+std::unique_ptr<Objective> EncoderTask::make_objective() {
+  return std::make_unique<MaskedLMObjective>(*model_, dataset(), masking());
+}
+
+std::string EncoderTask::config_json(const std::string& training_precision) const {
+  return encoder_config_to_json(EncoderConfig{model_->config(), mask_probability_}, training_precision);
+}
+
+std::string EncoderTask::describe() const {
+  const nn::BertConfig& c = model_->config();
+  return fmt::format("{} parameters (encoder, {}, {}, d_model {}, context {}, {} positions, {}), "
+                     "masking {:g} of positions, vocabulary {}, {} training tokens",
+                     model_->num_parameters(), count_of(c.num_hidden_layers, "layer"),
+                     count_of(c.num_attention_heads, "head"), c.hidden_size, window(),
+                     nn::position_embedding_name(c.position), c.pre_layer_norm ? "pre-LN" : "post-LN",
+                     mask_probability_, tokenizer_->vocab_size(), dataset().size(data::Split::train));
+}
+
+std::string EncoderTask::shape_title() const {
+  const nn::BertConfig& c = model_->config();
+  return fmt::format("encoder, {}, d_model {}", count_of(c.num_hidden_layers, "layer"), c.hidden_size);
+}
+
+std::optional<MemoryEstimate> EncoderTask::training_memory(int64_t, const TrainOptions&) const {
+  return std::nullopt;  // no formula for BERT's blocks yet
+}
+
+StepShape EncoderTask::step_shape(int64_t batch, const std::string& data_name) const {
+  const nn::BertConfig& c = model_->config();
+  StepShape s;
+  s.positions_per_row = c.max_position_embeddings;
+  s.config = {{"arch", kind()}, {"layers", c.num_hidden_layers}, {"heads", c.num_attention_heads},
+              {"d_model", c.hidden_size}, {"ffn_dim", c.intermediate_size},
+              {"block", c.max_position_embeddings}, {"batch", batch}, {"vocab", c.vocab_size},
+              {"pos", nn::position_embedding_name(c.position)}, {"pre_ln", c.pre_layer_norm}};
+  s.title = fmt::format("encoder, {}, {}, d_model {}, feed-forward {}, {} positions ([CLS] and [SEP] "
+                        "included), batch {}, vocab {} ({})", count_of(c.num_hidden_layers, "layer"),
+                        count_of(c.num_attention_heads, "head"), c.hidden_size, c.intermediate_size,
+                        c.max_position_embeddings, batch, c.vocab_size, data_name);
+  return s;
+}
+
+namespace {
+
+constexpr const char* kMaskProbabilityKey = "tinygpt_mask_probability";
+constexpr const char* kTrainingPrecisionKey = "tinygpt_training_precision";
+
+}  // namespace
+
+std::string encoder_config_to_json(const EncoderConfig& config, const std::string& training_precision) {
+  nlohmann::json j = nlohmann::json::parse(bert_config_to_json(config.model));
+  j[kMaskProbabilityKey] = config.mask_probability;
+  return with_precision(j.dump(2) + "\n", training_precision);
+}
+
+EncoderConfig encoder_config_from_json(const std::string& text, const std::string& source) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
+  EncoderConfig out;
+  if (j.is_object()) {  // tinygpt's keys beside BERT's: the reader of BERT's refuses keys it does not know
+    if (j.contains(kMaskProbabilityKey)) {
+      const nlohmann::json& p = j[kMaskProbabilityKey];
+      if (!p.is_number() || !(p.get<double>() > 0.0 && p.get<double>() <= 1.0)) {
+        throw io::FormatError(fmt::format("{}: {} must be a number in (0, 1], got {}", source,
+                                          kMaskProbabilityKey, p.dump()));
+      }
+      out.mask_probability = p.get<double>();
+    }
+    j.erase(kMaskProbabilityKey);
+    j.erase(kTrainingPrecisionKey);
+  }
+  out.model = bert_config_from_json(j.is_object() ? j.dump() : text, source);
+  return out;
+}
+
 void register_causal_lm(const std::string& model_type, CausalLMFactory factory) {
-  for (const char* own : {kGpt2ModelType, kTinyGptModelType, kEncoderDecoderModelType}) {
+  for (const char* own : {kGpt2ModelType, kTinyGptModelType, kEncoderDecoderModelType,
+                          kBertModelType, kTinyGptEncoderModelType}) {
     if (model_type == own) {
       throw ValueError(fmt::format("register_causal_lm: model_type \"{}\" is tinygpt's own", model_type));
     }
@@ -288,11 +397,13 @@ ModelFamily family_of(const nlohmann::json& config, const std::string& source) {
   const std::string type = it->is_string() ? it->get<std::string>() : it->dump();
   if (type == kGpt2ModelType || type == kTinyGptModelType) return ModelFamily::gpt;
   if (type == kEncoderDecoderModelType) return ModelFamily::encoder_decoder;
+  if (type == kBertModelType || type == kTinyGptEncoderModelType) return ModelFamily::encoder;
   if (factory_of(type)) return ModelFamily::registered;
   throw ValueError(fmt::format(
-      "{}: model_type \"{}\" is not one this program knows (\"{}\", \"{}\", \"{}\", or a type "
-      "registered with train::register_causal_lm)",
-      source, type, kGpt2ModelType, kTinyGptModelType, kEncoderDecoderModelType));
+      "{}: model_type \"{}\" is not one this program knows (\"{}\", \"{}\", \"{}\", \"{}\", \"{}\", "
+      "or a type registered with train::register_causal_lm)",
+      source, type, kGpt2ModelType, kTinyGptModelType, kEncoderDecoderModelType, kBertModelType,
+      kTinyGptEncoderModelType));
 }
 
 std::unique_ptr<nn::CausalLM> build_registered(const nlohmann::json& config, uint64_t seed) {
@@ -330,6 +441,10 @@ std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& sour
   };
   if (const auto* gpt = std::get_if<nn::GPTConfig>(&config)) return gpt_task(*gpt, source, fitted());
   if (const auto* pairs = std::get_if<nn::EncoderDecoderConfig>(&config)) return pair_task(*pairs, source);
+  if (const auto* encoder = std::get_if<EncoderConfig>(&config)) {
+    if (tokenizer) throw OptionError("an encoder's vocabulary is its text's characters and BERT's specials; it takes no other tokenizer");
+    return encoder_task(*encoder, source);
+  }
   const nlohmann::json& j = std::get<nlohmann::json>(config);
   const char* where = "the model config";
   switch (family_of(j, where)) {
@@ -343,6 +458,11 @@ std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& sour
       nlohmann::json sized = j;
       sized["vocab_size"] = 1;  // set from the pairs' tokenizer by pair_task
       return pair_task(encoder_decoder_config_from_json(sized.dump(), where), source);
+    }
+    case ModelFamily::encoder: {
+      nlohmann::json sized = j;
+      sized["vocab_size"] = 1;  // set from the text's tokenizer by encoder_task
+      return encoder_task(encoder_config_from_json(sized.dump(), where), source);
     }
     case ModelFamily::registered: break;
   }
@@ -395,6 +515,15 @@ std::unique_ptr<Task> random_pair_task(nn::EncoderDecoderConfig config, int64_t 
   return new_task(config, TaskSource{text, name, 0.1, options, options.batch});
 }
 
+// Random characters of `vocab` CJK code points, enough for train and val windows of any context.
+std::unique_ptr<Task> random_encoder_task(const EncoderConfig& config, int64_t vocab, const TrainOptions& options) {
+  Generator gen(options.seed);
+  std::u32string text(static_cast<size_t>(std::max<int64_t>(int64_t{1} << 17, 20 * config.model.max_position_embeddings)), U'a');
+  for (char32_t& c : text) c = 0x4E00 + static_cast<char32_t>(gen.randint(vocab));
+  const std::string utf8 = data::encode_utf8(text), name = "random characters";
+  return new_task(config, TaskSource{utf8, name, 0.1, options, options.batch});
+}
+
 }  // namespace
 
 std::unique_ptr<Task> random_task(const ModelConfig& config, int64_t vocab, const TrainOptions& options) {
@@ -402,7 +531,8 @@ std::unique_ptr<Task> random_task(const ModelConfig& config, int64_t vocab, cons
   if (const auto* pairs = std::get_if<nn::EncoderDecoderConfig>(&config)) {
     return random_pair_task(*pairs, vocab, options);
   }
-  throw ValueError(Operation("random_task"), "takes a GPT's or an encoder-decoder's config");
+  if (const auto* encoder = std::get_if<EncoderConfig>(&config)) return random_encoder_task(*encoder, vocab, options);
+  throw ValueError(Operation("random_task"), "takes a GPT's, an encoder-decoder's or an encoder's config");
 }
 
 }  // namespace tinygpt::train

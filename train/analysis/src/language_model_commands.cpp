@@ -129,6 +129,7 @@ std::string LanguageModelCommands::speed_lines(int64_t prompt, int64_t tokens, d
 }
 
 MethodOutput LanguageModelCommands::evaluate(const EvalRequest& r) {
+  if (r.pseudo) refuse("pseudo", {fmt::format("{} is {}; pseudo-perplexity is a masked LM's", model_dir_, what())});
   nn::GPT& model = gpt("eval");
   const nn::GPTConfig& c = model.config();
   const int64_t block = r.block > 0 ? r.block : c.block_size;

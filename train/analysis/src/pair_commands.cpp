@@ -178,6 +178,7 @@ SampleOutput PairCommands::sample(const SampleRequest& r) {
 }
 
 MethodOutput PairCommands::evaluate(const EvalRequest& r) {
+  if (r.pseudo) refuse("pseudo", {fmt::format("{} is {}; pseudo-perplexity is a masked LM's", model_dir_, what())});
   if (r.block > 0) refuse("block", {fmt::format("{} is an encoder-decoder, which reads whole pairs", model_dir_)});
   nn::EncoderDecoder& model = task_.encoder_decoder();
   const data::PairDataset pairs(data::parse_pairs(r.text, r.data_source), task_.tokenizer(),

@@ -72,6 +72,12 @@ void save_checkpoint(const std::string& dir, const nn::Module& model, std::strin
                      const data::Tokenizer& tokenizer, const Optimizer* optimizer = nullptr,
                      const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});
+// The same with the weights as named tensors (Task::checkpoint_tensors: a family whose files name
+// them otherwise than its state_dict).
+void save_checkpoint(const std::string& dir, const nn::NamedTensors& weights, std::string config_json,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer = nullptr,
+                     const RunState* run = nullptr,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 
 // Loads and validates config.json, tokenizer.json and model.safetensors of a GPT. Throws
 // tinygpt::Error with one line naming the file and the fault (missing, corrupt, shapes that

@@ -4,6 +4,7 @@
 // the model config a run starts with or by config.json's model_type when a folder is loaded:
 //   "gpt2", "tinygpt"            LanguageModelTask with an nn::GPT
 //   "tinygpt-encoder-decoder"    PairTask with an nn::EncoderDecoder
+//   "bert", "tinygpt-encoder"    EncoderTask with an nn::BertForMaskedLM (masked LM)
 //   a type register_causal_lm    LanguageModelTask with the user's nn::CausalLM
 // A model of your own trains through the whole run once its type is registered:
 //
@@ -28,8 +29,10 @@
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/data/dataset.hpp"
+#include "tinygpt/data/masked_lm.hpp"
 #include "tinygpt/data/pairs.hpp"
 #include "tinygpt/data/tokenizer.hpp"
+#include "tinygpt/nn/bert.hpp"
 #include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -76,7 +79,11 @@ class Task {
   virtual ~Task() = default;
   // What the run calls the family: "gpt", "encoder-decoder", or a registered model_type.
   virtual std::string kind() const = 0;
+  // The same as a phrase for messages: "a language model", "an encoder-decoder", ...
+  virtual const char* kind_phrase() const = 0;
   virtual nn::Module& model() = 0;
+  // model.safetensors' tensors: the model's state_dict, under the names its family's files use.
+  virtual nn::NamedTensors checkpoint_tensors() { return model().state_dict(); }
   const data::Tokenizer& tokenizer() const { return *tokenizer_; }
   // The same tokenizer, for a holder that outlives the task (a loaded model, a resumed run).
   const data::TokenizerPtr& shared_tokenizer() const { return tokenizer_; }
@@ -132,6 +139,7 @@ class LanguageModelTask : public Task {
   LanguageModelTask(std::unique_ptr<nn::CausalLM> model, data::TokenizerPtr tokenizer,
                     std::unique_ptr<data::TextDataset> dataset);
   std::string kind() const override;
+  const char* kind_phrase() const override { return kKindName; }
   nn::Module& model() override { return *model_; }
   nn::CausalLM& causal_lm() { return *model_; }
   // The GPT, or null for a model of one's own (what only the GPT has: hooks, its config).
@@ -162,6 +170,7 @@ class PairTask : public Task {
   PairTask(std::unique_ptr<nn::EncoderDecoder> model, data::TokenizerPtr tokenizer,
            std::unique_ptr<data::PairDataset> pairs);
   std::string kind() const override { return "encoder-decoder"; }
+  const char* kind_phrase() const override { return kKindName; }
   nn::Module& model() override { return *model_; }
   nn::EncoderDecoder& encoder_decoder() { return *model_; }
   const data::PairDataset& pairs() const {
@@ -182,6 +191,57 @@ class PairTask : public Task {
   std::unique_ptr<data::PairDataset> pairs_;  // null: none yet
 };
 
+// What a masked-LM run starts: the model, and the share of positions each batch masks.
+struct EncoderConfig {
+  nn::BertConfig model;
+  double mask_probability = 0.15;
+};
+
+// A bidirectional encoder (BERT) trained as a masked LM on a text's windows, framed [CLS] ... [SEP]
+// (MaskedLMObjective). Its folder is Hugging Face BertForMaskedLM's (bert_files.hpp), config.json
+// also recording the mask probability (tinygpt_mask_probability) so a resumed run masks alike.
+class EncoderTask : public Task {
+ public:
+  static constexpr const char* kKindName = "an encoder";
+  EncoderTask(std::unique_ptr<nn::BertForMaskedLM> model,
+              std::shared_ptr<const data::MaskedLMTokenizer> tokenizer, double mask_probability,
+              std::unique_ptr<data::TextDataset> dataset);
+  std::string kind() const override { return "encoder"; }
+  const char* kind_phrase() const override { return kKindName; }
+  nn::Module& model() override { return *model_; }
+  nn::NamedTensors checkpoint_tensors() override;
+  nn::BertForMaskedLM& bert() { return *model_; }
+  const data::MaskedLMTokenizer& masked_lm_tokenizer() const { return *masked_lm_tokenizer_; }
+  // BERT's masking of this model's vocabulary at the run's probability.
+  data::Masking masking() const;
+  double mask_probability() const { return mask_probability_; }
+  // The characters of a window: the context less [CLS] and [SEP].
+  int64_t window() const { return model_->config().max_position_embeddings - 2; }
+  const data::TextDataset& dataset() const {
+    if (!dataset_) throw_no_data();
+    return *dataset_;
+  }
+  void set_data(const TaskSource& source) override;
+  std::unique_ptr<Objective> make_objective() override;
+  std::string config_json(const std::string& training_precision) const override;
+  std::string describe() const override;
+  std::string shape_title() const override;
+  std::optional<MemoryEstimate> training_memory(int64_t micro_batch_rows,
+                                                const TrainOptions& options) const override;
+  StepShape step_shape(int64_t batch, const std::string& data_name) const override;
+
+ private:
+  std::unique_ptr<nn::BertForMaskedLM> model_;
+  std::shared_ptr<const data::MaskedLMTokenizer> masked_lm_tokenizer_;
+  double mask_probability_;
+  std::unique_ptr<data::TextDataset> dataset_;  // null: none yet
+};
+
+// config.json's text of an encoder run <-> its EncoderConfig (bert_files.hpp's keys, and
+// tinygpt_mask_probability, 0.15 when absent as in a Hugging Face file).
+std::string encoder_config_to_json(const EncoderConfig& config, const std::string& training_precision);
+EncoderConfig encoder_config_from_json(const std::string& text, const std::string& source);
+
 // Builds a model of one's own from config.json's object (vocab_size set) and a seed.
 using CausalLMFactory =
     std::function<std::unique_ptr<nn::CausalLM>(const nlohmann::json& config, uint64_t seed)>;
@@ -193,12 +253,12 @@ void register_causal_lm(const std::string& model_type, CausalLMFactory factory);
 // The model a new run starts: a GPT's config, an encoder-decoder's, or a JSON object in
 // config.json's keys whose "model_type" picks the family (family_of). The run sets its
 // vocabulary from the tokenizer it fits.
-using ModelConfig = std::variant<nn::GPTConfig, nn::EncoderDecoderConfig, nlohmann::json>;
+using ModelConfig = std::variant<nn::GPTConfig, nn::EncoderDecoderConfig, EncoderConfig, nlohmann::json>;
 
 // The family of a config.json's model_type: the one place a model type is told from another.
 // `source` names where the config was read; ValueError naming the type and the known ones when
 // it is none of them.
-enum class ModelFamily { gpt, encoder_decoder, registered };
+enum class ModelFamily { gpt, encoder_decoder, encoder, registered };
 ModelFamily family_of(const nlohmann::json& config, const std::string& source);
 // A registered type's model built from `config` by its factory (family_of said registered).
 std::unique_ptr<nn::CausalLM> build_registered(const nlohmann::json& config, uint64_t seed);

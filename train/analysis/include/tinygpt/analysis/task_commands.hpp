@@ -47,6 +47,7 @@ struct EvalRequest {
   double val_fraction = 0.1;
   int64_t batch = 32;  // windows or pairs per forward pass
   int64_t block = 0;   // a language model's window (0: its context)
+  bool pseudo = false;  // an encoder's pseudo-perplexity too (each position masked alone)
 };
 
 struct HeadsRequest {
