@@ -318,7 +318,7 @@ void run_bench(const BenchFlags& f, const CLI::App& cmd) {
       throw ValueError(fmt::format("{}: {}", source, in_flag_terms(e)));
     }
   }();
-  nn::GPT model(f.model.config(vocab), f.seed);
+  nn::GPT model(f.model.config(vocab, f.seed), f.seed);
 
   train::Trainer trainer(model, dataset, bench_options(f));
 

@@ -151,21 +151,31 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--attention", attention,
                  "which earlier positions a query sees and how: full (all of them, softmax), window "
                  "(the last --window, itself included, plus the first --global-tokens), strided "
-                 "(the last --stride and every --stride-th one before them) or linear "
+                 "(the last --stride and every --stride-th one before them), linear "
                  "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
-                 "with learned, sinusoidal or no positions)")
-      ->check(CLI::IsMember({"full", "window", "strided", "linear"}))->capture_default_str();
+                 "with learned, sinusoidal or no positions) or bigbird (the last --window, the "
+                 "first --global-tokens and, per block of --block-size positions, --random-blocks "
+                 "key blocks at or before it, drawn from --seed)")
+      ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird"}))->capture_default_str();
   cmd.add_option("--window", window,
-                 "with --attention window: keys each query sees, itself included (Mistral's "
-                 "sliding_window)")
+                 "with --attention window or bigbird: keys each query sees, itself included "
+                 "(Mistral's sliding_window)")
       ->check(integer_in(1, 1 << 30));
   cmd.add_option("--global-tokens", global_tokens,
-                 "with --attention window: leading positions every later query also sees")
+                 "with --attention window or bigbird: leading positions every later query also sees")
       ->check(integer_in(0, 1 << 30));
   cmd.add_option("--stride", stride,
                  "with --attention strided: S, the band of the last S keys and the spacing of the "
                  "columns before it (the Sparse Transformer's; about sqrt(--block))")
       ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--block-size", bigbird_block,
+                 "with --attention bigbird: B, the positions of a block (dividing --block); each "
+                 "block of queries sees --random-blocks random blocks of keys")
+      ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--random-blocks", random_blocks,
+                 "with --attention bigbird: R, the random key blocks at or before each query "
+                 "block (at most --block / --block-size; default 0)")
+      ->check(integer_in(0, 1 << 30));
   cmd.add_flag("--no-attention-scale", no_attention_scale,
                "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
                "why every transformer scales them (config.json: scale_attn_weights false)");
@@ -181,7 +191,7 @@ void ModelFlags::add_to(CLI::App& cmd) {
       ->check(CLI::IsMember({"dot", "general", "concat", "additive"}))->capture_default_str();
 }
 
-nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
+nn::GPTConfig ModelFlags::config(int64_t vocab_size, uint64_t seed) const {
   nn::GPTConfig c;
   c.vocab_size = vocab_size;
   c.block_size = block;
@@ -201,6 +211,14 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   if (attention == "strided") {
     c.attention.kind = AttentionPattern::Kind::strided;
     c.attention.stride = stride;
+  }
+  if (attention == "bigbird") {
+    c.attention.kind = AttentionPattern::Kind::bigbird;
+    c.attention.window = window;
+    c.attention.global_tokens = global_tokens;
+    c.attention.block = bigbird_block;
+    c.attention.random_blocks = random_blocks;
+    c.attention.random_blocks_seed = seed;
   }
   return c;  // checked by GPTConfig::validate where a model is built
 }
@@ -231,6 +249,8 @@ ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   m.window = c.attention.window;
   m.global_tokens = c.attention.global_tokens;
   m.stride = c.attention.stride;
+  m.bigbird_block = c.attention.block;
+  m.random_blocks = c.attention.random_blocks;
   m.no_attention_scale = !c.scale_attn_weights;
   return m;
 }
@@ -252,6 +272,7 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
     case AttentionPattern::Kind::window: return "window";
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::bigbird: return "bigbird";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
@@ -261,8 +282,9 @@ namespace {
 
 // The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
 // positions learned, its heads one key/value head each).
-constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
-                                         "--global-tokens", "--stride", "--no-attention-scale"};
+constexpr const char* kGptOnlyFlags[] = {"--pos",          "--kv-heads",      "--attention",
+                                         "--window",       "--global-tokens", "--stride",
+                                         "--block-size",   "--random-blocks", "--no-attention-scale"};
 
 }  // namespace
 
@@ -287,12 +309,21 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
     }
     return;
   }
-  if (attention == "window" && window == 0) {
-    throw UsageError("--attention window needs --window W (the keys each query sees)");
+  const bool windowed = attention == "window" || attention == "bigbird";
+  if (windowed && window == 0) {
+    throw UsageError(fmt::format("--attention {} needs --window W (the keys each query sees)",
+                                 attention));
   }
-  if (attention != "window" && (window != 0 || global_tokens != 0)) {
-    throw UsageError(fmt::format("{} needs --attention window",
+  if (!windowed && (window != 0 || global_tokens != 0)) {
+    throw UsageError(fmt::format("{} needs --attention window or bigbird",
                                  window != 0 ? "--window" : "--global-tokens"));
+  }
+  if (attention == "bigbird" && bigbird_block == 0) {
+    throw UsageError("--attention bigbird needs --block-size B (the positions of a block)");
+  }
+  if (attention != "bigbird" && (bigbird_block != 0 || cmd.count("--random-blocks") != 0)) {
+    throw UsageError(fmt::format("{} needs --attention bigbird",
+                                 bigbird_block != 0 ? "--block-size" : "--random-blocks"));
   }
   if (attention == "strided" && stride == 0) {
     throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
@@ -328,6 +359,7 @@ std::string in_flag_terms(const Error& e) {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
+      {"bigbird_block", "--block-size"}, {"random_blocks", "--random-blocks"},
       {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
       {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"}};
   return in_terms_of(e, kFlags);
