@@ -275,27 +275,3 @@ TEST_CASE("BigBird's random key blocks are the R blocks at or before the query b
   for (int64_t qb = 2; qb < 20; ++qb) differ = differ || a.random_key_blocks(qb) != b.random_key_blocks(qb);
   CHECK(differ);
 }
-
-TEST_CASE("a GPT refuses BigBird blocks that do not tile its context, or more random blocks than "
-          "it has, naming the setting", "[nn][gpt][bigbird]") {
-  nn::GPTConfig config = tiny_config();
-  config.block_size = 16;
-  const std::vector<std::pair<AttentionPattern, std::string>> cases = {
-      {AttentionPattern::bigbird(4, 0, 1, 5, 1), "bigbird_block"},
-      {AttentionPattern::bigbird(4, 0, 5, 4, 1), "random_blocks"},
-      {AttentionPattern{AttentionPattern::Kind::bigbird, 4, 0, 0, 0, 1, 1}, "bigbird_block"},
-      {AttentionPattern{AttentionPattern::Kind::bigbird, 4, 0, 0, 4, -1, 1}, "random_blocks"},
-      {AttentionPattern{AttentionPattern::Kind::bigbird, 0, 0, 0, 4, 1, 1}, "window"}};
-  for (const auto& [pattern, setting] : cases) {
-    INFO(pattern.str());
-    config.attention = pattern;
-    try {
-      config.validate();
-      FAIL("accepted");
-    } catch (const SettingError& e) {
-      CHECK(e.setting() == setting);
-    }
-  }
-  config.attention = AttentionPattern::bigbird(4, 2, 4, 4, 1);
-  config.validate();
-}

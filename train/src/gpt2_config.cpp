@@ -68,17 +68,26 @@ AttentionPattern bigbird_from_json(const json& j, const std::string& source) {
       jf::unsigned_integer(j["bigbird_seed"], "bigbird_seed", source));
 }
 
-// The random key blocks a config lists must be the ones its seed draws: a reader may take
-// either, and both must give the mask the model was trained with.
-void check_bigbird_key_blocks(const json& j, const nn::GPTConfig& c, const std::string& source) {
+// BigBird's blocks must tile the context and the random ones fit in it, and the blocks a config
+// lists must be the ones its seed draws: a reader may take either, and both must give the mask
+// the model was trained with. Checked here to name config.json's keys.
+void check_bigbird_blocks(const json& j, const nn::GPTConfig& c, const std::string& source) {
+  const AttentionPattern& p = c.attention;
+  if (c.block_size % p.block != 0) {
+    jf::fail(source, "bigbird_block_size {} does not divide n_positions {} into whole blocks",
+             p.block, c.block_size);
+  }
+  const int64_t blocks = c.block_size / p.block;
+  if (p.random_blocks > blocks) {
+    jf::fail(source, "bigbird_random_blocks {} is more than the context's {} blocks",
+             p.random_blocks, blocks);
+  }
   if (!j.contains("bigbird_random_key_blocks")) return;
   json drawn = json::array();
-  for (int64_t qb = 0; qb < c.block_size / c.attention.block; ++qb) {
-    drawn.push_back(c.attention.random_key_blocks(qb));
-  }
+  for (int64_t qb = 0; qb < blocks; ++qb) drawn.push_back(p.random_key_blocks(qb));
   if (j["bigbird_random_key_blocks"] != drawn) {
     jf::fail(source, "bigbird_random_key_blocks differ from the blocks bigbird_seed {} draws",
-             c.attention.random_blocks_seed);
+             p.random_blocks_seed);
   }
 }
 
@@ -258,12 +267,12 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
                     ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
                     : c.n_head;
   c.attention = within_context(attention_from_json(j, source), c.block_size);
+  if (c.attention.kind == AttentionPattern::Kind::bigbird) check_bigbird_blocks(j, c, source);
   try {
     c.validate();
   } catch (const Error& e) {
     throw io::FormatError(source + ": ", e);
   }
-  if (c.attention.kind == AttentionPattern::Kind::bigbird) check_bigbird_key_blocks(j, c, source);
   return c;
 }
 

@@ -172,16 +172,22 @@ void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
   });
 }
 
+// BigBird's part of mask_row: the keys of the runs in [G, i - W], block by block, unless query
+// i's block drew theirs.
 template <class T>
 void mask_bigbird_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
-  const int64_t b = pattern.block;
+  const int64_t b = pattern.block, end = i - pattern.window + 1;
   const std::vector<int64_t>& random =
       runs.random_blocks[static_cast<size_t>(i / b - runs.first_query_block)];
   runs.each([&](int64_t column, int64_t key, int64_t count, bool) {
-    for (int64_t j = key; j < std::min(key + count, i + 1); ++j) {
-      const bool seen = i - j < pattern.window || j < pattern.global_tokens ||
-                        std::binary_search(random.begin(), random.end(), j / b);
-      if (!seen) row[column + j - key] = -std::numeric_limits<T>::infinity();
+    const int64_t stop = std::min(key + count, end);
+    for (int64_t j = std::max(key, pattern.global_tokens); j < stop;) {
+      const int64_t next = std::min((j / b + 1) * b, stop);
+      if (!std::binary_search(random.begin(), random.end(), j / b)) {
+        std::fill(row + column + (j - key), row + column + (next - key),
+                  -std::numeric_limits<T>::infinity());
+      }
+      j = next;
     }
   });
 }
