@@ -108,6 +108,23 @@ struct ModelFlags {
 // divide n_head 2" reads "--kv-heads 3 does not divide --heads 2". The checks live in the library;
 // only the names change.
 std::string in_flag_terms(const Error& e);
+// The flag that sets the library's `setting` (the same table), or the setting's own name.
+std::string flag_of(const std::string& setting);
+
+// f(), its refusals in the command line's terms: a SettingError a UsageError, another ValueError
+// the same message with flags for settings.
+template <class F>
+auto in_flag_terms_of(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const SettingError& e) {
+    throw UsageError(in_flag_terms(e));
+  } catch (const ValueError& e) {
+    throw ValueError(in_flag_terms(e));
+  }
+}
 
 // A program's words for the library's settings, by the setting's name.
 using SettingNames = std::map<std::string, std::string>;

@@ -343,9 +343,12 @@ std::string in_terms_of(const Error& e, const SettingNames& names) {
   });
 }
 
-std::string in_flag_terms(const Error& e) {
-  // The library's settings the command line's flags set; an encoder-decoder's per-stack settings
-  // share one flag. "grad-accum" is the name the library's messages use for grad_accum.
+namespace {
+
+// The library's settings the command line's flags set; an encoder-decoder's per-stack settings
+// share one flag. "grad-accum" is the name the library's messages use for grad_accum. The rest
+// are the settings of the commands' requests (analysis/task_commands.hpp).
+const SettingNames& flag_names() {
   static const SettingNames kFlags = {
       {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},
       {"n_layer", "--layers"},       {"block_size", "--block"},     {"dropout", "--dropout"},
@@ -360,9 +363,25 @@ std::string in_flag_terms(const Error& e) {
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
       {"bigbird_block", "--block-size"}, {"random_blocks", "--random-blocks"},
-      {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
-      {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"}};
-  return in_terms_of(e, kFlags);
+      {"pos", "--pos"},              {"block", "--block"},          {"model", "--model"},
+      {"data", "--data"},            {"prompt", "--prompt"},        {"source", "--source"},
+      {"text", "--text"},            {"pairs", "--pairs"},          {"ablate", "--ablate"},
+      {"ablate_heads", "--ablate-heads"}, {"attribute", "--attribute"}, {"json", "--json"},
+      {"heatmap_dir", "--out"},      {"html", "--html"},            {"composition", "--composition"},
+      {"importance", "--importance"}, {"patch", "--patch"},         {"counterfactual", "--counterfactual"},
+      {"prune_curve", "--prune-curve"}, {"tokenizer", "--tokenizer"},
+      {"d_head", "--d-head"},       {"dtype", "--dtype"},          {"scale_attn_weights", "--no-attention-scale"},
+      {"cross_score", "--cross-score"}};
+  return kFlags;
+}
+
+}  // namespace
+
+std::string in_flag_terms(const Error& e) { return in_terms_of(e, flag_names()); }
+
+std::string flag_of(const std::string& setting) {
+  const auto name = flag_names().find(setting);
+  return name != flag_names().end() ? name->second : setting;
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {

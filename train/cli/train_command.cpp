@@ -15,15 +15,14 @@
 
 #include "commands.hpp"
 #include "process.hpp"
-#include "pair_report.hpp"
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/analysis/fit_observers.hpp"
-#include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/analysis/run_report.hpp"
+#include "tinygpt/analysis/task_commands.hpp"
 #include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/fit.hpp"
@@ -181,36 +180,6 @@ nlohmann::json summary_json(const train::Run& run, const train::EvalStats* last,
           {"best_checkpoint", run.best_kept() ? nlohmann::json(run.best_dir()) : nullptr},
           {"interrupted", interrupted_by != 0},
           {"data", run.data_source()}};
-}
-
-// The end of an encoder-decoder run: the training curves, held-out accuracy and alignment on
-// every held-out pair, and for the first one the heatmaps and the explorer page, with the heads
-// scored and each cross-attention head removed in turn on the pairs an evaluation scores.
-void report_pairs(train::Run& run, std::FILE* out) {
-  analysis::draw_run_curves(run, out);
-  train::PairTask& task = run.task().as<train::PairTask>();
-  if (task.pairs().size(data::Split::val) == 0) return;
-  nn::EncoderDecoder& model = task.encoder_decoder();
-  const data::PairDataset& pairs = task.pairs();
-  const data::Split val = data::Split::val;
-  print_pair_summary(
-      seq2seq::pair_accuracy(model, pairs, run.tokenizer(), val),
-      seq2seq::cross_attention_alignment(model, pairs, run.tokenizer(), run.data_source(), val),
-      out);
-  const seq2seq::PairHeads heads =
-      seq2seq::score_pair_heads(model, pairs, run.tokenizer(), run.data_source(), val, kFormationPairs);
-  const seq2seq::CrossAblation ablation =
-      seq2seq::ablate_cross_heads(model, pairs, run.tokenizer(), val, kFormationPairs, heads.cross);
-  const seq2seq::PairAttention first =
-      seq2seq::pair_attention(model, pairs, run.tokenizer(), run.data_source(), val, 0);
-  const fs::path dir(run.dir());
-  analysis::HeatmapSet pictures((dir / analysis::kHeatmapDir).string());
-  analysis::draw_pair_heatmaps(first, pictures);
-  analysis::save_pair_explorer_page((dir / "report.html").string(), run.dir(), model, run.tokenizer(), first,
-                                    heads, &ablation);
-  pictures.commit();  // once the page is written too
-  fmt::print(out, "heatmaps: {}\n", (dir / analysis::kHeatmapDir).string());
-  fmt::print(out, "attention explorer: {}\n", (dir / "report.html").string());
 }
 
 void check_mpi_build() {
@@ -428,9 +397,8 @@ int finish_run(train::Run& run, const train::FitResult& result, double seconds,
   }
   if (!world.is_root()) return 0;
   const int stopped = draw_unless_stopped([&] {
-    if (run.task().is<train::PairTask>()) return report_pairs(run, report);
-    if (!formation.probes()) progress.message(formation.no_heads());
-    analysis::report_run(run, formation.probes(), report);
+    if (!formation.no_heads().empty()) progress.message(formation.no_heads());
+    analysis::commands_for(run.task(), run.dir())->report_run(run, formation.probes(), report);
   });
   if (stopped != 0) {
     analysis::remove_report(run.dir());  // a page written before the heatmaps were dropped
