@@ -11,9 +11,24 @@ const char* attention_type_name(const AttentionPattern& p) {
     case AttentionPattern::Kind::window: return "sliding_window";
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::bigbird: return "bigbird";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
+}
+
+// BigBird's settings, and the random key blocks they draw for each query block of the context
+// (AttentionPattern::random_key_blocks), so a reader without tinygpt's draw has the mask.
+void add_bigbird_keys(const GPTConfig& c, nlohmann::json& j) {
+  const AttentionPattern& p = c.attention;
+  j["sliding_window"] = p.window;
+  j["global_tokens"] = p.global_tokens;
+  j["bigbird_block_size"] = p.block;
+  j["bigbird_random_blocks"] = p.random_blocks;
+  j["bigbird_seed"] = p.random_blocks_seed;
+  nlohmann::json chosen = nlohmann::json::array();
+  for (int64_t qb = 0; qb < c.block_size / p.block; ++qb) chosen.push_back(p.random_key_blocks(qb));
+  j["bigbird_random_key_blocks"] = chosen;
 }
 
 }  // namespace
@@ -54,6 +69,7 @@ std::string gpt_config_json(const GPTConfig& c, const std::string& training_prec
     j["global_tokens"] = c.attention.global_tokens;
   }
   if (c.attention.kind == AttentionPattern::Kind::strided) j["sparse_stride"] = c.attention.stride;
+  if (c.attention.kind == AttentionPattern::Kind::bigbird) add_bigbird_keys(c, j);
   for (const auto& [layer, heads] : c.pruned_heads) j["pruned_heads"][std::to_string(layer)] = heads;
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";

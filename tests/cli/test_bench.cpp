@@ -178,6 +178,8 @@ TEST_CASE("bench refuses the model shapes train refuses, in the same words, and 
       {"--attention", "window"},
       {"--window", "4"},
       {"--stride", "3"},
+      {"--block-size", "4"},
+      {"--attention", "bigbird", "--window", "4", "--random-blocks", "1"},
       {"--arch", "encoder-decoder", "--d-model", "10", "--heads", "4"},
       {"--arch", "encoder-decoder", "--pos", "rope"},
       {"--arch", "encoder-decoder", "--attention", "linear"},

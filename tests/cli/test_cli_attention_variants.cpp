@@ -182,3 +182,67 @@ TEST_CASE("train --attention linear: config.json, sample, heads, resume, and RoP
     CHECK(refused.exited_with(2));
   }
 }
+
+TEST_CASE("train --attention bigbird: config.json keys and blocks, resumed byte-identical, eval, "
+          "heads and sample run, refusals", "[cli][bigbird]") {
+  ScratchDir dir;
+  const std::vector<std::string> bigbird = {"--attention", "bigbird", "--window", "4",
+                                            "--global-tokens", "1", "--random-blocks", "1",
+                                            "--block-size", "4", "--eval-every", "5"};
+  const std::string model = dir.file("bigbird"), resumed = dir.file("resumed");
+  train_tiny_model(model, concat(bigbird, {"--steps", "10"}));
+  train_tiny_model(resumed, concat(bigbird, {"--steps", "5"}));
+  run_ok({"train", "--resume", resumed, "--steps", "10", "--threads", "1"});
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json"}) {
+    INFO(file);
+    CHECK(read_bytes(committed_path(resumed, file)) == read_bytes(committed_path(model, file)));
+  }
+  json config = json::parse(read_bytes(committed_path(model, "config.json")));
+  CHECK(config.at("attention_type") == "bigbird");
+  CHECK(config.at("sliding_window") == 4);
+  CHECK(config.at("global_tokens") == 1);
+  CHECK(config.at("bigbird_block_size") == 4);
+  CHECK(config.at("bigbird_random_blocks") == 1);
+  CHECK(config.at("bigbird_seed") == 1337);  // the run's --seed
+  // One random key block per query block of the context of 16, at or before it.
+  const json& blocks = config.at("bigbird_random_key_blocks");
+  REQUIRE(blocks.size() == 4);
+  CHECK(blocks[0] == json::array({0}));
+  for (size_t qb = 0; qb < 4; ++qb) CHECK(blocks[qb].size() == 1);
+  CHECK(json::parse(run_ok({"eval", "--model", model, "--data", "builtin:toy", "--json"}).out)
+            .at("loss")
+            .get<double>() > 0);
+  CHECK(json::parse(run_ok({"heads", "--model", model, "--json"}).out).at("heads").size() == 2);
+  CHECK_THAT(run_ok({"sample", "--model", model, "--tokens", "20", "--verbose"}).err,
+             Catch::Matchers::Contains("bigbird: window 4 + 1 global tokens + 1 random blocks of 4"));
+  check_one_line_error(run_cli({"train", "--resume", model, "--steps", "20", "--random-blocks", "2"}),
+                       {"--random-blocks 2", "1"});
+
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> refusals = {
+      {{"--attention", "bigbird", "--window", "4", "--block-size", "5"}, {"--block-size 5", "--block 16"}},
+      {{"--attention", "bigbird", "--window", "4", "--block-size", "4", "--random-blocks", "5"},
+       {"--random-blocks 5", "4 blocks"}},
+      {{"--attention", "bigbird", "--window", "4"}, {"--attention bigbird", "--block-size"}},
+      {{"--attention", "bigbird", "--block-size", "4"}, {"--attention bigbird", "--window"}},
+      {{"--block-size", "4"}, {"--block-size", "--attention bigbird"}},
+      {{"--attention", "window", "--window", "4", "--random-blocks", "1"},
+       {"--random-blocks", "--attention bigbird"}}};
+  for (size_t i = 0; i < refusals.size(); ++i) {
+    INFO(i);
+    const CliResult r = run_cli(tiny_train_args(dir.file("bad" + std::to_string(i)), refusals[i].first));
+    CHECK(r.exited_with(2));
+    check_one_line_error(r, refusals[i].second);
+  }
+
+  std::filesystem::remove(model + "/checkpoint.json");
+  for (const auto& [key, value] : std::vector<std::pair<std::string, json>>{
+           {"bigbird_random_key_blocks", json::array({{0}, {0}, {0}, {0}})},
+           {"bigbird_block_size", 5}, {"bigbird_seed", -1}, {"sparse_stride", 4}}) {
+    json bad = config;
+    bad[key] = value;
+    if (bad == config) continue;  // the drawn blocks happened to be these
+    write_bytes(model + "/config.json", bad.dump(2));
+    INFO(bad.dump());
+    check_one_line_error(run_cli({"sample", "--model", model, "--tokens", "4"}), {"config.json"});
+  }
+}

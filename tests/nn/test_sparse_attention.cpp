@@ -1,5 +1,5 @@
-// Sparse patterns: sliding windows (with and without global tokens) and the Sparse Transformer's
-// strided band + columns. The fused kernel, which skips the keys no query sees, against the
+// Sparse patterns: sliding windows (with and without global tokens), the Sparse Transformer's
+// strided band + columns and BigBird's window + global tokens + random key blocks. The fused kernel, which skips the keys no query sees, against the
 // general path with the pattern's (T,T) mask; a window or stride at least T long is full
 // attention bit for bit; no query reads a key it may not see; float64 gradient checks of the op
 // and of a GPT per pattern.
@@ -22,7 +22,7 @@ Tensor general_attention(const Tensor& qkv, int64_t h, int64_t kvh, bool alibi,
 }  // namespace
 
 TEST_CASE("fused sparse attention equals the general path with the pattern's mask",
-          "[nn][attention][window][strided]") {
+          "[nn][attention][window][strided][bigbird]") {
   struct Case {
     int64_t t;
     AttentionPattern pattern;
@@ -39,6 +39,11 @@ TEST_CASE("fused sparse attention equals the general path with the pattern's mas
       {150, P::strided_attention(1), 4, false},  {150, P::strided_attention(2), 2, true},
       {200, P::strided_attention(12), 1, false}, {200, P::strided_attention(13), 4, true},
       {130, P::strided_attention(90), 2, true},  {100, P::strided_attention(150), 4, false},
+      // BigBird: blocks across the kernel's query blocks of 64 (10, 13, 20), one of 64, a window
+      // of 1, global tokens, and as many random blocks as there are (every key block).
+      {150, P::bigbird(8, 0, 2, 10, 1), 4, false}, {200, P::bigbird(16, 3, 3, 20, 7), 2, true},
+      {130, P::bigbird(1, 0, 1, 13, 3), 1, false}, {192, P::bigbird(32, 2, 2, 64, 5), 4, true},
+      {200, P::bigbird(5, 4, 40, 5, 9), 2, false},
   };
   for (DType dtype : {DType::f64, DType::f32}) {
     for (const Case& c : cases) {
@@ -62,8 +67,8 @@ TEST_CASE("fused sparse attention equals the general path with the pattern's mas
   }
 }
 
-TEST_CASE("a window or stride at least as long as the sequence is full attention, bit for bit",
-          "[nn][attention][window][strided]") {
+TEST_CASE("a window or stride at least as long as the sequence, or BigBird drawing every block, "
+          "is full attention, bit for bit", "[nn][attention][window][strided][bigbird]") {
   Generator gen(3);
   const Tensor qkv = Tensor::randn({2, 130, 3 * 8}, gen);
   const Tensor g = Tensor::randn({2, 130, 8}, gen);
@@ -79,16 +84,27 @@ TEST_CASE("a window or stride at least as long as the sequence is full attention
       REQUIRE(sparse.dx == full.dx);
     }
   }
+  for (const int64_t block : {1, 10, 13, 64}) {
+    const AttentionPattern every = AttentionPattern::bigbird(1, 0, 130 / block + 1, block, 2);
+    INFO(every.str());
+    const OutputAndGrad sparse = output_and_grad(qkv, g, [&](const Tensor& x) {
+      return causal_self_attention(x, 2, 0, false, every);
+    });
+    REQUIRE(sparse.y == full.y);
+    REQUIRE(sparse.dx == full.dx);
+  }
 }
 
-TEST_CASE("no query reads a key its pattern hides, bit for bit", "[nn][attention][window][strided]") {
+TEST_CASE("no query reads a key its pattern hides, bit for bit",
+          "[nn][attention][window][strided][bigbird]") {
   // Changing the key and value of position j leaves every output row that may not see j exactly
   // as it was, and changes the rows that may.
   const int64_t t = 140, d = 4;
   Generator gen(5);
   const Tensor qkv = Tensor::randn({1, t, 3 * d}, gen);
   for (const AttentionPattern& pattern :
-       {AttentionPattern::sliding_window(20, 2), AttentionPattern::strided_attention(9)}) {
+       {AttentionPattern::sliding_window(20, 2), AttentionPattern::strided_attention(9),
+        AttentionPattern::bigbird(6, 2, 2, 10, 4)}) {
     const std::vector<double> before = causal_self_attention(qkv, 1, 0, false, pattern).to_vector();
     for (const int64_t j : {0, 1, 2, 50, 139}) {
       Tensor edited = qkv.clone();
@@ -105,14 +121,15 @@ TEST_CASE("no query reads a key its pattern hides, bit for bit", "[nn][attention
   }
 }
 
-TEST_CASE("gradcheck fused sparse attention across query blocks, with global tokens and strides",
-          "[gradcheck][nn][attention][window][strided]") {
+TEST_CASE("gradcheck fused sparse attention across query blocks, with global tokens, strides and "
+          "random blocks", "[gradcheck][nn][attention][window][strided][bigbird]") {
   // Stride 1 puts 89 queries in one class: its causal pass crosses a query block too.
   const std::vector<std::pair<AttentionPattern, bool>> cases = {
       {AttentionPattern::sliding_window(20, 3), false},
       {AttentionPattern::sliding_window(20, 3), true},
       {AttentionPattern::strided_attention(7), true},
-      {AttentionPattern::strided_attention(1), false}};
+      {AttentionPattern::strided_attention(1), false},
+      {AttentionPattern::bigbird(6, 2, 2, 15, 3), true}};
   for (const auto& c : cases) {
     INFO(c.first.str() << ", alibi " << c.second);
     REQUIRE_GRADCHECK(
@@ -123,10 +140,11 @@ TEST_CASE("gradcheck fused sparse attention across query blocks, with global tok
   }
 }
 
-TEST_CASE("gradcheck a GPT with a sliding window or a stride, fused and general paths",
-          "[gradcheck][nn][gpt][window][strided]") {
+TEST_CASE("gradcheck a GPT with a sliding window, a stride or BigBird, fused and general paths",
+          "[gradcheck][nn][gpt][window][strided][bigbird]") {
   for (const AttentionPattern& pattern :
-       {AttentionPattern::sliding_window(3, 1), AttentionPattern::strided_attention(3)}) {
+       {AttentionPattern::sliding_window(3, 1), AttentionPattern::strided_attention(3),
+        AttentionPattern::bigbird(2, 1, 1, 3, 5)}) {
     nn::GPTConfig config = tiny_config();
     config.block_size = 12;
     config.attention = pattern;
@@ -218,4 +236,41 @@ TEST_CASE("sparse patterns refuse bad sizes naming the operation",
     config.attention = bad;
     REQUIRE_THROWS_WITH(config.validate(), Catch::Contains("GPTConfig"));
   }
+}
+
+namespace {
+
+uint64_t splitmix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+TEST_CASE("BigBird's random key blocks are the R blocks at or before the query block that the "
+          "stated hash ranks first", "[nn][attention][bigbird]") {
+  for (const uint64_t seed : {uint64_t{0}, uint64_t{1337}, ~uint64_t{0}}) {
+    const AttentionPattern p = AttentionPattern::bigbird(4, 0, 3, 8, seed);
+    for (int64_t qb = 0; qb < 40; ++qb) {
+      INFO("seed " << seed << ", query block " << qb);
+      // The definition written out again: rank (hash, block), take the first R, ascending.
+      std::vector<std::pair<uint64_t, int64_t>> ranked;
+      const uint64_t row = splitmix64(splitmix64(seed) ^ static_cast<uint64_t>(qb));
+      for (int64_t k = 0; k <= qb; ++k) ranked.emplace_back(splitmix64(row ^ static_cast<uint64_t>(k)), k);
+      std::sort(ranked.begin(), ranked.end());
+      std::vector<int64_t> want;
+      for (size_t r = 0; r < std::min<size_t>(3, ranked.size()); ++r) want.push_back(ranked[r].second);
+      std::sort(want.begin(), want.end());
+      REQUIRE(p.random_key_blocks(qb) == want);
+      for (int64_t k = 0; k <= qb + 1; ++k) {
+        REQUIRE(p.random_block_seen(qb, k) == std::binary_search(want.begin(), want.end(), k));
+      }
+    }
+  }
+  const AttentionPattern a = AttentionPattern::bigbird(4, 0, 2, 8, 1), b = AttentionPattern::bigbird(4, 0, 2, 8, 2);
+  bool differ = false;
+  for (int64_t qb = 2; qb < 20; ++qb) differ = differ || a.random_key_blocks(qb) != b.random_key_blocks(qb);
+  CHECK(differ);
 }

@@ -74,6 +74,20 @@ TEST_CASE("every GPTConfig check names its setting and value", "[errors][setting
       {"global_tokens", "10", [](C& c) { c.attention = AttentionPattern::sliding_window(4, 10); }},
       {"stride", "0", [](C& c) { c.attention = AttentionPattern{AttentionPattern::Kind::strided, 0, 0, 0}; }},
       {"stride", "10", [](C& c) { c.attention = AttentionPattern::strided_attention(10); }},
+      {"bigbird_block", "3", [](C& c) { c.attention = AttentionPattern::bigbird(2, 0, 1, 3, 1); }},
+      {"random_blocks", "5", [](C& c) { c.attention = AttentionPattern::bigbird(2, 0, 5, 2, 1); }},
+      {"bigbird_block", "0", [](C& c) {
+         c.attention = AttentionPattern::bigbird(2, 0, 1, 2, 1);
+         c.attention.block = 0;
+       }},
+      {"random_blocks", "-1", [](C& c) {
+         c.attention = AttentionPattern::bigbird(2, 0, 1, 2, 1);
+         c.attention.random_blocks = -1;
+       }},
+      {"window", "0", [](C& c) {
+         c.attention = AttentionPattern::bigbird(2, 0, 1, 2, 1);
+         c.attention.window = 0;
+       }},
       {"position_embedding", "rope", [](C& c) {
          c.attention = AttentionPattern::linear_attention();
          c.position_embedding = nn::PositionEmbedding::rope;

@@ -56,10 +56,10 @@ std::unique_ptr<train::Task> bench_task(const BenchFlags& f, std::string& source
   try {
     if (!f.data.empty()) {
       source = data::absolute_source(f.data);
-      return train::new_task(f.model.model_config(f.arch), train::TaskSource{text, source, 0.1, options, options.batch});
+      return train::new_task(f.model.model_config(f.arch, f.settings.seed), train::TaskSource{text, source, 0.1, options, options.batch});
     }
     source = "synthetic random tokens";
-    return train::random_task(f.model.model_config(f.arch), f.vocab, options);
+    return train::random_task(f.model.model_config(f.arch, f.settings.seed), f.vocab, options);
   } catch (const train::MemoryError& e) {
     throw ValueError(e.message(kActivationFlags, f.data.empty() ? kBenchModelFlags : kModelFlags));
   } catch (const ValueError& e) {

@@ -79,10 +79,12 @@ struct ModelFlags {
   double dropout = 0.0;
   std::string pos = "learned";  // --pos: learned, sinusoidal, rope, alibi or none
   int64_t kv_heads = 0;         // --kv-heads: 0 means --heads
-  std::string attention = "full";  // --attention: full, window, strided or linear
+  std::string attention = "full";  // --attention: full, window, strided, linear or bigbird
   int64_t window = 0;              // --window: keys a query sees with --attention window
   int64_t global_tokens = 0;       // --global-tokens: leading positions every query sees
   int64_t stride = 0;              // --stride: band and column spacing with --attention strided
+  int64_t bigbird_block = 0;       // --block-size: BigBird's block of positions
+  int64_t random_blocks = 0;       // --random-blocks: BigBird's random key blocks per query block
   bool no_attention_scale = false;  // --no-attention-scale: softmax of q.k, not q.k / sqrt(d)
   std::string cross = "attention";  // --cross: an encoder-decoder's view of the source (or none)
   std::string cross_score = "dot";  // --cross-score: how its cross-attention scores
@@ -90,17 +92,18 @@ struct ModelFlags {
   bool pre_ln = false;              // --pre-ln: an encoder's blocks LayerNorm before each sublayer
 
   void add_to(CLI::App& cmd);
-  nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
+  // vocab_size 0: a run sets it from its data; `seed`, the run's, draws BigBird's random blocks.
+  nn::GPTConfig config(int64_t vocab_size = 0, uint64_t seed = 0) const;
   // The encoder-decoder of these flags: --layers in each stack, --heads in every attention,
   // --block positions for a source and for a target, feed-forward width 4 --d-model.
   nn::EncoderDecoderConfig encoder_decoder_config() const;
   // The masked-LM encoder of these flags: --block characters a window (the context adds [CLS]
   // and [SEP]), feed-forward width 4 --d-model.
   train::EncoderConfig encoder_config() const;
-  // The flags that give `c`: the inverses of config() and encoder_decoder_config().
   // The model of --arch `arch` ("gpt", "encoder-decoder" or "encoder") these flags give: the one
-  // place the command line picks a family.
-  train::ModelConfig model_config(const std::string& arch) const;
+  // place the command line picks a family. `seed` draws a BigBird GPT's random key blocks.
+  train::ModelConfig model_config(const std::string& arch, uint64_t seed) const;
+  // The flags that give `c`: the inverses of config() and encoder_decoder_config().
   static ModelFlags of(const nn::GPTConfig& c);
   static ModelFlags of(const nn::EncoderDecoderConfig& c);
   static ModelFlags of(const train::EncoderConfig& c);

@@ -152,21 +152,31 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--attention", attention,
                  "which earlier positions a query sees and how: full (all of them, softmax), window "
                  "(the last --window, itself included, plus the first --global-tokens), strided "
-                 "(the last --stride and every --stride-th one before them) or linear "
+                 "(the last --stride and every --stride-th one before them), linear "
                  "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
-                 "with learned, sinusoidal or no positions)")
-      ->check(CLI::IsMember({"full", "window", "strided", "linear"}))->capture_default_str();
+                 "with learned, sinusoidal or no positions) or bigbird (the last --window, the "
+                 "first --global-tokens and, per block of --block-size positions, --random-blocks "
+                 "key blocks at or before it, drawn from --seed)")
+      ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird"}))->capture_default_str();
   cmd.add_option("--window", window,
-                 "with --attention window: keys each query sees, itself included (Mistral's "
-                 "sliding_window)")
+                 "with --attention window or bigbird: keys each query sees, itself included "
+                 "(Mistral's sliding_window)")
       ->check(integer_in(1, 1 << 30));
   cmd.add_option("--global-tokens", global_tokens,
-                 "with --attention window: leading positions every later query also sees")
+                 "with --attention window or bigbird: leading positions every later query also sees")
       ->check(integer_in(0, 1 << 30));
   cmd.add_option("--stride", stride,
                  "with --attention strided: S, the band of the last S keys and the spacing of the "
                  "columns before it (the Sparse Transformer's; about sqrt(--block))")
       ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--block-size", bigbird_block,
+                 "with --attention bigbird: B, the positions of a block (dividing --block); each "
+                 "block of queries sees --random-blocks random blocks of keys")
+      ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--random-blocks", random_blocks,
+                 "with --attention bigbird: R, the random key blocks at or before each query "
+                 "block (at most --block / --block-size; default 0)")
+      ->check(integer_in(0, 1 << 30));
   cmd.add_flag("--no-attention-scale", no_attention_scale,
                "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
                "why every transformer scales them (config.json: scale_attn_weights false)");
@@ -189,7 +199,7 @@ void ModelFlags::add_to(CLI::App& cmd) {
                "not after each residual sum as BERT's post-LN blocks");
 }
 
-nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
+nn::GPTConfig ModelFlags::config(int64_t vocab_size, uint64_t seed) const {
   nn::GPTConfig c;
   c.vocab_size = vocab_size;
   c.block_size = block;
@@ -209,6 +219,14 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
   if (attention == "strided") {
     c.attention.kind = AttentionPattern::Kind::strided;
     c.attention.stride = stride;
+  }
+  if (attention == "bigbird") {
+    c.attention.kind = AttentionPattern::Kind::bigbird;
+    c.attention.window = window;
+    c.attention.global_tokens = global_tokens;
+    c.attention.block = bigbird_block;
+    c.attention.random_blocks = random_blocks;
+    c.attention.random_blocks_seed = seed;
   }
   return c;  // checked by GPTConfig::validate where a model is built
 }
@@ -240,10 +258,10 @@ train::EncoderConfig ModelFlags::encoder_config() const {
   return c;  // the vocabulary comes from the run's text
 }
 
-train::ModelConfig ModelFlags::model_config(const std::string& arch) const {
+train::ModelConfig ModelFlags::model_config(const std::string& arch, uint64_t seed) const {
   if (arch == "encoder-decoder") return encoder_decoder_config();
   if (arch == "encoder") return encoder_config();
-  return config();
+  return config(0, seed);
 }
 
 ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
@@ -259,6 +277,8 @@ ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   m.window = c.attention.window;
   m.global_tokens = c.attention.global_tokens;
   m.stride = c.attention.stride;
+  m.bigbird_block = c.attention.block;
+  m.random_blocks = c.attention.random_blocks;
   m.no_attention_scale = !c.scale_attn_weights;
   return m;
 }
@@ -293,6 +313,7 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
     case AttentionPattern::Kind::window: return "window";
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::bigbird: return "bigbird";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
@@ -311,6 +332,7 @@ const std::vector<FamilyFlag>& family_flags() {
   static const std::vector<FamilyFlag> kFlags = {
       {"--pos", {"gpt", "encoder"}},   {"--kv-heads", {"gpt"}},  {"--attention", {"gpt"}},
       {"--window", {"gpt"}},           {"--global-tokens", {"gpt"}}, {"--stride", {"gpt"}},
+      {"--block-size", {"gpt"}},      {"--random-blocks", {"gpt"}},
       {"--no-attention-scale", {"gpt"}}, {"--cross", {"encoder-decoder"}},
       {"--cross-score", {"encoder-decoder"}}, {"--mask-prob", {"encoder"}}, {"--pre-ln", {"encoder"}}};
   return kFlags;
@@ -357,12 +379,21 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
     });
     return;
   }
-  if (attention == "window" && window == 0) {
-    throw UsageError("--attention window needs --window W (the keys each query sees)");
+  const bool windowed = attention == "window" || attention == "bigbird";
+  if (windowed && window == 0) {
+    throw UsageError(fmt::format("--attention {} needs --window W (the keys each query sees)",
+                                 attention));
   }
-  if (attention != "window" && (window != 0 || global_tokens != 0)) {
-    throw UsageError(fmt::format("{} needs --attention window",
+  if (!windowed && (window != 0 || global_tokens != 0)) {
+    throw UsageError(fmt::format("{} needs --attention window or bigbird",
                                  window != 0 ? "--window" : "--global-tokens"));
+  }
+  if (attention == "bigbird" && bigbird_block == 0) {
+    throw UsageError("--attention bigbird needs --block-size B (the positions of a block)");
+  }
+  if (attention != "bigbird" && (bigbird_block != 0 || cmd.count("--random-blocks") != 0)) {
+    throw UsageError(fmt::format("{} needs --attention bigbird",
+                                 bigbird_block != 0 ? "--block-size" : "--random-blocks"));
   }
   if (attention == "strided" && stride == 0) {
     throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
@@ -397,6 +428,7 @@ const SettingNames& flag_names() {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
+      {"bigbird_block", "--block-size"}, {"random_blocks", "--random-blocks"},
       {"pos", "--pos"},              {"block", "--block"},          {"model", "--model"},
       {"data", "--data"},            {"prompt", "--prompt"},        {"source", "--source"},
       {"text", "--text"},            {"pairs", "--pairs"},          {"ablate", "--ablate"},

@@ -85,6 +85,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
           {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
+          {"--block-size", text(m.bigbird_block)}, {"--random-blocks", text(m.random_blocks)},
           {"--cross", m.cross},               {"--cross-score", m.cross_score},
           {"--mask-prob", text(m.mask_prob)}, {"--pre-ln", text(m.pre_ln)},
           {"--batch", text(o.batch)},
@@ -198,7 +199,8 @@ void check_mpi_build() {
 // The model shape flags: a fine-tuned model's shape is its checkpoint's.
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
-                                       "--stride", "--no-attention-scale"};
+                                       "--stride", "--block-size", "--random-blocks",
+                                       "--no-attention-scale"};
 
 // A family's own defaults for the flags not given, where the GPT demo's do not suit its model
 // (unset: the demo's stays).
@@ -359,7 +361,7 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       } else {
-        started.emplace(train::Run::start(f.out, f.model.model_config(f.arch), f.options, data, f.val_fraction, f.force, world,
+        started.emplace(train::Run::start(f.out, f.model.model_config(f.arch, f.options.seed), f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       }
     } catch (const UsageError&) {

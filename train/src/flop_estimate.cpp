@@ -14,13 +14,16 @@ int64_t matmul_parameter_count(const nn::GPTConfig& c) {
 
 double training_flops_per_token(const nn::GPTConfig& c) {
   // A sliding window's queries meet at most W + G keys, however long the context, a stride's
-  // S + T / S; linear attention's running (d,d) state costs per token what d keys of width d
+  // S + T / S, BigBird's W + G + R B; linear attention's running (d,d) state costs per token what d keys of width d
   // would.
   int64_t attended = c.block_size;
   if (c.attention.kind == AttentionPattern::Kind::window) {
     attended = std::min(c.block_size, c.attention.window + c.attention.global_tokens);
   } else if (c.attention.kind == AttentionPattern::Kind::strided) {
     attended = std::min(c.block_size, c.attention.stride + c.block_size / c.attention.stride);
+  } else if (c.attention.kind == AttentionPattern::Kind::bigbird) {
+    attended = std::min(c.block_size, c.attention.window + c.attention.global_tokens +
+                                          c.attention.random_blocks * c.attention.block);
   } else if (c.attention.is_linear()) {
     attended = c.n_embd / c.n_head;
   }

@@ -34,13 +34,14 @@ constexpr std::array<std::string_view, 53> kIgnoredKeys = {
     "return_dict_in_generate", "tinygpt_training_precision"};
 
 // The keys read below; anything else not in kIgnoredKeys is refused.
-constexpr std::array<std::string_view, 28> kHonouredKeys = {
+constexpr std::array<std::string_view, 32> kHonouredKeys = {
     "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
     "tie_word_embeddings", "bias", "model_type", "add_cross_attention", "pruned_heads",
     "is_encoder_decoder", "position_embedding_type", "rope_theta", "num_key_value_heads",
-    "attention_type", "sliding_window", "global_tokens", "sparse_stride"};
+    "attention_type", "sliding_window", "global_tokens", "sparse_stride", "bigbird_block_size",
+    "bigbird_random_blocks", "bigbird_seed", "bigbird_random_key_blocks"};
 
 // GPT-2's tanh approximation of GELU under its Hugging Face names (gelu_fast is the same
 // formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
@@ -53,27 +54,73 @@ bool one_of(const std::array<std::string_view, N>& names, std::string_view name)
 
 constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
 
+// BigBird's keys (attention_type "bigbird"): the window and global tokens as a sliding window's,
+// its block size, random blocks per query block and the seed that draws them.
+AttentionPattern bigbird_from_json(const json& j, const std::string& source) {
+  for (const char* key : {"sliding_window", "bigbird_block_size", "bigbird_random_blocks", "bigbird_seed"}) {
+    jf::required(j, key, source);
+  }
+  return AttentionPattern::bigbird(
+      jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize),
+      j.contains("global_tokens") ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize) : 0,
+      jf::integer(j["bigbird_random_blocks"], "bigbird_random_blocks", source, 0, kMaxSize),
+      jf::integer(j["bigbird_block_size"], "bigbird_block_size", source, 1, kMaxSize),
+      jf::unsigned_integer(j["bigbird_seed"], "bigbird_seed", source));
+}
+
+// BigBird's blocks must tile the context and the random ones fit in it, and the blocks a config
+// lists must be the ones its seed draws: a reader may take either, and both must give the mask
+// the model was trained with. Checked here to name config.json's keys.
+void check_bigbird_blocks(const json& j, const nn::GPTConfig& c, const std::string& source) {
+  const AttentionPattern& p = c.attention;
+  if (c.block_size % p.block != 0) {
+    jf::fail(source, "bigbird_block_size {} does not divide n_positions {} into whole blocks",
+             p.block, c.block_size);
+  }
+  const int64_t blocks = c.block_size / p.block;
+  if (p.random_blocks > blocks) {
+    jf::fail(source, "bigbird_random_blocks {} is more than the context's {} blocks",
+             p.random_blocks, blocks);
+  }
+  if (!j.contains("bigbird_random_key_blocks")) return;
+  json drawn = json::array();
+  for (int64_t qb = 0; qb < blocks; ++qb) drawn.push_back(p.random_key_blocks(qb));
+  if (j["bigbird_random_key_blocks"] != drawn) {
+    jf::fail(source, "bigbird_random_key_blocks differ from the blocks bigbird_seed {} draws",
+             p.random_blocks_seed);
+  }
+}
+
 // attention_type absent is full attention, or a window when sliding_window holds a number (as
 // in Hugging Face Mistral's config, where null means none).
 AttentionPattern attention_from_json(const json& j, const std::string& source) {
   const bool has_window = j.contains("sliding_window") && !j["sliding_window"].is_null();
   std::string type = has_window ? "sliding_window" : "full";
   if (j.contains("attention_type")) type = jf::string(j["attention_type"], "attention_type", source);
-  if (type != "full" && type != "sliding_window" && type != "strided" && type != "linear") {
+  if (type != "full" && type != "sliding_window" && type != "strided" && type != "linear" &&
+      type != "bigbird") {
     jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\", "
-             "\"sliding_window\", \"strided\" and \"linear\"", excerpt(type));
+             "\"sliding_window\", \"strided\", \"linear\" and \"bigbird\"", excerpt(type));
   }
   const bool has_stride = j.contains("sparse_stride") && !j["sparse_stride"].is_null();
   const bool has_globals = j.contains("global_tokens") && !j["global_tokens"].is_null();
-  if (type != "sliding_window" && (has_window || has_globals)) {
+  const bool windowed = type == "sliding_window" || type == "bigbird";
+  if (!windowed && (has_window || has_globals)) {
     jf::fail(source, "attention_type is \"{}\" but sliding_window or global_tokens is set",
              excerpt(type));
   }
   if (type != "strided" && has_stride) {
     jf::fail(source, "attention_type is \"{}\" but sparse_stride is set", excerpt(type));
   }
+  for (const char* key : {"bigbird_block_size", "bigbird_random_blocks", "bigbird_seed",
+                          "bigbird_random_key_blocks"}) {
+    if (type != "bigbird" && j.contains(key)) {
+      jf::fail(source, "attention_type is \"{}\" but {} is set", excerpt(type), key);
+    }
+  }
   if (type == "full") return {};
   if (type == "linear") return AttentionPattern::linear_attention();
+  if (type == "bigbird") return bigbird_from_json(j, source);
   if (type == "strided") {
     if (!has_stride) jf::fail(source, "attention_type is \"strided\" but sparse_stride is not set");
     AttentionPattern p;
@@ -220,6 +267,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
                     ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
                     : c.n_head;
   c.attention = within_context(attention_from_json(j, source), c.block_size);
+  if (c.attention.kind == AttentionPattern::Kind::bigbird) check_bigbird_blocks(j, c, source);
   try {
     c.validate();
   } catch (const Error& e) {

@@ -33,31 +33,83 @@ using namespace detail::packed;
 // (T, T) is ever held; the products are single-threaded BLAS calls on strided views of qkv.
 constexpr int64_t kBlock = 64;
 
-// The keys a block of queries [i0, keys) may see, as at most two runs laid side by side in the
-// columns of its score panel: the global keys [0, global) and the local ones [lo, keys). Keys
-// between them are seen by no query of the block and are skipped; full attention is the single
-// run [0, keys), whose products are those of plain causal attention.
+// The keys a block of queries [i0, keys) may see, as runs of consecutive keys laid side by side
+// in the columns of its score panel, in key order: full attention is the single run [0, keys), a
+// window at most two (the global keys [0, global) and the local ones [lo, keys)), BigBird also
+// its random key blocks. Keys between runs are seen by no query of the block and are skipped.
+// The last run ends at key keys - 1 and holds every query of the block, so row r's columns past
+// its own key are the last rows - 1 - r.
 struct KeyRuns {
-  int64_t global, lo, keys;
-  int64_t columns() const { return global + keys - lo; }
-  // The part of a product the block needs (block_product): all of it across two runs.
+  struct Run {
+    int64_t key, count;
+  };
+  std::vector<Run> runs;
+  // BigBird: the random key blocks of each query block the rows reach, from first_query_block.
+  int64_t first_query_block = 0;
+  std::vector<std::vector<int64_t>> random_blocks;
+
+  int64_t columns() const {
+    int64_t n = 0;
+    for (const Run& run : runs) n += run.count;
+    return n;
+  }
+  const Run& local() const { return runs.back(); }
+  int64_t local_column() const { return columns() - local().count; }
+  // The part of a product the block needs (block_product): all of it across several runs.
   kernels::Band band(kernels::Band single_run) const {
-    return global == 0 ? single_run : kernels::Band::none;
+    return runs.size() == 1 ? single_run : kernels::Band::none;
   }
 
-  // f(column, first key, count, first run?) for each non-empty run, in column order.
+  // f(column, first key, count, first run?) for each run, in column order.
   template <class F>
   void each(F&& f) const {
-    if (global > 0) f(int64_t{0}, int64_t{0}, global, true);
-    f(global, lo, keys - lo, global == 0);
+    int64_t column = 0;
+    for (const Run& run : runs) {
+      f(column, run.key, run.count, column == 0);
+      column += run.count;
+    }
   }
 };
 
+// BigBird's runs: the global keys, each random key block of the rows' query blocks and the
+// window, sorted and merged where they touch.
+KeyRuns bigbird_key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
+  KeyRuns out;
+  const int64_t b = pattern.block;
+  std::vector<KeyRuns::Run> spans{{0, std::min(pattern.global_tokens, keys)}};
+  out.first_query_block = i0 / b;
+  for (int64_t qb = i0 / b; qb <= (keys - 1) / b; ++qb) {
+    out.random_blocks.push_back(pattern.random_key_blocks(qb));
+    for (int64_t kb : out.random_blocks.back()) spans.push_back({kb * b, std::min(b, keys - kb * b)});
+  }
+  const int64_t lo = std::max<int64_t>(0, i0 - pattern.window + 1);
+  spans.push_back({lo, keys - lo});
+  std::sort(spans.begin(), spans.end(),
+            [](const KeyRuns::Run& x, const KeyRuns::Run& y) { return x.key < y.key; });
+  for (const KeyRuns::Run& span : spans) {
+    if (span.count <= 0) continue;
+    if (!out.runs.empty() && span.key <= out.runs.back().key + out.runs.back().count) {
+      KeyRuns::Run& last = out.runs.back();
+      last.count = std::max(last.count, span.key + span.count - last.key);
+    } else {
+      out.runs.push_back(span);
+    }
+  }
+  return out;
+}
+
 KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
+  if (pattern.kind == AttentionPattern::Kind::bigbird) return bigbird_key_runs(pattern, i0, keys);
   const int64_t lo = pattern.first_local_key(i0);
   const int64_t global = std::min(pattern.global_tokens, lo);
-  if (global == lo) return {0, 0, keys};  // the global keys reach the local run: one run
-  return {global, lo, keys};
+  KeyRuns out;
+  if (global == lo) {  // the global keys reach the local run: one run
+    out.runs.push_back({0, keys});
+    return out;
+  }
+  if (global > 0) out.runs.push_back({0, global});
+  out.runs.push_back({lo, keys - lo});
+  return out;
 }
 
 // One product of a block of `rows` queries whose keys are the single run of `n` columns (see
@@ -112,23 +164,46 @@ void round_bf16(const T* x, int64_t rows, int64_t cols, int64_t ld, T* out) {
 // columns, column c holding key j as the runs lay them out.
 template <class T>
 void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
-  const int64_t global = std::min(runs.global, valid);
+  runs.each([&](int64_t column, int64_t key, int64_t count, bool) {
+    const int64_t end = std::min(column + count, valid);
+    const int64_t shift = key - column;  // key of column c: c + shift
 #pragma omp simd
-  for (int64_t j = 0; j < global; ++j) row[j] += slope * static_cast<T>(j - i);
-  const int64_t shift = runs.lo - runs.global;  // key of column c >= global: c + shift
-#pragma omp simd
-  for (int64_t c = global; c < valid; ++c) row[c] += slope * static_cast<T>(c + shift - i);
+    for (int64_t c = column; c < end; ++c) row[c] += slope * static_cast<T>(c + shift - i);
+  });
 }
 
-// Hides the keys query i may not see by a score of -inf, so the softmax gives them exactly 0:
-// the local keys j with G <= j <= i - W (the global columns and keys past i are never hidden
-// here; the caller stops each row at key i).
+// BigBird's part of mask_row: the keys of the runs in [G, i - W], block by block, unless query
+// i's block drew theirs.
+template <class T>
+void mask_bigbird_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
+  const int64_t b = pattern.block, end = i - pattern.window + 1;
+  const std::vector<int64_t>& random =
+      runs.random_blocks[static_cast<size_t>(i / b - runs.first_query_block)];
+  runs.each([&](int64_t column, int64_t key, int64_t count, bool) {
+    const int64_t stop = std::min(key + count, end);
+    for (int64_t j = std::max(key, pattern.global_tokens); j < stop;) {
+      const int64_t next = std::min((j / b + 1) * b, stop);
+      if (!std::binary_search(random.begin(), random.end(), j / b)) {
+        std::fill(row + column + (j - key), row + column + (next - key),
+                  -std::numeric_limits<T>::infinity());
+      }
+      j = next;
+    }
+  });
+}
+
+// Hides the keys query i may not see by a score of -inf, so the softmax gives them exactly 0
+// (keys past i are never hidden here; the caller stops each row at key i). A window hides the
+// local keys j with G <= j <= i - W; BigBird every key of its runs outside the window, the
+// global keys and query i's random key blocks.
 template <class T>
 void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
+  if (pattern.kind == AttentionPattern::Kind::bigbird) return mask_bigbird_row(row, i, runs, pattern);
   if (pattern.kind != AttentionPattern::Kind::window) return;
-  const int64_t first = std::max(runs.lo, pattern.global_tokens), end = i - pattern.window + 1;
+  const int64_t lo = runs.local().key, column = runs.local_column();
+  const int64_t first = std::max(lo, pattern.global_tokens), end = i - pattern.window + 1;
   if (first < end) {
-    std::fill(row + runs.global + (first - runs.lo), row + runs.global + (end - runs.lo),
+    std::fill(row + column + (first - lo), row + column + (end - lo),
               -std::numeric_limits<T>::infinity());
   }
 }
