@@ -31,6 +31,7 @@ void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
+void add_chart_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
