@@ -1,7 +1,6 @@
 // tinygpt chart: a table of numbers as a PNG line chart, one line per column (docs/bottleneck.py
 // draws exact match against source length with it, one line per model).
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 
 #include "commands.hpp"
@@ -10,8 +9,6 @@
 
 namespace tinygpt::cli {
 namespace {
-
-namespace fs = std::filesystem;
 
 // A table is text, far below this.
 constexpr uint64_t kMaxTableBytes = uint64_t{64} << 20;
@@ -68,18 +65,8 @@ ChartTable read_chart_table(const std::string& path) {
   return table;
 }
 
-// --out is replaced whole: never a file of a checkpoint, nor the table itself.
-void check_chart_out(const ChartFlags& f) {
-  std::error_code ec;
-  if (train::is_checkpoint_file(f.out)) {
-    throw UsageError(fmt::format("--out {} is a file of the checkpoint in {}; name another file", f.out,
-                                 fs::absolute(f.out, ec).parent_path().string()));
-  }
-  if (fs::equivalent(f.out, f.table, ec)) throw UsageError(fmt::format("--out {} is the --table file; name another file", f.out));
-}
-
 void run_chart(const ChartFlags& f) {
-  check_chart_out(f);
+  check_out_file(f.out, f.table, "the --table file");
   const ChartTable table = read_chart_table(f.table);
   plot::save_series_chart(f.out, table.series, table.x_name, f.y_name, f.title);
   fmt::print("chart: {}\n", f.out);

@@ -196,6 +196,10 @@ std::string read_run_text(const train::RunState& state, const char* flag);
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::Tokenizer& tokenizer);
 
+// The --out FILE a command replaces whole: never a file of a checkpoint, nor its own input `input`
+// (`input_words` says which, e.g. "the --data text"). A UsageError naming both.
+void check_out_file(const std::string& out, const std::string& input, const std::string& input_words);
+
 // --tokenizer PATH: a tokenizer.json (byte-level BPE, or a run's character tokenizer), or a
 // folder holding one or GPT-2's vocab.json and merges.txt. A file it cannot read or a format
 // it does not take is an Error naming the flag.
