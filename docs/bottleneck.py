@@ -5,9 +5,9 @@ Writes 20,000 reversal pairs of 4-32 random lowercase letters (seed 1337) and, f
 4, 8, ..., 32, 200 held-out pairs of that length; trains one encoder-decoder per variant with
 build/tinygpt (--cross none: the decoder sees only the mean of the encoder output; the others:
 cross-attention scored by --cross-score), evaluates each on every length with `tinygpt eval
---json`, prints a Markdown table and draws it as an SVG line chart.
+--json`, prints a Markdown table and draws it as a PNG line chart with `tinygpt chart`.
 
-  python3 docs/bottleneck.py --steps 600 --out runs/bottleneck --svg docs/images/bottleneck.svg
+  python3 docs/bottleneck.py --steps 600 --out runs/bottleneck --png docs/images/bottleneck.png
 """
 import argparse
 import json
@@ -19,8 +19,6 @@ import sys
 LENGTHS = list(range(4, 33, 4))
 VARIANTS = {"none": ["--cross", "none"], "dot": [], "general": ["--cross-score", "general"],
             "concat": ["--cross-score", "concat"], "additive": ["--cross-score", "additive"]}
-COLOURS = {"none": "#d62728", "dot": "#1f77b4", "general": "#2ca02c", "concat": "#9467bd",
-           "additive": "#ff7f0e"}
 
 
 def word(rng, n):
@@ -51,37 +49,24 @@ def write_data(folder):
         write_pairs(os.path.join(folder, f"length{n}.tsv"), held)
 
 
-def svg_chart(rows, path):
-    w, h, left, top, right, bottom = 560, 320, 60, 20, 110, 50
-    x = lambda n: left + (n - LENGTHS[0]) / (LENGTHS[-1] - LENGTHS[0]) * (w - left - right)
-    y = lambda v: top + (1 - v) * (h - top - bottom)
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" font-family="sans-serif" font-size="12">',
-           f'<rect width="{w}" height="{h}" fill="white"/>']
-    for v in (0, 0.25, 0.5, 0.75, 1):
-        out.append(f'<line x1="{left}" x2="{w - right}" y1="{y(v):.1f}" y2="{y(v):.1f}" stroke="#ddd"/>')
-        out.append(f'<text x="{left - 8}" y="{y(v) + 4:.1f}" text-anchor="end">{v:g}</text>')
-    for n in LENGTHS:
-        out.append(f'<text x="{x(n):.1f}" y="{h - bottom + 18}" text-anchor="middle">{n}</text>')
-    out.append(f'<text x="{(left + w - right) / 2}" y="{h - 10}" text-anchor="middle">source length (characters)</text>')
-    out.append(f'<text x="14" y="{(top + h - bottom) / 2}" text-anchor="middle" '
-               f'transform="rotate(-90 14 {(top + h - bottom) / 2})">held-out exact match</text>')
-    for i, (name, matches) in enumerate(rows.items()):
-        points = " ".join(f"{x(n):.1f},{y(m):.1f}" for n, m in zip(LENGTHS, matches))
-        colour = COLOURS[name]
-        out.append(f'<polyline points="{points}" fill="none" stroke="{colour}" stroke-width="2"/>')
-        out.append(f'<text x="{w - right + 10}" y="{top + 16 * i + 10}" fill="{colour}">'
-                   f'{"no cross-attention" if name == "none" else name}</text>')
-    out.append("</svg>")
-    with open(path, "w") as f:
-        f.write("\n".join(out) + "\n")
+def draw_chart(rows, folder, png, tinygpt):
+    """The table as `tinygpt chart` reads it (tab-separated, one column per model), drawn to png."""
+    table = os.path.join(folder, "exact_match.tsv")
+    names = ["no cross-attention" if name == "none" else name for name in rows]
+    with open(table, "w") as f:
+        f.write("\t".join(["source length (characters)"] + names) + "\n")
+        for i, n in enumerate(LENGTHS):
+            f.write("\t".join([str(n)] + [f"{matches[i]:.3f}" for matches in rows.values()]) + "\n")
+    subprocess.run([tinygpt, "chart", "--table", table, "--out", png, "--y-name", "held-out exact match",
+                    "--title", "reversal: exact match against source length"], check=True, stdout=subprocess.DEVNULL)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--steps", type=int, default=600)
     p.add_argument("--out", default="runs/bottleneck")
-    p.add_argument("--svg", default="")
-    p.add_argument("--variants", default="none,dot,additive")
+    p.add_argument("--png", default="", help="the chart to write")
+    p.add_argument("--variants", default="none,dot,general,concat,additive")
     p.add_argument("--tinygpt", default="build/tinygpt")
     p.add_argument("--model", default="--layers 2 --heads 4 --d-model 64 --batch 32",
                    help="the other train flags")
@@ -110,8 +95,8 @@ def main():
     for name, matches in rows.items():
         label = "no cross-attention (`--cross none`)" if name == "none" else f"`--cross-score {name}`"
         print(f"| {label} | " + " | ".join(f"{m:.2f}" for m in matches) + " |")
-    if a.svg:
-        svg_chart(rows, a.svg)
+    if a.png:
+        draw_chart(rows, a.out, a.png, a.tinygpt)
     return 0
 
 

@@ -5,9 +5,8 @@
 //
 // Encode throughput of GPT-2's tokenizer (MB/s of the text) in tinygpt (`tokenizer encode` on
 // the text, the whole process: loading GPT-2's 50,257 tokens included), js-tiktoken (r50k_base)
-// and npm `tokenizers` (GPT-2's files, in-process); and the time tinygpt takes to train a
-// 4,096-token byte-level BPE (npm `tokenizers` 0.23 trains only with its default trainer, 30,000
-// tokens, so it is not timed here). Each figure is the best of three runs.
+// and npm `tokenizers` (GPT-2's files, in-process). Each figure is the best of three runs. The
+// vocabulary training times are tests/tokenizers/train_time.js'.
 "use strict";
 
 const childProcess = require("child_process");
@@ -57,10 +56,6 @@ async function main() {
   for (const [name, seconds] of rows) {
     console.log(`encode  ${name.padEnd(26)} ${seconds.toFixed(3)} s  ${(megabytes / seconds).toFixed(2)} MB/s`);
   }
-
-  const ours = await bestOf(3, () => run("tokenizer", "train", "--data", textPath, "--vocab-size", "4096",
-                                         "--out", path.join(work, "bpe4096.json")));
-  console.log(`train 4096  tinygpt (process)          ${ours.toFixed(2)} s`);
 }
 
 main().catch((e) => {

@@ -33,6 +33,7 @@ void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
 void add_memory_command(CLI::App& app);
+void add_chart_command(CLI::App& app);
 // `tinygpt help [COMMAND]`: what `tinygpt [COMMAND] --help` prints.
 void add_help_command(CLI::App& app);
 void add_completion_command(CLI::App& app);
@@ -226,6 +227,10 @@ std::string read_run_text(const train::RunState& state, const char* flag);
 // The ids of a flag's text; an error names the flag and the character the model does not know.
 std::vector<int64_t> encode_flag(const char* flag, const std::string& text,
                                  const data::Tokenizer& tokenizer);
+
+// The --out FILE a command replaces whole: never a file of a checkpoint, nor its own input `input`
+// (`input_words` says which, e.g. "the --data text"). A UsageError naming both.
+void check_out_file(const std::string& out, const std::string& input, const std::string& input_words);
 
 // --tokenizer PATH: a tokenizer.json (byte-level BPE, or a run's character tokenizer), or a
 // folder holding one or GPT-2's vocab.json and merges.txt. A file it cannot read or a format

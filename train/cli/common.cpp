@@ -462,6 +462,17 @@ std::string in_user_terms(const std::exception& e) {
   return error != nullptr ? error->in_terms() : e.what();
 }
 
+void check_out_file(const std::string& out, const std::string& input, const std::string& input_words) {
+  std::error_code ec;
+  if (train::is_checkpoint_file(out)) {
+    throw UsageError(fmt::format("--out {} is a file of the checkpoint in {}; name another file", out,
+                                 std::filesystem::absolute(out, ec).parent_path().string()));
+  }
+  if (std::filesystem::equivalent(out, input, ec)) {
+    throw UsageError(fmt::format("--out {} is {}; name another file", out, input_words));
+  }
+}
+
 std::string memory_in_flag_terms(const train::MemoryError& e) {
   return e.message(kActivationFlags, kModelFlags);
 }

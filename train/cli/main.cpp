@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_tokenizer_command(app);
   tinygpt::cli::add_prune_command(app);
   tinygpt::cli::add_memory_command(app);
+  tinygpt::cli::add_chart_command(app);
   tinygpt::cli::add_help_command(app);
   tinygpt::cli::add_completion_command(app);
   tinygpt::cli::apply_flag_rules(app);

@@ -2,7 +2,6 @@
 // tokenizer tinygpt reads (a trained one, GPT-2's files, a run's character tokenizer).
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -16,7 +15,6 @@
 namespace tinygpt::cli {
 namespace {
 
-namespace fs = std::filesystem;
 using nlohmann::json;
 
 struct TokenizerFlags {
@@ -61,12 +59,7 @@ std::vector<int64_t> parse_ids(const std::string& text, const char* flag) {
 
 // --out: never a file of a checkpoint, nor the text it is trained on.
 void check_out(const TokenizerFlags& f) {
-  std::error_code ec;
-  if (train::is_checkpoint_file(f.out)) {
-    throw UsageError(fmt::format("--out {} is a file of the checkpoint in {}; name another file", f.out,
-                                 fs::absolute(f.out, ec).parent_path().string()));
-  }
-  if (fs::equivalent(f.out, f.data, ec)) throw UsageError(fmt::format("--out {} is the --data text; name another file", f.out));
+  check_out_file(f.out, f.data, "the --data text");
   io::refuse_in_the_way(f.out, io::EntryKind::file, "the tokenizer");
 }
 

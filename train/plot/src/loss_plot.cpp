@@ -3,6 +3,8 @@
 #include "line_chart.hpp"
 #include "plot_style.hpp"
 #include "plot_text.hpp"
+#include "tinygpt/autograd/error.hpp"
+#include "tinygpt/plot/formation_plot.hpp"
 
 namespace tinygpt::plot {
 namespace {
@@ -11,13 +13,8 @@ constexpr int kWidth = 960;
 constexpr int kHeight = 600;
 constexpr int kTextScale = 2;
 
-}  // namespace
-
-void save_loss_curve(const std::string& path, const std::vector<LossPoint>& train,
-                     const std::vector<LossPoint>& val, const std::string& title) {
-  const std::vector<ChartSeries> series = {{"train", kTrainLossColor, plottable(train)},
-                                           {"val", kValLossColor, plottable(val)}};
-  const ChartAxes axes = axes_for(series, "step", "loss");
+void save_one_chart(const std::string& path, const std::vector<ChartSeries>& series,
+                    const ChartAxes& axes, const std::string& title) {
   const int top = style::kMargin + text_line_height(kTextScale) + 2 * style::kGap;  // title
   const PixelRect box{style::kMargin, top, kWidth - 2 * style::kMargin,
                       kHeight - style::kMargin - top};
@@ -27,6 +24,31 @@ void save_loss_curve(const std::string& path, const std::vector<LossPoint>& trai
   draw_text_centered(canvas, plot.x + plot.width / 2, style::kMargin, heading.text, style::kInk,
                      heading.scale);
   canvas.save_png(path);
+}
+
+}  // namespace
+
+void save_loss_curve(const std::string& path, const std::vector<LossPoint>& train,
+                     const std::vector<LossPoint>& val, const std::string& title) {
+  const std::vector<ChartSeries> series = {{"train", kTrainLossColor, plottable(train)},
+                                           {"val", kValLossColor, plottable(val)}};
+  save_one_chart(path, series, axes_for(series, "step", "loss"), title);
+}
+
+Rgb series_color(std::size_t i) {
+  const std::size_t k = i % 10;
+  if (k == 0) return kTrainLossColor;
+  return k == 1 ? kValLossColor : score_color(k - 2);
+}
+
+void save_series_chart(const std::string& path, const std::vector<NamedSeries>& series,
+                       const std::string& x_name, const std::string& y_name, const std::string& title) {
+  if (series.empty()) throw ValueError(Operation("save_series_chart"), "no series to draw");
+  std::vector<ChartSeries> lines;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    lines.push_back({series[i].name, series_color(i), plottable(series[i].points)});
+  }
+  save_one_chart(path, lines, axes_for(lines, x_name, y_name), title);
 }
 
 }  // namespace tinygpt::plot

@@ -9,11 +9,6 @@
 
 namespace tinygpt::plot {
 
-struct NamedSeries {
-  std::string name;
-  std::vector<LossPoint> points;  // (step, value); non-finite values break the line
-};
-
 // The colour of scores[i] (tab10 after the two loss colours, cycling), for readers and tests.
 Rgb score_color(std::size_t i);
 

@@ -1,5 +1,8 @@
 #pragma once
-// The training curve as a PNG: train and validation loss against the step.
+// Line charts as PNGs: the training curve (train and validation loss against the step), and any
+// named series over one x axis (e.g. held-out exact match against source length, one line per
+// model).
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,11 @@ namespace tinygpt::plot {
 struct LossPoint {
   double step = 0.0;
   double loss = 0.0;
+};
+
+struct NamedSeries {
+  std::string name;
+  std::vector<LossPoint> points;  // (step, value); non-finite values break the line
 };
 
 // The colours of the two curves (matplotlib's first two), for readers of the PNG and for tests.
@@ -23,5 +31,13 @@ constexpr Rgb kValLossColor{255, 127, 14};
 // step or loss are left out (they break the line). Throws Error when the PNG cannot be written.
 void save_loss_curve(const std::string& path, const std::vector<LossPoint>& train,
                      const std::vector<LossPoint>& val, const std::string& title);
+
+// series[i] in series_color(i), drawn as save_loss_curve draws its two, with `x_name` below and
+// `y_name` at the left. Throws ValueError when there are no series, Error when the PNG cannot be
+// written.
+void save_series_chart(const std::string& path, const std::vector<NamedSeries>& series,
+                       const std::string& x_name, const std::string& y_name, const std::string& title);
+// matplotlib's ten default colours in order (the loss curves' two first), then again.
+Rgb series_color(std::size_t i);
 
 }  // namespace tinygpt::plot
