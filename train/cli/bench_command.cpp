@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "families.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/train/bench.hpp"
@@ -14,7 +15,7 @@ namespace tinygpt::cli {
 namespace {
 
 struct BenchFlags {
-  std::string arch = "gpt";
+  std::string arch = default_family().arch;
   ModelFlags model;
   train::BenchSettings settings;
   int64_t vocab = 65;
@@ -28,14 +29,15 @@ constexpr const char* kBenchModelFlags = "--layers/--d-model/--vocab";
 
 // What the command line alone shows to be wrong for --arch, in the words train uses.
 void check_bench_flags(const BenchFlags& f, const CLI::App& cmd) {
-  f.model.check(f.arch, cmd);
-  if (f.arch == "encoder-decoder") {
-    if (cmd.count("--data") > 0) {
-      throw UsageError("--data: --arch encoder-decoder times random pairs; it takes no text");
-    }
-    if (f.model.block < 2) throw UsageError("--block: an encoder-decoder needs at least 2 positions");
+  const Family& family = cli::family(f.arch);
+  family.check(f.model, cmd);
+  if (!family.bench_data_instead.empty() && cmd.count("--data") > 0) {
+    throw UsageError(fmt::format("--data: --arch {} times {}; it takes no text", f.arch, family.bench_data_instead));
   }
-  if (f.arch != "gpt" && cmd.count("--peak-size") > 0) {
+  if (f.model.block < family.bench_min_block) {
+    throw UsageError(fmt::format("--block: {} needs at least {} positions", family.noun, family.bench_min_block));
+  }
+  if (!family.reports_mfu && cmd.count("--peak-size") > 0) {
     throw UsageError(fmt::format("--peak-size: --arch {} reports no MFU, so it measures no product rate", f.arch));
   }
   if (cmd.count("--data") > 0 && cmd.count("--vocab") > 0) {
@@ -53,13 +55,14 @@ void check_bench_flags(const BenchFlags& f, const CLI::App& cmd) {
 std::unique_ptr<train::Task> bench_task(const BenchFlags& f, std::string& source) {
   const train::TrainOptions options = f.settings.train_options();
   const std::string text = f.data.empty() ? "" : data::load_text(f.data);
+  const train::ModelConfig config = family(f.arch).model_config(f.model, f.settings.seed);
   try {
     if (!f.data.empty()) {
       source = data::absolute_source(f.data);
-      return train::new_task(f.model.model_config(f.arch, f.settings.seed), train::TaskSource{text, source, 0.1, options, options.batch});
+      return train::new_task(config, train::TaskSource{text, source, 0.1, options, options.batch});
     }
     source = "synthetic random tokens";
-    return train::random_task(f.model.model_config(f.arch, f.settings.seed), f.vocab, options);
+    return train::random_task(config, f.vocab, options);
   } catch (const train::MemoryError& e) {
     throw ValueError(e.message(kActivationFlags, f.data.empty() ? kBenchModelFlags : kModelFlags));
   } catch (const ValueError& e) {
@@ -98,13 +101,10 @@ void add_bench_command(CLI::App& app) {
       "through the same OpenMP-split matmul; a line says so when it is below half the peak.");
   set_memory_advice(*cmd, fmt::format("lower {} (activations), {} (model) or --peak-size (the "
                                       "product probe)", kActivationFlags, kBenchModelFlags));
-  cmd->add_option("--arch", flags->arch,
-                  "gpt, or encoder-decoder: its steps on random pairs whose source and target fill "
-                  "--block positions (ms/step, tokens/s, peak RSS, --profile; the model flags --layers, "
-                  "--heads, --d-model, --block, --dropout); or encoder: a masked LM's steps on random "
-                  "characters, or --data's, in windows of --block ([CLS] and [SEP] added; also --pos, "
-                  "--pre-ln, --mask-prob)")
-      ->check(CLI::IsMember({"gpt", "encoder-decoder", "encoder"}))->capture_default_str();
+  std::vector<std::string> arch_help;
+  for (const Family& family : families()) arch_help.push_back(family.bench_help);
+  cmd->add_option("--arch", flags->arch, fmt::format("{}", fmt::join(arch_help, "; ")))
+      ->check(CLI::IsMember(family_names()))->capture_default_str();
   flags->model.add_to(*cmd);
   cmd->add_option("--batch", flags->settings.batch, "sequences per step")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
   cmd->add_option("--vocab", flags->vocab, "vocabulary of the synthetic tokens (65: Shakespeare's)")->check(CLI::Range(int64_t{1}, int64_t{1} << 24))->capture_default_str();

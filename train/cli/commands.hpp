@@ -101,18 +101,11 @@ struct ModelFlags {
   // The masked-LM encoder of these flags: --block characters a window (the context adds [CLS]
   // and [SEP]), feed-forward width 4 --d-model.
   train::EncoderConfig encoder_config() const;
-  // The model of --arch `arch` ("gpt", "encoder-decoder" or "encoder") these flags give: the one
-  // place the command line picks a family. `seed` draws a BigBird GPT's random key blocks.
-  train::ModelConfig model_config(const std::string& arch, uint64_t seed) const;
   // The flags that give `c`: the inverses of config() and encoder_decoder_config().
   static ModelFlags of(const nn::GPTConfig& c);
   static ModelFlags of(const nn::EncoderDecoderConfig& c);
   static ModelFlags of(const train::EncoderConfig& c);
   static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
-  // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid for --arch `arch`, e.g.
-  // --kv-heads 3 with --heads 2, and for an encoder or encoder-decoder any flag of another
-  // family given on `cmd`.
-  void check(const std::string& arch, const CLI::App& cmd) const;
 };
 
 // A library's refusal of a setting (GPTConfig::validate, TrainOptions::validate, the Trainer) in

@@ -258,12 +258,6 @@ train::EncoderConfig ModelFlags::encoder_config() const {
   return c;  // the vocabulary comes from the run's text
 }
 
-train::ModelConfig ModelFlags::model_config(const std::string& arch, uint64_t seed) const {
-  if (arch == "encoder-decoder") return encoder_decoder_config();
-  if (arch == "encoder") return encoder_config();
-  return config(0, seed);
-}
-
 ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   ModelFlags m;
   m.layers = c.n_layer;
@@ -317,89 +311,6 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
     case AttentionPattern::Kind::full: break;
   }
   return "full";
-}
-
-namespace {
-
-// The flags that only some families take, and which: an encoder-decoder's attention is full
-// and its positions learned; an encoder's attention is full and bidirectional, one key/value head
-// per head.
-struct FamilyFlag {
-  const char* flag;
-  std::vector<std::string> archs;
-};
-const std::vector<FamilyFlag>& family_flags() {
-  static const std::vector<FamilyFlag> kFlags = {
-      {"--pos", {"gpt", "encoder"}},   {"--kv-heads", {"gpt"}},  {"--attention", {"gpt"}},
-      {"--window", {"gpt"}},           {"--global-tokens", {"gpt"}}, {"--stride", {"gpt"}},
-      {"--block-size", {"gpt"}},      {"--random-blocks", {"gpt"}},
-      {"--no-attention-scale", {"gpt"}}, {"--cross", {"encoder-decoder"}},
-      {"--cross-score", {"encoder-decoder"}}, {"--mask-prob", {"encoder"}}, {"--pre-ln", {"encoder"}}};
-  return kFlags;
-}
-
-// Refuses a flag on `cmd` that --arch `arch` does not take.
-void check_family_flags(const std::string& arch, const CLI::App& cmd) {
-  for (const FamilyFlag& f : family_flags()) {
-    if (cmd.count(f.flag) == 0 || std::find(f.archs.begin(), f.archs.end(), arch) != f.archs.end()) continue;
-    if (f.archs.front() == "gpt") {
-      throw UsageError(fmt::format("{} is a GPT's flag; --arch {} does not take it", f.flag, arch));
-    }
-    throw UsageError(fmt::format("{} needs --arch {}", f.flag, f.archs.front()));
-  }
-}
-
-// A config's refusal of the flags' shape, in flag terms.
-template <class Validate>
-void check_shape(Validate&& validate) {
-  try {
-    validate();
-  } catch (const ValueError& e) {
-    throw UsageError(in_flag_terms(e));
-  }
-}
-
-}  // namespace
-
-void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
-  check_family_flags(arch, cmd);
-  if (arch == "encoder-decoder") {
-    check_shape([&] {
-      nn::EncoderDecoderConfig c = encoder_decoder_config();
-      c.vocab_size = 4;  // any vocabulary with the special tokens
-      c.validate();
-    });
-    return;
-  }
-  if (arch == "encoder") {
-    check_shape([&] {
-      nn::BertConfig c = encoder_config().model;
-      c.vocab_size = static_cast<int64_t>(data::MaskedLMTokenizer::special_tokens().size()) + 1;  // and a character
-      c.validate();
-    });
-    return;
-  }
-  const bool windowed = attention == "window" || attention == "bigbird";
-  if (windowed && window == 0) {
-    throw UsageError(fmt::format("--attention {} needs --window W (the keys each query sees)",
-                                 attention));
-  }
-  if (!windowed && (window != 0 || global_tokens != 0)) {
-    throw UsageError(fmt::format("{} needs --attention window or bigbird",
-                                 window != 0 ? "--window" : "--global-tokens"));
-  }
-  if (attention == "bigbird" && bigbird_block == 0) {
-    throw UsageError("--attention bigbird needs --block-size B (the positions of a block)");
-  }
-  if (attention != "bigbird" && (bigbird_block != 0 || cmd.count("--random-blocks") != 0)) {
-    throw UsageError(fmt::format("{} needs --attention bigbird",
-                                 bigbird_block != 0 ? "--block-size" : "--random-blocks"));
-  }
-  if (attention == "strided" && stride == 0) {
-    throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
-  }
-  if (attention != "strided" && stride != 0) throw UsageError("--stride needs --attention strided");
-  check_shape([&] { config(1).validate(); });
 }
 
 std::string in_terms_of(const Error& e, const SettingNames& names) {

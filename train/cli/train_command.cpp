@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.hpp"
+#include "families.hpp"
 #include "process.hpp"
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/threads.hpp"
@@ -52,7 +53,7 @@ train::TrainOptions demo_options() {
 }
 
 struct TrainFlags {
-  std::string arch = "gpt";  // or "encoder-decoder", "encoder"
+  std::string arch = default_family().arch;
   std::string data;
   std::string out = "runs/tinygpt";
   std::string resume;
@@ -101,16 +102,9 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
 // The flags that would start `run`.
 TrainFlags flags_of(train::Run& run) {
   TrainFlags f;
-  if (run.task().is<train::PairTask>()) {
-    f.arch = "encoder-decoder";
-    f.model = ModelFlags::of(run.task().as<train::PairTask>().encoder_decoder().config());
-  } else if (run.task().is<train::EncoderTask>()) {
-    train::EncoderTask& task = run.task().as<train::EncoderTask>();
-    f.arch = "encoder";
-    f.model = ModelFlags::of(train::EncoderConfig{task.bert().config(), task.mask_probability()});
-  } else {
-    f.model = ModelFlags::of(run.task().as<train::LanguageModelTask>().gpt()->config());
-  }
+  const Family& family = family_of(run.task());
+  f.arch = family.arch;
+  f.model = family.flags_of(run.task());
   f.options = run.options();
   f.data = run.data_source();
   f.val_fraction = run.val_fraction();
@@ -202,36 +196,6 @@ constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--bl
                                        "--stride", "--block-size", "--random-blocks",
                                        "--no-attention-scale"};
 
-// A family's own defaults for the flags not given, where the GPT demo's do not suit its model
-// (unset: the demo's stays).
-struct FamilyDefaults {
-  std::optional<int64_t> heads, d_model, block, steps, batch, warmup, eval_every, eval_iters;
-  std::optional<double> lr, beta2;
-};
-
-// The encoder-decoder's default model learns builtin:reverse to exact match >= 0.99 on the
-// held-out pairs in about two minutes on 2 cores (docs/SEQ2SEQ.md). The encoder's post-LN blocks
-// want a lower learning rate than the demo's.
-FamilyDefaults family_defaults(const std::string& arch) {
-  FamilyDefaults d;
-  d.lr = 2e-3;
-  d.warmup = 100;
-  d.beta2 = 0.98;
-  d.eval_every = 250;
-  d.eval_iters = 4;
-  d.heads = 4;
-  if (arch == "encoder-decoder") {
-    d.d_model = 128;
-    d.block = 32;
-    d.steps = 1500;
-    d.batch = 64;
-  } else {
-    d.steps = 2000;
-    d.batch = 32;
-  }
-  return d;
-}
-
 // Calls visit(flag, default, field) for each flag a family may set, in the order --help lists them.
 template <class Visit>
 void visit_family_defaults(const FamilyDefaults& d, TrainFlags& f, Visit&& visit) {
@@ -248,17 +212,17 @@ void visit_family_defaults(const FamilyDefaults& d, TrainFlags& f, Visit&& visit
 }
 
 void apply_family_defaults(TrainFlags& f, const CLI::App& cmd) {
-  if (f.arch == "gpt" || !f.resume.empty()) return;
-  visit_family_defaults(family_defaults(f.arch), f, [&](const char* flag, const auto& value, auto& field) {
+  if (!f.resume.empty()) return;
+  visit_family_defaults(family(f.arch).defaults, f, [&](const char* flag, const auto& value, auto& field) {
     if (cmd.count(flag) == 0 && value) field = *value;
   });
 }
 
 // "--heads 4 --steps 2000 ...": a family's defaults as --help states them.
-std::string family_defaults_text(const std::string& arch) {
+std::string family_defaults_text(const Family& family) {
   TrainFlags unused;
   std::vector<std::string> parts;
-  visit_family_defaults(family_defaults(arch), unused, [&](const char* flag, const auto& value, auto&) {
+  visit_family_defaults(family.defaults, unused, [&](const char* flag, const auto& value, auto&) {
     if (value) parts.push_back(fmt::format("{} {}", flag, *value));
   });
   return fmt::format("{}", fmt::join(parts, " "));
@@ -274,14 +238,14 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
     }
     return;  // the run's own settings were checked when it started
   }
-  if (f.arch != "gpt" && !f.init_from.empty()) {
-    throw UsageError(fmt::format("--init-from is a GPT's flag; --arch {} does not take it", f.arch));
+  const Family& family = cli::family(f.arch);
+  if (!family.takes_init_from && !f.init_from.empty()) {
+    throw UsageError(fmt::format("--init-from is {}'s flag; --arch {} does not take it",
+                                 default_family().noun, f.arch));
   }
-  if (f.arch == "encoder-decoder" && !f.tokenizer.empty()) {
-    throw UsageError("--tokenizer is a GPT's flag; an encoder-decoder's vocabulary is its pairs' characters");
-  }
-  if (f.arch == "encoder" && !f.tokenizer.empty()) {
-    throw UsageError("--tokenizer is a GPT's flag; an encoder's vocabulary is its text's characters and BERT's specials");
+  if (!family.own_vocabulary.empty() && !f.tokenizer.empty()) {
+    throw UsageError(fmt::format("--tokenizer is {}'s flag; {}'s vocabulary is {}", default_family().noun,
+                                 family.noun, family.own_vocabulary));
   }
   if (!f.init_from.empty()) {
     for (const char* flag : kShapeFlags) {
@@ -291,7 +255,7 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
       }
     }
   } else {
-    f.model.check(f.arch, cmd);
+    family.check(f.model, cmd);
   }
   try {
     f.options.validate();
@@ -365,8 +329,8 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
   std::optional<train::Run> started;
   world.together([&] {
     try {
-      const bool seq2seq = f.arch == "encoder-decoder";
-      const std::string data = !f.data.empty() ? f.data : seq2seq ? data::kReverseTask : data::kToyCorpus;
+      const Family& family = cli::family(f.arch);
+      const std::string data = !f.data.empty() ? f.data : family.default_data;
       if (!f.resume.empty()) {
         started.emplace(resume_run(f, cmd, world));
       } else if (!f.init_from.empty()) {
@@ -375,7 +339,7 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       } else {
-        started.emplace(train::Run::start(f.out, f.model.model_config(f.arch, f.options.seed), f.options, data, f.val_fraction, f.force, world,
+        started.emplace(train::Run::start(f.out, family.model_config(f.model, f.options.seed), f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       }
     } catch (const UsageError&) {
@@ -523,16 +487,12 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a GPT on the built-in toy corpus or a text file");
   cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
   set_memory_advice(*cmd, fmt::format("lower {} (activations) or {} (model)", kActivationFlags, kModelFlags));
-  cmd->add_option("--arch", flags->arch,
-                  fmt::format("gpt: a causal language model of the text; encoder-decoder: a model "
-                              "from source to target of source<TAB>target pairs (--data a file of "
-                              "them, or builtin:reverse, builtin:sort or builtin:dates; default "
-                              "builtin:reverse), with its own defaults for the flags not given ({}); "
-                              "encoder: a bidirectional encoder (BERT) trained as a masked language "
-                              "model of the text, saved in Hugging Face BertForMaskedLM's layout, with "
-                              "its own defaults ({})",
-                              family_defaults_text("encoder-decoder"), family_defaults_text("encoder")))
-      ->check(CLI::IsMember({"gpt", "encoder-decoder", "encoder"}))->capture_default_str();
+  std::vector<std::string> arch_help;
+  for (const Family& family : families()) {
+    arch_help.push_back(fmt::format(fmt::runtime(family.train_help), family_defaults_text(family)));
+  }
+  cmd->add_option("--arch", flags->arch, fmt::format("{}", fmt::join(arch_help, "; ")))
+      ->check(CLI::IsMember(family_names()))->capture_default_str();
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
   CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");
