@@ -153,8 +153,10 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "(the last --window, itself included, plus the first --global-tokens), strided "
                  "(the last --stride and every --stride-th one before them) or linear "
                  "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
-                 "with learned, sinusoidal or no positions)")
-      ->check(CLI::IsMember({"full", "window", "strided", "linear"}))->capture_default_str();
+                 "with learned, sinusoidal or no positions) or performer (as linear, with FAVOR+'s "
+                 "--features positive orthogonal random features, which estimate softmax "
+                 "attention)")
+      ->check(CLI::IsMember({"full", "window", "strided", "linear", "performer"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window: keys each query sees, itself included (Mistral's "
                  "sliding_window)")
@@ -166,6 +168,14 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "with --attention strided: S, the band of the last S keys and the spacing of the "
                  "columns before it (the Sparse Transformer's; about sqrt(--block))")
       ->check(integer_in(1, 1 << 30));
+  cmd.add_option("--features", features,
+                 fmt::format("with --attention performer: M, the random features per head "
+                             "(default {}; the error against softmax falls about as 1/sqrt(M))",
+                             kDefaultFeatures));
+  cmd.add_option("--redraw-every", redraw_every,
+                 "with --attention performer: draw new random features every N training steps, "
+                 "from the seed and the step (default 0: never; the features are saved in "
+                 "model.safetensors)");
   cmd.add_flag("--no-attention-scale", no_attention_scale,
                "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
                "why every transformer scales them (config.json: scale_attn_weights false)");
@@ -202,6 +212,11 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
     c.attention.kind = AttentionPattern::Kind::strided;
     c.attention.stride = stride;
   }
+  if (attention == "performer") {
+    c.attention.kind = AttentionPattern::Kind::performer;
+    c.attention.features = features != kNotGiven ? features : kDefaultFeatures;
+    c.attention.redraw_every = redraw_every != kNotGiven ? redraw_every : 0;
+  }
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
@@ -231,6 +246,10 @@ ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   m.window = c.attention.window;
   m.global_tokens = c.attention.global_tokens;
   m.stride = c.attention.stride;
+  if (c.attention.is_performer()) {
+    m.features = c.attention.features;
+    m.redraw_every = c.attention.redraw_every;
+  }
   m.no_attention_scale = !c.scale_attn_weights;
   return m;
 }
@@ -252,6 +271,7 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
     case AttentionPattern::Kind::window: return "window";
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
+    case AttentionPattern::Kind::performer: return "performer";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
@@ -262,7 +282,8 @@ namespace {
 // The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
 // positions learned, its heads one key/value head each).
 constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
-                                         "--global-tokens", "--stride", "--no-attention-scale"};
+                                         "--global-tokens", "--stride", "--no-attention-scale",
+                                         "--features", "--redraw-every"};
 
 }  // namespace
 
@@ -298,6 +319,12 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
     throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
   }
   if (attention != "strided" && stride != 0) throw UsageError("--stride needs --attention strided");
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--features", features},
+                                    {"--redraw-every", redraw_every}}) {
+    if (attention != "performer" && value != kNotGiven) {
+      throw UsageError(fmt::format("{} needs --attention performer", flag));
+    }
+  }
   try {
     config(1).validate();
   } catch (const ValueError& e) {
@@ -329,7 +356,8 @@ std::string in_flag_terms(const Error& e) {
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
       {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
-      {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"}};
+      {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"},
+      {"features", "--features"}, {"redraw_every", "--redraw-every"}};
   return in_terms_of(e, kFlags);
 }
 

@@ -136,7 +136,14 @@ void run_sample(const SampleFlags& f) {
                f.options.tokens, seconds, seconds > 0 ? f.options.tokens / seconds : 0.0,
                nn::position_embedding_name(c.position_embedding), c.n_head, c.kv_heads(),
                c.attention.str());
-    if (c.attention.is_linear()) {
+    if (c.attention.is_performer()) {
+      fmt::print(stderr,
+                 "recurrent state: {} bytes, whatever the length (Performer's running sums: {} "
+                 "layers x {} kv_heads x (features x d_head + features) x 4 bytes, features {}, "
+                 "d_head {})\n",
+                 loaded.model->recurrent_state_bytes(), c.n_layer, c.kv_heads(),
+                 c.attention.features, d);
+    } else if (c.attention.is_linear()) {
       fmt::print(stderr,
                  "recurrent state: {} bytes, whatever the length (linear attention's running "
                  "sums: {} layers x {} kv_heads x (d_head^2 + d_head) x 4 bytes, d_head {})\n",

@@ -86,6 +86,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--kv-heads", text(m.kv_heads)},   {"--attention", m.attention},
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
           {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
+          {"--features", text(m.features)},   {"--redraw-every", text(m.redraw_every)},
           {"--cross", m.cross},               {"--cross-score", m.cross_score},
           {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
@@ -224,7 +225,8 @@ void check_mpi_build() {
 // The model shape flags: a fine-tuned model's shape is its checkpoint's.
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
-                                       "--stride", "--no-attention-scale"};
+                                       "--stride", "--no-attention-scale", "--features",
+                                       "--redraw-every"};
 
 // An encoder-decoder's defaults for the flags not given: the GPT demo's suit its model, not this
 // one. The default model learns builtin:reverse to exact match >= 0.99 on the held-out pairs in

@@ -21,6 +21,8 @@ double training_flops_per_token(const nn::GPTConfig& c) {
     attended = std::min(c.block_size, c.attention.window + c.attention.global_tokens);
   } else if (c.attention.kind == AttentionPattern::Kind::strided) {
     attended = std::min(c.block_size, c.attention.stride + c.block_size / c.attention.stride);
+  } else if (c.attention.is_performer()) {
+    attended = c.attention.features;  // the (M,d) state as M keys, phi(q) as M more products
   } else if (c.attention.is_linear()) {
     attended = c.n_embd / c.n_head;
   }
