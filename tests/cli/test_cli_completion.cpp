@@ -34,8 +34,10 @@ TEST_CASE("the bash completion offers commands, flags, choices and paths", "[cli
   const std::string script = dir.file("tinygpt.bash");
   write_bytes(script, run_ok({"completion", "bash"}).out);
   CHECK(complete(script, "tinygpt \"\"") ==
-        "train sample eval heads bench tokenizer prune memory help completion --help --version");
+        "train sample eval fill heads bench tokenizer prune memory help completion --help --version");
   CHECK(complete(script, "tinygpt sa") == "sample");
+  CHECK(complete(script, "tinygpt fill --top") == "--top-k");
+  CHECK(complete(script, "tinygpt train --mask") == "--mask-prob");
   CHECK(complete(script, "tinygpt train --init") == "--init-from");
   CHECK(complete(script, "tinygpt train --keep") == "--keep-best");
   CHECK(complete(script, "tinygpt train --pos \"\"") == "learned sinusoidal rope alibi none");
@@ -44,7 +46,7 @@ TEST_CASE("the bash completion offers commands, flags, choices and paths", "[cli
   CHECK(complete(script, "tinygpt heads --ablate --js") == "--json");  // its value is optional
   CHECK(complete(script, "tinygpt sample --model m --j") == "--json");
   CHECK(complete(script, "tinygpt train --layers \"\"").empty());  // a number: nothing to offer
-  CHECK(complete(script, "tinygpt help \"\"") == "train sample eval heads bench tokenizer prune memory help completion");
+  CHECK(complete(script, "tinygpt help \"\"") == "train sample eval fill heads bench tokenizer prune memory help completion");
   CHECK(complete(script, "tinygpt completion \"\"") == "bash");
   // A directory for --model, a file for --data.
   std::filesystem::create_directories(dir.file("run_one"));

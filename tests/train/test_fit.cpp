@@ -154,10 +154,10 @@ TEST_CASE("a registered model type loads back by the picker; an unknown one is r
     Run run = Run::start(dir.file("run"), kConfig, options(2, 2), data::kToyCorpus);
     fit(run, {});
   }
-  LoadedModel loaded = load_any_model(dir.file("run"));
-  REQUIRE(loaded.own_model);
-  CHECK(loaded.own_model->shape().block_size == 8);
-  CHECK(dynamic_cast<Bigram*>(loaded.own_model.get()) != nullptr);
+  const std::unique_ptr<Task> loaded = load_task(dir.file("run"));
+  REQUIRE(loaded->is<LanguageModelTask>());
+  CHECK(loaded->as<LanguageModelTask>().causal_lm().shape().block_size == 8);
+  CHECK(dynamic_cast<Bigram*>(&loaded->model()) != nullptr);
   CHECK_THROWS_WITH(load_model(dir.file("run")), Contains(kBigramType) && Contains("not a GPT"));
   Run again = Run::resume(dir.file("run"), [] { ResumeChanges c; c.steps = 3; return c; }());
   CHECK(again.task().as<LanguageModelTask>().gpt() == nullptr);
@@ -168,4 +168,27 @@ TEST_CASE("a registered model type loads back by the picker; an unknown one is r
                     Contains("no-such-model") && Contains("register_causal_lm"));
   CHECK_THROWS_WITH(register_causal_lm("gpt2", [](const nlohmann::json&, uint64_t) { return nullptr; }),
                     Contains("gpt2"));
+}
+
+TEST_CASE("a registered model's training memory is measured: its parameters' copies and one row's "
+          "activations times the rows", "[train][task][memory]") {
+  register_bigram();
+  Bigram model(20, 8, 1);
+  const MemoryEstimate one = measure_training_memory(model, 1, "adamw");
+  const MemoryEstimate four = measure_training_memory(model, 4, "adamw");
+  CHECK(one.parameters == model.num_parameters());
+  CHECK(one.model_bytes == 16.0 * static_cast<double>(model.num_parameters()));
+  CHECK(one.activation_bytes > 0.0);
+  CHECK(four.activation_bytes == 4.0 * one.activation_bytes);
+  CHECK(measure_training_memory(model, 1, "sgd").model_bytes == 8.0 * static_cast<double>(model.num_parameters()));
+  // The row leaves no gradients behind, and the model in the mode it was in.
+  for (const Tensor& p : model.parameters()) CHECK_FALSE(p.grad().defined());
+  CHECK(model.is_training());
+  // A run's task says it too, so a step that cannot fit is refused before training.
+  ScratchDir dir;
+  Run run = Run::start(dir.file("run"), kConfig, options(1, 1), data::kToyCorpus);
+  const std::optional<MemoryEstimate> estimate = run.task().training_memory(4, run.options());
+  REQUIRE(estimate);
+  CHECK(estimate->parameters == run.task().model().num_parameters());
+  CHECK(estimate->activation_bytes > 0.0);
 }

@@ -115,18 +115,19 @@ TEST_CASE("an encoder-decoder checkpoint loads back and its config.json is stric
     Run run = Run::start(out, small_config(), quick_options(1), data::kDatesTask);
     train_to_end(run);
   }
-  LoadedModel loaded = load_any_model(out);
-  REQUIRE(loaded.is_encoder_decoder());
-  CHECK(loaded.seq2seq_config.d_model == 16);
-  CHECK(loaded.seq2seq_config.eos_token_id == data::kEosId);
-  CHECK(dynamic_cast<const data::CharTokenizer&>(*loaded.tokenizer).specials() == data::pair_specials());
+  const std::unique_ptr<Task> loaded_task = load_task(out);
+  REQUIRE(loaded_task->is<PairTask>());
+  nn::EncoderDecoder& loaded = loaded_task->as<PairTask>().encoder_decoder();
+  CHECK(loaded.config().d_model == 16);
+  CHECK(loaded.config().eos_token_id == data::kEosId);
+  CHECK(dynamic_cast<const data::CharTokenizer&>(loaded_task->tokenizer()).specials() == data::pair_specials());
   CHECK_THROWS_WITH(load_model(out), Catch::Contains("is an encoder-decoder, not a GPT"));
   Run again = Run::resume(out, [] { ResumeChanges c; c.steps = 2; return c; }());
-  const nn::NamedTensors saved = loaded.seq2seq->state_dict(), live = again.task().model().state_dict();
+  const nn::NamedTensors saved = loaded.state_dict(), live = again.task().model().state_dict();
   REQUIRE(saved.size() == live.size());
   for (size_t i = 0; i < saved.size(); ++i) CHECK(saved[i].second.to_vector() == live[i].second.to_vector());
 
-  nlohmann::json config = nlohmann::json::parse(config_to_json(loaded.seq2seq_config));
+  nlohmann::json config = nlohmann::json::parse(config_to_json(loaded.config()));
   CHECK(encoder_decoder_config_from_json(config.dump(), "c.json").decoder_ffn_dim == 32);
   auto refused = [&](const char* key, const nlohmann::json& value, const std::string& fragment) {
     nlohmann::json changed = config;

@@ -22,12 +22,14 @@
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/memory_estimate.hpp"
+#include "tinygpt/train/task.hpp"
 
 namespace tinygpt::cli {
 
 void add_train_command(CLI::App& app);
 void add_sample_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_fill_command(CLI::App& app);
 void add_heads_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_prune_command(CLI::App& app);
@@ -91,18 +93,28 @@ struct ModelFlags {
   bool no_attention_scale = false;  // --no-attention-scale: softmax of q.k, not q.k / sqrt(d)
   std::string cross = "attention";  // --cross: an encoder-decoder's view of the source (or none)
   std::string cross_score = "dot";  // --cross-score: how its cross-attention scores
+  double mask_prob = 0.15;          // --mask-prob: an encoder's share of positions masked
+  bool pre_ln = false;              // --pre-ln: an encoder's blocks LayerNorm before each sublayer
 
   void add_to(CLI::App& cmd);
   nn::GPTConfig config(int64_t vocab_size = 0) const;  // 0: a run sets it from its data
   // The encoder-decoder of these flags: --layers in each stack, --heads in every attention,
   // --block positions for a source and for a target, feed-forward width 4 --d-model.
   nn::EncoderDecoderConfig encoder_decoder_config() const;
+  // The masked-LM encoder of these flags: --block characters a window (the context adds [CLS]
+  // and [SEP]), feed-forward width 4 --d-model.
+  train::EncoderConfig encoder_config() const;
   // The flags that give `c`: the inverses of config() and encoder_decoder_config().
+  // The model of --arch `arch` ("gpt", "encoder-decoder" or "encoder") these flags give: the one
+  // place the command line picks a family.
+  train::ModelConfig model_config(const std::string& arch) const;
   static ModelFlags of(const nn::GPTConfig& c);
   static ModelFlags of(const nn::EncoderDecoderConfig& c);
+  static ModelFlags of(const train::EncoderConfig& c);
   static const char* attention_flag(const AttentionPattern& pattern);  // --attention's value
   // Refuses (UsageError, in flag terms) a shape no vocabulary makes valid for --arch `arch`, e.g.
-  // --kv-heads 3 with --heads 2, and for an encoder-decoder any GPT-only flag given on `cmd`.
+  // --kv-heads 3 with --heads 2, and for an encoder or encoder-decoder any flag of another
+  // family given on `cmd`.
   void check(const std::string& arch, const CLI::App& cmd) const;
 };
 
@@ -112,6 +124,23 @@ struct ModelFlags {
 // divide n_head 2" reads "--kv-heads 3 does not divide --heads 2". The checks live in the library;
 // only the names change.
 std::string in_flag_terms(const Error& e);
+// The flag that sets the library's `setting` (the same table), or the setting's own name.
+std::string flag_of(const std::string& setting);
+
+// f(), its refusals in the command line's terms: a SettingError a UsageError, another ValueError
+// the same message with flags for settings.
+template <class F>
+auto in_flag_terms_of(F&& f) {
+  try {
+    return f();
+  } catch (const UsageError&) {
+    throw;
+  } catch (const SettingError& e) {
+    throw UsageError(in_flag_terms(e));
+  } catch (const ValueError& e) {
+    throw ValueError(in_flag_terms(e));
+  }
+}
 
 // A program's words for the library's settings, by the setting's name.
 using SettingNames = std::map<std::string, std::string>;

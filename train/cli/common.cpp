@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -189,6 +190,13 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "(q.k/sqrt(d)), general (q W k, Luong), concat (v tanh(W [q;k]), Luong) or "
                  "additive (v tanh(q + k), Bahdanau)")
       ->check(CLI::IsMember({"dot", "general", "concat", "additive"}))->capture_default_str();
+  cmd.add_option("--mask-prob", mask_prob,
+                 "with --arch encoder: the share of positions each batch masks and predicts (BERT's "
+                 "0.15; of them 80% become [MASK], 10% a random character, 10% stay)")
+      ->check(finite_number(0.0, 1.0, true, false))->capture_default_str();
+  cmd.add_flag("--pre-ln", pre_ln,
+               "with --arch encoder: LayerNorm before each sublayer (and after the last block), "
+               "not after each residual sum as BERT's post-LN blocks");
 }
 
 nn::GPTConfig ModelFlags::config(int64_t vocab_size) const {
@@ -233,6 +241,26 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
   return c;  // the vocabulary and token ids come from the run's data
 }
 
+train::EncoderConfig ModelFlags::encoder_config() const {
+  train::EncoderConfig c;
+  c.model.hidden_size = d_model;
+  c.model.num_hidden_layers = layers;
+  c.model.num_attention_heads = heads;
+  c.model.intermediate_size = 4 * d_model;
+  c.model.max_position_embeddings = block + 2;
+  c.model.hidden_dropout_prob = c.model.attention_probs_dropout_prob = dropout;
+  c.model.position = nn::parse_position_embedding(pos);
+  c.model.pre_layer_norm = pre_ln;
+  c.mask_probability = mask_prob;
+  return c;  // the vocabulary comes from the run's text
+}
+
+train::ModelConfig ModelFlags::model_config(const std::string& arch) const {
+  if (arch == "encoder-decoder") return encoder_decoder_config();
+  if (arch == "encoder") return encoder_config();
+  return config();
+}
+
 ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   ModelFlags m;
   m.layers = c.n_layer;
@@ -266,6 +294,19 @@ ModelFlags ModelFlags::of(const nn::EncoderDecoderConfig& c) {
   return m;
 }
 
+ModelFlags ModelFlags::of(const train::EncoderConfig& c) {
+  ModelFlags m;
+  m.layers = c.model.num_hidden_layers;
+  m.heads = m.kv_heads = c.model.num_attention_heads;
+  m.d_model = c.model.hidden_size;
+  m.block = c.model.max_position_embeddings - 2;
+  m.dropout = c.model.hidden_dropout_prob;
+  m.pos = nn::position_embedding_name(c.model.position);
+  m.pre_ln = c.model.pre_layer_norm;
+  m.mask_prob = c.mask_probability;
+  return m;
+}
+
 const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
   switch (pattern.kind) {
     case AttentionPattern::Kind::window: return "window";
@@ -279,33 +320,62 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
 
 namespace {
 
-// The GPT's own flags, which an encoder-decoder does not take (its attention is full, its
-// positions learned, its heads one key/value head each).
-constexpr const char* kGptOnlyFlags[] = {"--pos", "--kv-heads", "--attention", "--window",
-                                         "--global-tokens", "--stride", "--no-attention-scale",
-                                         "--features", "--redraw-every"};
+// The flags that only some families take, and which: an encoder-decoder's attention is full
+// and its positions learned; an encoder's attention is full and bidirectional, one key/value head
+// per head.
+struct FamilyFlag {
+  const char* flag;
+  std::vector<std::string> archs;
+};
+const std::vector<FamilyFlag>& family_flags() {
+  static const std::vector<FamilyFlag> kFlags = {
+      {"--pos", {"gpt", "encoder"}},   {"--kv-heads", {"gpt"}},  {"--attention", {"gpt"}},
+      {"--window", {"gpt"}},           {"--global-tokens", {"gpt"}}, {"--stride", {"gpt"}},
+      {"--no-attention-scale", {"gpt"}}, {"--features", {"gpt"}}, {"--redraw-every", {"gpt"}},
+      {"--cross", {"encoder-decoder"}},
+      {"--cross-score", {"encoder-decoder"}}, {"--mask-prob", {"encoder"}}, {"--pre-ln", {"encoder"}}};
+  return kFlags;
+}
+
+// Refuses a flag on `cmd` that --arch `arch` does not take.
+void check_family_flags(const std::string& arch, const CLI::App& cmd) {
+  for (const FamilyFlag& f : family_flags()) {
+    if (cmd.count(f.flag) == 0 || std::find(f.archs.begin(), f.archs.end(), arch) != f.archs.end()) continue;
+    if (f.archs.front() == "gpt") {
+      throw UsageError(fmt::format("{} is a GPT's flag; --arch {} does not take it", f.flag, arch));
+    }
+    throw UsageError(fmt::format("{} needs --arch {}", f.flag, f.archs.front()));
+  }
+}
+
+// A config's refusal of the flags' shape, in flag terms.
+template <class Validate>
+void check_shape(Validate&& validate) {
+  try {
+    validate();
+  } catch (const ValueError& e) {
+    throw UsageError(in_flag_terms(e));
+  }
+}
 
 }  // namespace
 
 void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
-  if (arch != "encoder-decoder") {
-    for (const char* flag : {"--cross", "--cross-score"}) {
-      if (cmd.count(flag) != 0) throw UsageError(fmt::format("{} needs --arch encoder-decoder", flag));
-    }
-  }
+  check_family_flags(arch, cmd);
   if (arch == "encoder-decoder") {
-    for (const char* flag : kGptOnlyFlags) {
-      if (cmd.count(flag) == 0) continue;
-      throw UsageError(
-          fmt::format("{} is a GPT's flag; --arch encoder-decoder does not take it", flag));
-    }
-    try {
+    check_shape([&] {
       nn::EncoderDecoderConfig c = encoder_decoder_config();
       c.vocab_size = 4;  // any vocabulary with the special tokens
       c.validate();
-    } catch (const ValueError& e) {
-      throw UsageError(in_flag_terms(e));
-    }
+    });
+    return;
+  }
+  if (arch == "encoder") {
+    check_shape([&] {
+      nn::BertConfig c = encoder_config().model;
+      c.vocab_size = static_cast<int64_t>(data::MaskedLMTokenizer::special_tokens().size()) + 1;  // and a character
+      c.validate();
+    });
     return;
   }
   if (attention == "window" && window == 0) {
@@ -325,11 +395,7 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
       throw UsageError(fmt::format("{} needs --attention performer", flag));
     }
   }
-  try {
-    config(1).validate();
-  } catch (const ValueError& e) {
-    throw UsageError(in_flag_terms(e));
-  }
+  check_shape([&] { config(1).validate(); });
 }
 
 std::string in_terms_of(const Error& e, const SettingNames& names) {
@@ -339,9 +405,12 @@ std::string in_terms_of(const Error& e, const SettingNames& names) {
   });
 }
 
-std::string in_flag_terms(const Error& e) {
-  // The library's settings the command line's flags set; an encoder-decoder's per-stack settings
-  // share one flag. "grad-accum" is the name the library's messages use for grad_accum.
+namespace {
+
+// The library's settings the command line's flags set; an encoder-decoder's per-stack settings
+// share one flag. "grad-accum" is the name the library's messages use for grad_accum. The rest
+// are the settings of the commands' requests (analysis/task_commands.hpp).
+const SettingNames& flag_names() {
   static const SettingNames kFlags = {
       {"n_kv_head", "--kv-heads"},   {"n_head", "--heads"},         {"n_embd", "--d-model"},
       {"n_layer", "--layers"},       {"block_size", "--block"},     {"dropout", "--dropout"},
@@ -355,10 +424,29 @@ std::string in_flag_terms(const Error& e) {
       {"encoder_attention_heads", "--heads"}, {"decoder_attention_heads", "--heads"},
       {"max_position_embeddings", "--block"}, {"val_fraction", "--val-fraction"},
       {"window", "--window"},        {"global_tokens", "--global-tokens"}, {"stride", "--stride"},
-      {"tokenizer", "--tokenizer"}, {"d_head", "--d-head"},     {"dtype", "--dtype"},
-      {"scale_attn_weights", "--no-attention-scale"}, {"cross_score", "--cross-score"},
-      {"features", "--features"}, {"redraw_every", "--redraw-every"}};
-  return in_terms_of(e, kFlags);
+      {"pos", "--pos"},              {"block", "--block"},          {"model", "--model"},
+      {"data", "--data"},            {"prompt", "--prompt"},        {"source", "--source"},
+      {"text", "--text"},            {"pairs", "--pairs"},          {"ablate", "--ablate"},
+      {"ablate_heads", "--ablate-heads"}, {"attribute", "--attribute"}, {"json", "--json"},
+      {"heatmap_dir", "--out"},      {"html", "--html"},            {"composition", "--composition"},
+      {"importance", "--importance"}, {"patch", "--patch"},         {"counterfactual", "--counterfactual"},
+      {"prune_curve", "--prune-curve"}, {"tokenizer", "--tokenizer"},
+      {"d_head", "--d-head"},       {"dtype", "--dtype"},          {"scale_attn_weights", "--no-attention-scale"},
+      {"cross_score", "--cross-score"},
+      {"hidden_size", "--d-model"},  {"num_attention_heads", "--heads"}, {"num_hidden_layers", "--layers"},
+      {"hidden_dropout_prob", "--dropout"}, {"attention_probs_dropout_prob", "--dropout"},
+      {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
+      {"features", "--features"},    {"redraw_every", "--redraw-every"}};
+  return kFlags;
+}
+
+}  // namespace
+
+std::string in_flag_terms(const Error& e) { return in_terms_of(e, flag_names()); }
+
+std::string flag_of(const std::string& setting) {
+  const auto name = flag_names().find(setting);
+  return name != flag_names().end() ? name->second : setting;
 }
 
 std::string json_text(const nlohmann::json& j, int indent) {

@@ -1,21 +1,18 @@
 // tinygpt heads: score every attention head's role and draw its attention pattern; optionally
 // remove heads (ablation) and attribute one prediction to the tokens before it.
-#include <cmath>
 #include <filesystem>
+#include <functional>
 #include <limits>
+#include <memory>
 #include <optional>
-#include <regex>
+#include <utility>
 
 #include "commands.hpp"
-#include "pair_report.hpp"
-#include "tinygpt/analysis/circuits.hpp"
 #include "tinygpt/analysis/run_report.hpp"
+#include "tinygpt/analysis/task_commands.hpp"
 #include "tinygpt/autograd/threads.hpp"
-#include "tinygpt/data/dataset.hpp"
-#include "tinygpt/heads/attribution.hpp"
+#include "tinygpt/heads/ablation.hpp"
 #include "tinygpt/io/atomic_file.hpp"
-#include "tinygpt/io/commit.hpp"
-#include "tinygpt/plot/attribution_plot.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/run.hpp"
 
@@ -42,111 +39,6 @@ struct HeadsFlags {
   bool prune_curve = false;
   double epsilon = heads::CounterfactualOptions{}.epsilon;
 };
-
-// The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
-// context and validation share were set when it trained, not by a flag of this command, so the
-// advice to change them goes too.
-std::string in_run_terms(const Error& e) {
-  static const SettingNames kRun = {{"block_size", "the model's context of"},
-                                    {"val_fraction", "the run's validation share"}};
-  return std::regex_replace(in_terms_of(e, kRun), std::regex("; use a longer text.*$"), "");
-}
-
-// The probes of a checkpoint: --text if given, else the run's own validation windows (its data
-// and split as trainer_state.json records them, as training probed them).
-heads::ProbeSet checkpoint_probes(const std::string& dir, const train::LoadedModel& loaded,
-                                  const std::string& text) {
-  if (!text.empty()) {
-    return heads::text_probes(encode_flag("--text", text, *loaded.tokenizer), *loaded.tokenizer,
-                              loaded.config.block_size);
-  }
-  const std::optional<train::RunState> run = train::trained_on(dir);
-  if (!run) throw UsageError(fmt::format("{} does not say what it was trained on; pass --text", dir));
-  const train::RunState& state = *run;
-  const std::string text_now = read_run_text(state, "--text");
-  const data::TextDataset dataset = [&] {
-    try {
-      return data::make_dataset(text_now, state.data_source, *loaded.tokenizer,
-                                loaded.config.block_size, state.val_fraction);
-    } catch (const ValueError& e) {
-      throw ValueError(in_run_terms(e));
-    }
-  }();
-  return heads::dataset_probes(dataset, *loaded.tokenizer, state.data_source);
-}
-
-// The mean rank correlation with gradient x input over every query position with at least two
-// earlier tokens: per layer's raw attention, then rollout.
-std::vector<double> mean_spearman(nn::GPT& model, const std::vector<int64_t>& ids) {
-  std::vector<double> total;
-  std::vector<int64_t> counts;
-  for (int64_t pos = 2; pos < static_cast<int64_t>(ids.size()); ++pos) {
-    const heads::Attribution a = heads::attribute(model, ids, pos);
-    std::vector<double> values = a.attention_spearman;
-    values.push_back(a.rollout_spearman);
-    total.resize(values.size(), 0.0);
-    counts.resize(values.size(), 0);
-    for (size_t i = 0; i < values.size(); ++i) {
-      if (std::isnan(values[i])) continue;
-      total[i] += values[i];
-      ++counts[i];
-    }
-  }
-  for (size_t i = 0; i < total.size(); ++i) total[i] = counts[i] > 0 ? total[i] / counts[i] : NAN;
-  return total;
-}
-
-// The tokens of `ids` up to `pos`.
-std::vector<std::string> token_labels(const data::Tokenizer& tokenizer,
-                                      const std::vector<int64_t>& ids, int64_t pos) {
-  std::vector<std::string> labels;
-  for (int64_t j = 0; j <= pos; ++j) labels.push_back(tokenizer.token(ids[static_cast<size_t>(j)]));
-  return labels;
-}
-
-// --attribute's picture at `png`: each layer's raw attention, the rollout and gradient x input
-// of each earlier token.
-void draw_attribution(const heads::Attribution& a, const data::Tokenizer& tokenizer,
-                      const std::vector<int64_t>& ids, int64_t pos, const std::string& png) {
-  std::vector<std::vector<double>> rows = a.attention;
-  std::vector<std::string> names;
-  for (size_t l = 0; l < a.attention.size(); ++l) names.push_back(fmt::format("attention L{}", l));
-  rows.push_back(a.rollout);
-  names.push_back("rollout");
-  rows.push_back(a.grad_x_input);
-  names.push_back("grad x input");
-  plot::save_attribution_plot(
-      png, rows, names, token_labels(tokenizer, ids, pos),
-      fmt::format("position {} ('{}') predicting '{}'", pos, tokenizer.token(ids[static_cast<size_t>(pos)]),
-                  tokenizer.token(a.target)));
-}
-
-// --attribute POS: the table, and the agreement over all positions of the text (`png`: where
-// draw_attribution drew it, or "").
-nlohmann::json show_attribution(nn::GPT& model, const data::Tokenizer& tokenizer,
-                                const std::vector<int64_t>& ids, int64_t pos,
-                                const heads::Attribution& a, const std::string& png, bool print) {
-  const std::vector<std::string> labels = token_labels(tokenizer, ids, pos);
-  const std::vector<double> mean = mean_spearman(model, ids);
-  nlohmann::json out = {{"position", pos},
-                        {"target", tokenizer.token(a.target)},
-                        {"attention", a.attention},
-                        {"rollout", a.rollout},
-                        {"grad_x_input", a.grad_x_input},
-                        {"attention_spearman", a.attention_spearman},
-                        {"rollout_spearman", a.rollout_spearman},
-                        {"mean_attention_spearman", std::vector<double>(mean.begin(), mean.end() - 1)},
-                        {"mean_rollout_spearman", mean.back()}};
-  if (!print) return out;
-  fmt::print("\nattribution of the prediction at position {} of \"{}\" ({} '{}'):\n{}",
-             pos, tokenizer.decode(ids), a.target_is_next ? "the next character" : "the model's top guess",
-             tokenizer.token(a.target), heads::attribution_table(a, labels));
-  std::string line = "mean over query positions 2.." + std::to_string(ids.size() - 1) + ":";
-  for (size_t l = 0; l + 1 < mean.size(); ++l) line += fmt::format(" attention layer {} {:.2f},", l, mean[l]);
-  fmt::print("{} rollout {:.2f}\n", line, mean.back());
-  if (!png.empty()) fmt::print("attribution picture: {}\n", png);
-  return out;
-}
 
 // --html names the page's file, which the page replaces: never a file of a checkpoint, by its
 // name or through a link to it.
@@ -213,35 +105,38 @@ void draw_or_stop(const std::string& dir, const std::function<void()>& draw) {
   }
 }
 
-// A circuit method's result: its JSON under `key` (merged into the whole when the key is ""),
-// its table printed otherwise.
-struct CircuitOutput {
-  std::string key;
-  analysis::MethodOutput out;
-};
+// The flags of a language model's head tools and an encoder-decoder's, by their settings'
+// names: a family refuses those given that it does not take.
+constexpr std::pair<const char*, const char*> kFamilyFlags[] = {
+    {"--text", "text"},         {"--ablate-heads", "ablate_heads"}, {"--attribute", "attribute"},
+    {"--composition", "composition"}, {"--importance", "importance"}, {"--patch", "patch"},
+    {"--counterfactual", "counterfactual"}, {"--prune-curve", "prune_curve"}, {"--pairs", "pairs"}};
 
-// The circuit methods the flags ask for, on the report's probes; their pictures go into
-// `pictures` (may be null), the set of the head report's heatmaps.
-std::vector<CircuitOutput> run_circuits(const HeadsFlags& flags, nn::GPT& model, const heads::HeadProbes& probes,
-                                        const heads::HeadReport& report,
-                                        const std::optional<heads::CompositionReport>& composition,
-                                        analysis::HeatmapSet* pictures) {
-  std::vector<CircuitOutput> out;
-  // A stop signal is held off while the set is drawn: each method first drops the set if one came.
-  const auto run = [&](const char* key, const std::function<analysis::MethodOutput()>& method) {
-    if (pictures != nullptr && io::interrupt_signal() != 0) throw analysis::DrawingInterrupted(io::interrupt_signal());
-    out.push_back({key, method()});
-  };
-  if (composition) run("composition", [&] { return analysis::composition_output(*composition, pictures); });
-  if (flags.importance) run("", [&] { return analysis::importance_output(model, probes, report); });
-  if (flags.patch) run("", [&] { return analysis::patching_output(model, probes, report, pictures); });
-  if (flags.counterfactual) {
-    heads::CounterfactualOptions options;
-    options.epsilon = flags.epsilon;
-    run("", [&] { return analysis::counterfactual_output(model, probes, report, options); });
+analysis::HeadsRequest heads_request(const HeadsFlags& f, const CLI::App& cmd) {
+  analysis::HeadsRequest r;
+  r.text = f.text;
+  r.heatmap_dir = f.out.empty() ? default_heatmap_dir(f.model) : f.out;
+  r.html = f.html;
+  r.json = f.json;
+  r.ablate_each = cmd.count("--ablate") > 0;
+  r.ablate = f.ablate;
+  r.ablate_heads = f.ablate_heads;
+  r.attribute = f.attribute;
+  r.pairs = f.pairs;
+  r.composition = f.composition;
+  r.importance = f.importance;
+  r.patch = f.patch;
+  r.counterfactual = f.counterfactual;
+  r.prune_curve = f.prune_curve;
+  r.epsilon = f.epsilon;
+  for (const auto& [flag, setting] : kFamilyFlags) {
+    if (cmd.count(flag) > 0) r.given.insert(setting);
   }
-  if (flags.prune_curve) run("prune_curve", [&] { return analysis::prune_curve_output(model, probes, pictures); });
-  return out;
+  r.run_text = [](const train::RunState& state, const char* setting) {
+    return read_run_text(state, flag_of(setting).c_str());
+  };
+  r.draw = [dir = r.heatmap_dir](const std::function<void()>& draw) { draw_or_stop(dir, draw); };
+  return r;
 }
 
 }  // namespace
@@ -303,116 +198,12 @@ void add_heads_command(CLI::App& app) {
   cmd->callback([flags, cmd] {
     set_num_threads(flags->threads);
     if (!flags->html.empty()) check_page_target(flags->html);
-    train::LoadedModel loaded = train::load_any_model(flags->model);
+    const std::unique_ptr<train::Task> task = train::load_task(flags->model);
     if (!flags->html.empty()) check_page_not_data(flags->html, flags->model);
-    if (loaded.is_encoder_decoder()) {
-      for (const char* flag : {"--text", "--ablate-heads", "--attribute", "--composition",
-                               "--importance", "--patch", "--counterfactual",
-                               "--prune-curve"}) {
-        if (cmd->count(flag) > 0) {
-          throw UsageError(fmt::format("{}: {} is an encoder-decoder; its heads are scored on the "
-                                       "run's held-out pairs (--pairs, --ablate, --json, --out, --html)",
-                                       flag, flags->model));
-        }
-      }
-      if (flags->ablate != "zero") {
-        throw UsageError("--ablate: an encoder-decoder's cross-attention heads are removed by zeroing (zero)");
-      }
-      PairHeadsOutput out;
-      out.pairs = flags->pairs;
-      out.ablate = cmd->count("--ablate") > 0;
-      out.json = flags->json;
-      out.heatmap_dir = flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out;
-      out.html = flags->html;
-      return draw_or_stop(out.heatmap_dir, [&] { report_pair_heads(flags->model, loaded, out); });
-    }
-    if (cmd->count("--pairs") > 0) throw UsageError(fmt::format("--pairs: {} is a GPT; it takes --text", flags->model));
-    const std::string obstacle = heads::probe_obstacle(loaded.config);
-    if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", flags->model, obstacle));
-    const bool ablate_each = cmd->count("--ablate") > 0;
-    const heads::AblationMode mode = heads::parse_ablation_mode(flags->ablate);
-    std::vector<heads::HeadRef> removed;
-    if (!flags->ablate_heads.empty()) {
-      try {  // a head the model does not have: the command line's mistake, as --attribute's
-        removed = heads::parse_head_list(flags->ablate_heads, loaded.config.n_layer, loaded.config.n_head);
-      } catch (const ValueError& e) {
-        throw UsageError("--ablate-heads: ", e);
-      }
-    }
-    const heads::ProbeSet set = checkpoint_probes(flags->model, loaded, flags->text);
-    const int64_t picture = static_cast<int64_t>(set.picture.size());
-    if (flags->attribute >= picture) {  // before any work or output
-      throw UsageError(fmt::format("--attribute {}: the probe text has {} characters; a position "
-                                   "from 1 to {} has earlier tokens to attribute to",
-                                   flags->attribute, picture, picture - 1));
-    }
-    analysis::ReportOptions out;
-    out.heatmap_dir = flags->out.empty() ? default_heatmap_dir(flags->model) : flags->out;
-    out.json = flags->json;
-    out.html = flags->html;
-    out.run_dir = flags->model;
-    nn::GPT& model = *loaded.model;
-
-    std::optional<heads::HeadAblation> ablation;
-    std::optional<heads::EachHeadAblation> each;
-    if (ablate_each || !removed.empty()) ablation.emplace(model, set.probes, mode);
-    if (ablate_each) each = heads::ablate_each_head(*ablation);
-    out.ablation = each ? &*each : nullptr;
-    // The attribution and circuit pictures are of the set, replaced with it.
-    std::optional<heads::Attribution> attribution;
-    std::string attribution_png;
-    if (flags->attribute >= 0) attribution = heads::attribute(model, set.picture, flags->attribute);
-    std::optional<heads::CompositionReport> composition;
-    if (flags->composition) composition = heads::composition_scores(model);
-    out.composition = composition ? &*composition : nullptr;
-    std::vector<CircuitOutput> circuits;
-    out.also = [&](const heads::HeadReport& scored, analysis::HeatmapSet* pictures) {
-      if (attribution && pictures != nullptr) {
-        const std::string name = fmt::format("attribution_pos{}.png", flags->attribute);
-        draw_attribution(*attribution, *loaded.tokenizer, set.picture, flags->attribute, pictures->path(name));
-        attribution_png = (fs::path(pictures->dir()) / name).string();
-      }
-      circuits = run_circuits(*flags, model, set.probes, scored, composition, pictures);
-    };
-    heads::HeadReport report;
-    draw_or_stop(out.heatmap_dir, [&] { report = analysis::report_heads(model, *loaded.tokenizer, set, out); });
-
-    nlohmann::json extra = nlohmann::json::object();
-    if (!removed.empty()) {
-      const heads::AblationResult r = ablation->run(removed);
-      const heads::AblationResult& base = ablation->baseline();
-      extra["ablated_heads"] = heads::head_list_str(removed);
-      extra["ablation"] = heads::ablation_mode_name(mode);
-      extra["second_copy_ratio"] = base.second_copy_ratio;
-      extra["ablated_second_copy_ratio"] = r.second_copy_ratio;
-      extra["loss"] = base.text_loss;
-      extra["ablated_loss_delta"] = r.text_loss - base.text_loss;
-      if (!flags->json) {
-        fmt::print("\nremoving heads {} together ({}): second/first copy loss {:.0f}% -> {:.0f}%, "
-                   "text loss {:.3f} -> {:.3f} ({:+.3f})\n",
-                   heads::head_list_str(removed), heads::ablation_mode_name(mode),
-                   100.0 * base.second_copy_ratio, 100.0 * r.second_copy_ratio, base.text_loss,
-                   r.text_loss, r.text_loss - base.text_loss);
-      }
-    }
-    if (flags->attribute >= 0) {
-      extra["attribution"] =
-          show_attribution(model, *loaded.tokenizer, set.picture, flags->attribute, *attribution,
-                           attribution_png, !flags->json);
-    }
-    for (const CircuitOutput& c : circuits) {
-      if (c.key.empty()) {
-        extra.update(c.out.json);
-      } else {
-        extra[c.key] = c.out.json;
-      }
-      if (!flags->json) fmt::print("{}", c.out.text);
-    }
-    if (flags->json) {  // what the table says, and what the in-context line under it says
-      extra["heads"] = each ? each->heads_json(report) : report.heads_json();
-      extra["in_context"] = report.in_context_json();
-      fmt::print("{}\n", json_text(extra, 2));
-    }
+    const std::unique_ptr<analysis::TaskCommands> commands = analysis::commands_for(*task, flags->model);
+    const analysis::HeadsRequest request = heads_request(*flags, *cmd);
+    const nlohmann::json report = in_flag_terms_of([&] { return commands->heads(request); });
+    if (flags->json) fmt::print("{}\n", json_text(report, 2));
   });
 }
 

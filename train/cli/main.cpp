@@ -119,6 +119,7 @@ int main(int argc, char** argv) {
   tinygpt::cli::add_train_command(app);
   tinygpt::cli::add_sample_command(app);
   tinygpt::cli::add_eval_command(app);
+  tinygpt::cli::add_fill_command(app);
   tinygpt::cli::add_heads_command(app);
   tinygpt::cli::add_bench_command(app);
   tinygpt::cli::add_tokenizer_command(app);

@@ -15,15 +15,14 @@
 
 #include "commands.hpp"
 #include "process.hpp"
-#include "pair_report.hpp"
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
 #include "tinygpt/analysis/fit_observers.hpp"
-#include "tinygpt/analysis/pair_pictures.hpp"
 #include "tinygpt/analysis/run_report.hpp"
+#include "tinygpt/analysis/task_commands.hpp"
 #include "tinygpt/train/machine_peak.hpp"
 #include "tinygpt/train/progress.hpp"
 #include "tinygpt/train/fit.hpp"
@@ -53,7 +52,7 @@ train::TrainOptions demo_options() {
 }
 
 struct TrainFlags {
-  std::string arch = "gpt";  // or "encoder-decoder"
+  std::string arch = "gpt";  // or "encoder-decoder", "encoder"
   std::string data;
   std::string out = "runs/tinygpt";
   std::string resume;
@@ -88,6 +87,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
           {"--features", text(m.features)},   {"--redraw-every", text(m.redraw_every)},
           {"--cross", m.cross},               {"--cross-score", m.cross_score},
+          {"--mask-prob", text(m.mask_prob)}, {"--pre-ln", text(m.pre_ln)},
           {"--batch", text(o.batch)},
           {"--grad-accum", text(o.grad_accum)},
           {"--lr", text(o.lr)},               {"--min-lr", text(o.min_lr)},
@@ -104,6 +104,10 @@ TrainFlags flags_of(train::Run& run) {
   if (run.task().is<train::PairTask>()) {
     f.arch = "encoder-decoder";
     f.model = ModelFlags::of(run.task().as<train::PairTask>().encoder_decoder().config());
+  } else if (run.task().is<train::EncoderTask>()) {
+    train::EncoderTask& task = run.task().as<train::EncoderTask>();
+    f.arch = "encoder";
+    f.model = ModelFlags::of(train::EncoderConfig{task.bert().config(), task.mask_probability()});
   } else {
     f.model = ModelFlags::of(run.task().as<train::LanguageModelTask>().gpt()->config());
   }
@@ -183,36 +187,6 @@ nlohmann::json summary_json(const train::Run& run, const train::EvalStats* last,
           {"data", run.data_source()}};
 }
 
-// The end of an encoder-decoder run: the training curves, held-out accuracy and alignment on
-// every held-out pair, and for the first one the heatmaps and the explorer page, with the heads
-// scored and each cross-attention head removed in turn on the pairs an evaluation scores.
-void report_pairs(train::Run& run, std::FILE* out) {
-  analysis::draw_run_curves(run, out);
-  train::PairTask& task = run.task().as<train::PairTask>();
-  if (task.pairs().size(data::Split::val) == 0) return;
-  nn::EncoderDecoder& model = task.encoder_decoder();
-  const data::PairDataset& pairs = task.pairs();
-  const data::Split val = data::Split::val;
-  print_pair_summary(
-      seq2seq::pair_accuracy(model, pairs, run.tokenizer(), val),
-      seq2seq::cross_attention_alignment(model, pairs, run.tokenizer(), run.data_source(), val),
-      out);
-  const seq2seq::PairHeads heads =
-      seq2seq::score_pair_heads(model, pairs, run.tokenizer(), run.data_source(), val, kFormationPairs);
-  const seq2seq::CrossAblation ablation =
-      seq2seq::ablate_cross_heads(model, pairs, run.tokenizer(), val, kFormationPairs, heads.cross);
-  const seq2seq::PairAttention first =
-      seq2seq::pair_attention(model, pairs, run.tokenizer(), run.data_source(), val, 0);
-  const fs::path dir(run.dir());
-  analysis::HeatmapSet pictures((dir / analysis::kHeatmapDir).string());
-  analysis::draw_pair_heatmaps(first, pictures);
-  analysis::save_pair_explorer_page((dir / "report.html").string(), run.dir(), model, run.tokenizer(), first,
-                                    heads, &ablation);
-  pictures.commit();  // once the page is written too
-  fmt::print(out, "heatmaps: {}\n", (dir / analysis::kHeatmapDir).string());
-  fmt::print(out, "attention explorer: {}\n", (dir / "report.html").string());
-}
-
 void check_mpi_build() {
   const char* ranks = std::getenv("OMPI_COMM_WORLD_SIZE");
   if (!distributed::mpi_available() && ranks != nullptr && std::string(ranks) != "1") {
@@ -228,21 +202,52 @@ constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--bl
                                        "--stride", "--no-attention-scale", "--features",
                                        "--redraw-every"};
 
-// An encoder-decoder's defaults for the flags not given: the GPT demo's suit its model, not this
-// one. The default model learns builtin:reverse to exact match >= 0.99 on the held-out pairs in
-// about two minutes on 2 cores (docs/SEQ2SEQ.md).
-void apply_encoder_decoder_defaults(TrainFlags& f, const CLI::App& cmd) {
-  const auto unset = [&](const char* flag) { return cmd.count(flag) == 0; };
-  if (unset("--heads")) f.model.heads = 4;
-  if (unset("--d-model")) f.model.d_model = 128;
-  if (unset("--block")) f.model.block = 32;
-  if (unset("--steps")) f.options.steps = 1500;
-  if (unset("--batch")) f.options.batch = 64;
-  if (unset("--lr")) f.options.lr = 2e-3;
-  if (unset("--warmup")) f.options.warmup = 100;
-  if (unset("--beta2")) f.options.beta2 = 0.98;
-  if (unset("--eval-every")) f.options.eval_every = 250;
-  if (unset("--eval-iters")) f.options.eval_iters = 4;
+// A family's own defaults for the flags not given, where the GPT demo's do not suit its model
+// (unset: the demo's stays).
+struct FamilyDefaults {
+  std::optional<int64_t> heads, d_model, block, steps, batch, warmup, eval_every, eval_iters;
+  std::optional<double> lr, beta2;
+};
+
+// The encoder-decoder's default model learns builtin:reverse to exact match >= 0.99 on the
+// held-out pairs in about two minutes on 2 cores (docs/SEQ2SEQ.md). The encoder's post-LN blocks
+// want a lower learning rate than the demo's.
+FamilyDefaults family_defaults(const std::string& arch) {
+  FamilyDefaults d;
+  d.lr = 2e-3;
+  d.warmup = 100;
+  d.beta2 = 0.98;
+  d.eval_every = 250;
+  d.eval_iters = 4;
+  d.heads = 4;
+  if (arch == "encoder-decoder") {
+    d.d_model = 128;
+    d.block = 32;
+    d.steps = 1500;
+    d.batch = 64;
+  } else {
+    d.steps = 2000;
+    d.batch = 32;
+  }
+  return d;
+}
+
+void apply_family_defaults(TrainFlags& f, const CLI::App& cmd) {
+  if (f.arch == "gpt" || !f.resume.empty()) return;
+  const FamilyDefaults d = family_defaults(f.arch);
+  const auto set = [&](const char* flag, auto& field, const auto& value) {
+    if (cmd.count(flag) == 0 && value) field = *value;
+  };
+  set("--heads", f.model.heads, d.heads);
+  set("--d-model", f.model.d_model, d.d_model);
+  set("--block", f.model.block, d.block);
+  set("--steps", f.options.steps, d.steps);
+  set("--batch", f.options.batch, d.batch);
+  set("--lr", f.options.lr, d.lr);
+  set("--warmup", f.options.warmup, d.warmup);
+  set("--beta2", f.options.beta2, d.beta2);
+  set("--eval-every", f.options.eval_every, d.eval_every);
+  set("--eval-iters", f.options.eval_iters, d.eval_iters);
 }
 
 // What the command line alone shows to be wrong, refused before anything is read or written.
@@ -255,11 +260,14 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
     }
     return;  // the run's own settings were checked when it started
   }
-  if (f.arch == "encoder-decoder" && !f.init_from.empty()) {
-    throw UsageError("--init-from is a GPT's flag; --arch encoder-decoder does not take it");
+  if (f.arch != "gpt" && !f.init_from.empty()) {
+    throw UsageError(fmt::format("--init-from is a GPT's flag; --arch {} does not take it", f.arch));
   }
   if (f.arch == "encoder-decoder" && !f.tokenizer.empty()) {
     throw UsageError("--tokenizer is a GPT's flag; an encoder-decoder's vocabulary is its pairs' characters");
+  }
+  if (f.arch == "encoder" && !f.tokenizer.empty()) {
+    throw UsageError("--tokenizer is a GPT's flag; an encoder's vocabulary is its text's characters and BERT's specials");
   }
   if (!f.init_from.empty()) {
     for (const char* flag : kShapeFlags) {
@@ -353,9 +361,7 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       } else {
-        const train::ModelConfig config = seq2seq ? train::ModelConfig(f.model.encoder_decoder_config())
-                                                  : train::ModelConfig(f.model.config());
-        started.emplace(train::Run::start(f.out, config, f.options, data, f.val_fraction, f.force, world,
+        started.emplace(train::Run::start(f.out, f.model.model_config(f.arch), f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       }
     } catch (const UsageError&) {
@@ -428,9 +434,8 @@ int finish_run(train::Run& run, const train::FitResult& result, double seconds,
   }
   if (!world.is_root()) return 0;
   const int stopped = draw_unless_stopped([&] {
-    if (run.task().is<train::PairTask>()) return report_pairs(run, report);
-    if (!formation.probes()) progress.message(formation.no_heads());
-    analysis::report_run(run, formation.probes(), report);
+    if (!formation.no_heads().empty()) progress.message(formation.no_heads());
+    analysis::commands_for(run.task(), run.dir())->report_run(run, formation.probes(), report);
   });
   if (stopped != 0) {
     analysis::remove_report(run.dir());  // a page written before the heatmaps were dropped
@@ -443,7 +448,7 @@ int finish_run(train::Run& run, const train::FitResult& result, double seconds,
 }
 
 void run_train(TrainFlags f, const CLI::App& cmd) {
-  if (f.arch == "encoder-decoder" && f.resume.empty()) apply_encoder_decoder_defaults(f, cmd);
+  apply_family_defaults(f, cmd);
   if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
   check_mpi_build();
   // Data-parallel under mpirun: every rank runs this same function on its slice of each batch;
@@ -509,8 +514,11 @@ void add_train_command(CLI::App& app) {
                   "target of source<TAB>target pairs (--data a file of them, or builtin:reverse, "
                   "builtin:sort or builtin:dates; default builtin:reverse), with its own defaults "
                   "for the flags not given (--heads 4 --d-model 128 --block 32 --steps 1500 --batch 64 "
-                  "--lr 2e-3 --warmup 100 --beta2 0.98 --eval-every 250 --eval-iters 4)")
-      ->check(CLI::IsMember({"gpt", "encoder-decoder"}))->capture_default_str();
+                  "--lr 2e-3 --warmup 100 --beta2 0.98 --eval-every 250 --eval-iters 4); encoder: a "
+                  "bidirectional encoder (BERT) trained as a masked language model of the text, saved "
+                  "in Hugging Face BertForMaskedLM's layout, with its own defaults (--heads 4 --steps "
+                  "2000 --batch 32 --lr 2e-3 --warmup 100 --beta2 0.98 --eval-every 250 --eval-iters 4)")
+      ->check(CLI::IsMember({"gpt", "encoder-decoder", "encoder"}))->capture_default_str();
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
   CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");

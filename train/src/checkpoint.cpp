@@ -16,6 +16,7 @@
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/io/sha256.hpp"
+#include "tinygpt/train/bert_files.hpp"
 #include "tinygpt/train/task.hpp"
 
 namespace tinygpt::train {
@@ -257,8 +258,15 @@ void save_checkpoint(const std::string& dir, const nn::Module& model, std::strin
                      const data::Tokenizer& tokenizer, const Optimizer* optimizer,
                      const RunState* run,
                      const std::vector<std::pair<std::string, std::string>>& extra_files) {
+  save_checkpoint(dir, model.state_dict(), std::move(config_json), tokenizer, optimizer, run, extra_files);
+}
+
+void save_checkpoint(const std::string& dir, const nn::NamedTensors& weights, std::string config_json,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer,
+                     const RunState* run,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files) {
   std::vector<std::pair<std::string, std::string>> files = {
-      {"model.safetensors", io::encode_safetensors(model.state_dict(), {{"format", "pt"}})},
+      {"model.safetensors", io::encode_safetensors(weights, {{"format", "pt"}})},
       {"config.json", std::move(config_json)},
       {"tokenizer.json", tokenizer.to_json()},
   };
@@ -299,16 +307,31 @@ void save_checkpoint(const std::string& dir, const nn::Module& model, std::strin
 
 namespace {
 
+// model.safetensors' tensors, checked finite.
+NamedTensors read_weights(const io::CommittedFiles& files) {
+  const std::string weights_path = files.path_of("model.safetensors");
+  NamedTensors weights = io::decode_safetensors(files.read("model.safetensors"), weights_path).tensors;
+  check_finite(weights, weights_path);
+  return weights;
+}
+
+// The weights given to `model`, a refusal naming the file.
+void load_weights(nn::Module& model, const NamedTensors& weights, const std::string& weights_path) {
+  try {
+    model.load_state_dict(weights);
+  } catch (const Error& e) {
+    throw FormatError(weights_path + ": ", e);
+  }
+}
+
 // An encoder-decoder's weights, checked for the sizes config.json gives before the model is
 // built (as check_size_dimensions does for a GPT), then loaded by name.
-void read_encoder_decoder(const io::CommittedFiles& files, const std::string& config_text,
-                          LoadedModel& out) {
+std::unique_ptr<nn::EncoderDecoder> read_encoder_decoder(const io::CommittedFiles& files,
+                                                         const std::string& config_text) {
   const std::string weights_path = files.path_of("model.safetensors");
-  const nn::EncoderDecoderConfig& c = out.seq2seq_config =
+  const nn::EncoderDecoderConfig c =
       encoder_decoder_config_from_json(config_text, files.path_of("config.json"));
-  const std::string weights_bytes = files.read("model.safetensors");
-  out.weights_sha256 = io::sha256_hex(weights_bytes);
-  const NamedTensors weights = io::decode_safetensors(weights_bytes, weights_path).tensors;
+  const NamedTensors weights = read_weights(files);
   const auto expect = [&](const std::string& name, const Shape& shape) {
     const auto it = std::find_if(weights.begin(), weights.end(), [&](const auto& t) { return t.first == name; });
     if (it == weights.end()) throw FormatError(fmt::format("{}: no tensor '{}'", weights_path, name));
@@ -328,13 +351,44 @@ void read_encoder_decoder(const io::CommittedFiles& files, const std::string& co
       throw FormatError(fmt::format("{}: more {} layers than config.json's {}", weights_path, stack, layers));
     }
   }
-  check_finite(weights, weights_path);
-  out.seq2seq = std::make_unique<nn::EncoderDecoder>(c, 0);
-  try {
-    out.seq2seq->load_state_dict(weights);
-  } catch (const Error& e) {
-    throw FormatError(weights_path + ": ", e);
+  auto model = std::make_unique<nn::EncoderDecoder>(c, 0);
+  load_weights(*model, weights, weights_path);
+  return model;
+}
+
+// An encoder's model files: BERT's config.json (with tinygpt's keys), its weights under Hugging
+// Face's names, and a masked-LM tokenizer.json; a folder without one tinygpt reads (a WordPiece
+// vocab.txt) is refused in one line, as the model could not be given text.
+std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::string& config_text) {
+  const EncoderConfig config = encoder_config_from_json(config_text, files.path_of("config.json"));
+  const std::string tokenizer_path = files.path_of("tokenizer.json");
+  if (!files.contains("tokenizer.json")) {
+    throw FormatError(fmt::format("{} has no tokenizer.json (a WordPiece vocab.txt is not one tinygpt reads)",
+                                  files.dir()));
   }
+  std::shared_ptr<const data::MaskedLMTokenizer> tokenizer;
+  try {
+    tokenizer = std::make_shared<const data::MaskedLMTokenizer>(
+        data::MaskedLMTokenizer::from_json(files.read("tokenizer.json")));
+  } catch (const ValueError& e) {
+    throw FormatError(tokenizer_path + " is not a masked LM's tokenizer tinygpt reads: ", e);
+  }
+  if (tokenizer->vocab_size() != config.model.vocab_size) {
+    throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}", tokenizer_path,
+                                  tokenizer->vocab_size(), config.model.vocab_size));
+  }
+  const std::string weights_path = files.path_of("model.safetensors");
+  const io::SafetensorsFile weights = io::decode_safetensors(files.read("model.safetensors"), weights_path);
+  check_finite(weights.tensors, weights_path);
+  auto model = std::make_unique<nn::BertForMaskedLM>(config.model, 0);
+  std::vector<std::string> notes;  // a head newly initialised is a model that fills no masks
+  try {
+    load_hugging_face_bert(*model, weights, notes);
+  } catch (const Error& e) {
+    throw FormatError("", e);
+  }
+  if (!notes.empty()) throw FormatError(notes.front());
+  return std::make_unique<EncoderTask>(std::move(model), std::move(tokenizer), config.mask_probability, nullptr);
 }
 
 // The family config.json names; a type no family claims, or a file that is no JSON object, goes
@@ -349,50 +403,28 @@ ModelFamily family_of_file(const std::string& config_text, const std::string& co
 }
 
 // A registered type's model, built by its factory from config.json and given the saved weights.
-void read_own_model(const io::CommittedFiles& files, const std::string& config_text, LoadedModel& out) {
-  const std::string weights_path = files.path_of("model.safetensors");
-  const std::string weights_bytes = files.read("model.safetensors");
-  out.weights_sha256 = io::sha256_hex(weights_bytes);
-  const NamedTensors weights = io::decode_safetensors(weights_bytes, weights_path).tensors;
-  check_finite(weights, weights_path);
-  out.own_model = build_registered(json::parse(config_text), 0);
-  try {
-    out.own_model->load_state_dict(weights);
-  } catch (const Error& e) {
-    throw FormatError(fmt::format("{}: {}", weights_path, e.what()));
-  }
+std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, const std::string& config_text) {
+  const NamedTensors weights = read_weights(files);
+  std::unique_ptr<nn::CausalLM> model = build_registered(json::parse(config_text), 0);
+  load_weights(*model, weights, files.path_of("model.safetensors"));
+  return model;
 }
 
-// The model files of one save: a GPT, or with `any` any family (task.hpp).
-LoadedModel read_model(const io::CommittedFiles& files, bool any) {
+// The model files of one save, a GPT's.
+LoadedModel read_gpt(const io::CommittedFiles& files) {
   const std::string config_path = files.path_of("config.json");
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
   const std::string config_text = files.read("config.json");
   const ModelFamily family = family_of_file(config_text, config_path);
-  if (family != ModelFamily::gpt && !any) {
+  if (family != ModelFamily::gpt) {
     throw FormatError(fmt::format("{}: model_type \"{}\" is {}, not a GPT", config_path,
                                   json::parse(config_text).value("model_type", ""),
-                                  family == ModelFamily::encoder_decoder ? "an encoder-decoder" : "a registered model"));
+                                  family == ModelFamily::encoder_decoder ? "an encoder-decoder"
+                                  : family == ModelFamily::encoder       ? "an encoder"
+                                                                         : "a registered model"));
   }
-  LoadedModel out{{}, read_folder_tokenizer(files), nullptr,
-                  "", {}, nullptr, nullptr};
-  int64_t vocab_size = 0;
-  if (family == ModelFamily::encoder_decoder) {
-    read_encoder_decoder(files, config_text, out);
-    vocab_size = out.seq2seq_config.vocab_size;
-  } else if (family == ModelFamily::registered) {
-    read_own_model(files, config_text, out);
-    vocab_size = out.own_model->shape().vocab_size;
-  }
-  if (family != ModelFamily::gpt) {
-    if (out.tokenizer->vocab_size() != vocab_size) {
-      throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
-                                    tokenizer_path, out.tokenizer->vocab_size(), vocab_size));
-    }
-    return out;
-  }
-  out.config = config_from_json(config_text, config_path);
+  LoadedModel out{config_from_json(config_text, config_path), read_folder_tokenizer(files), nullptr, ""};
   if (out.tokenizer->vocab_size() != out.config.vocab_size) {
     throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
@@ -404,12 +436,36 @@ LoadedModel read_model(const io::CommittedFiles& files, bool any) {
   check_size_dimensions(out.config, weights, weights_path);
   check_finite(weights, weights_path);
   out.model = std::make_unique<nn::GPT>(out.config, 0);
-  try {
-    out.model->load_state_dict(weights);
-  } catch (const Error& e) {
-    throw FormatError(weights_path + ": ", e);
-  }
+  load_weights(*out.model, weights, weights_path);
   return out;
+}
+
+// The model files of one save as the task of the family config.json names, with no data yet.
+std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
+  const std::string config_text = files.read("config.json");
+  const ModelFamily family = family_of_file(config_text, files.path_of("config.json"));
+  if (family == ModelFamily::gpt) {
+    LoadedModel gpt = read_gpt(files);
+    return std::make_unique<LanguageModelTask>(std::move(gpt.model), std::move(gpt.tokenizer), nullptr);
+  }
+  if (family == ModelFamily::encoder) return read_encoder(files, config_text);
+  const std::string tokenizer_path = files.path_of("tokenizer.json");
+  data::TokenizerPtr tokenizer = read_folder_tokenizer(files);
+  const auto sized = [&](int64_t vocab_size) {
+    if (tokenizer->vocab_size() != vocab_size) {
+      throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}", tokenizer_path,
+                                    tokenizer->vocab_size(), vocab_size));
+    }
+    return std::move(tokenizer);
+  };
+  if (family == ModelFamily::encoder_decoder) {
+    std::unique_ptr<nn::EncoderDecoder> model = read_encoder_decoder(files, config_text);
+    const int64_t vocab_size = model->config().vocab_size;
+    return std::make_unique<PairTask>(std::move(model), sized(vocab_size), nullptr);
+  }
+  std::unique_ptr<nn::CausalLM> model = read_own_model(files, config_text);
+  const int64_t vocab_size = model->shape().vocab_size;
+  return std::make_unique<LanguageModelTask>(std::move(model), sized(vocab_size), nullptr);
 }
 
 RunState read_run_state(const io::CommittedFiles& files) {
@@ -494,15 +550,15 @@ io::CommittedFiles committed(const std::string& dir, const char* what) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& dir) { return read_model(committed(dir, "model"), false); }
+LoadedModel load_model(const std::string& dir) { return read_gpt(committed(dir, "model")); }
 
-LoadedModel load_any_model(const std::string& dir) { return read_model(committed(dir, "model"), true); }
+std::unique_ptr<Task> load_task(const std::string& dir) { return read_task(committed(dir, "model")); }
 
 RunState load_run_state(const std::string& dir) { return read_run_state(committed(dir, "run")); }
 
 SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
   const io::CommittedFiles files = committed(dir, "run");  // one save, under one lock
-  LoadedModel model = read_model(files, true);
+  std::unique_ptr<Task> task = read_task(files);
   RunState state = read_run_state(files);
   const std::string optimizer_path = files.path_of("optimizer.safetensors");
   SafetensorsFile optimizer =
@@ -515,7 +571,7 @@ SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
     if (!tolerate_damaged_log) throw;
     damage = e.what();
   }
-  return SavedRun{std::move(model), std::move(state), std::move(optimizer), std::move(log), std::move(damage)};
+  return SavedRun{std::move(task), std::move(state), std::move(optimizer), std::move(log), std::move(damage)};
 }
 
 }  // namespace tinygpt::train

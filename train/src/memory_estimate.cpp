@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "tinygpt/autograd/memory.hpp"
+
 namespace tinygpt::train {
 namespace {
 
@@ -47,6 +49,26 @@ MemoryEstimate model_memory(int64_t parameters, const std::string& optimizer, do
 }
 
 }  // namespace
+
+MemoryEstimate measure_training_memory(nn::CausalLM& model, int64_t micro_batch_rows,
+                                       const std::string& optimizer, double momentum) {
+  MemoryEstimate e = model_memory(model.num_parameters(), optimizer, momentum);
+  const int64_t block = model.shape().block_size;
+  const bool training = model.is_training();
+  model.eval();
+  const int64_t before = memory_stats().bytes_in_use;
+  reset_peak_memory();
+  {
+    const Tensor ids = Tensor::from_ids(std::vector<int64_t>(static_cast<size_t>(block), 0), Shape({1, block}));
+    model.loss(ids, ids).backward();
+  }
+  const double row_peak = static_cast<double>(memory_stats().peak_bytes_in_use - before);
+  model.zero_grad();
+  model.train(training);
+  const double gradients = 4.0 * static_cast<double>(e.parameters);
+  e.activation_bytes = std::max(0.0, row_peak - gradients) * static_cast<double>(micro_batch_rows);
+  return e;
+}
 
 void MemoryShape::validate() const {
   const Operation op("MemoryShape");

@@ -156,7 +156,7 @@ Run::Run(std::string dir, RunState state, std::unique_ptr<Task> task, distribute
 void Run::commit_model(const std::string& to, const Optimizer* optimizer, const RunState* run,
                        const std::vector<std::pair<std::string, std::string>>& extra_files,
                        const std::string& training_precision) {
-  save_checkpoint(to, task_->model(),
+  save_checkpoint(to, task_->checkpoint_tensors(),
                   task_->config_json(run != nullptr ? run->options.precision : training_precision),
                   task_->tokenizer(), optimizer, run, extra_files);
 }
@@ -375,10 +375,11 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   state.data_bytes = text.size();  // runs saved without the record get it now
   state.data_sha256 = sha256;
   if (const data::TokenizerPtr asked = chosen_tokenizer(changes.tokenizer, text, state.val_fraction)) {
-    check_same_tokenizer(*saved.model.tokenizer, *asked, dir);
+    check_same_tokenizer(saved.task->tokenizer(), *asked, dir);
   }
   const int64_t step = state.step;
-  std::unique_ptr<Task> task = saved_task(std::move(saved.model), task_source(text, state, world));
+  std::unique_ptr<Task> task = std::move(saved.task);
+  task->set_data(task_source(text, state, world));
   Run run(dir, std::move(state), std::move(task), world);
   try {
     run.trainer_->optimizer().load_state(saved.optimizer.tensors, step);

@@ -37,7 +37,8 @@ struct MessagePart {
   std::string value;  // a setting's value as the message writes it
 };
 
-// A setting and its value as a message names them: named("n_head", 2) reads "n_head 2".
+// A setting and its value as a message names them: named("n_head", 2) reads "n_head 2";
+// a setting named without a value (MessagePart("source", "")) reads "source".
 template <class T>
 MessagePart named(std::string setting, const T& value) {
   return MessagePart(std::move(setting), fmt::format("{}", value));
@@ -88,7 +89,7 @@ class Error : public std::runtime_error {
           out += with_operations && !part.text.empty() ? part.text + ": " : "";
           break;
         case MessagePart::Kind::setting:
-          out += (naming ? naming(part.text) : part.text) + " " + part.value;
+          out += (naming ? naming(part.text) : part.text) + (part.value.empty() ? "" : " " + part.value);
           break;
       }
     }

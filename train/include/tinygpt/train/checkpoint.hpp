@@ -20,9 +20,9 @@
 
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/safetensors.hpp"
-#include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
+#include "tinygpt/train/task.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 namespace tinygpt::train {
@@ -55,22 +55,12 @@ struct RunState {
   int64_t init_from_step = 0;
 };
 
+// A GPT's model files, loaded (load_model).
 struct LoadedModel {
   nn::GPTConfig config;
   data::TokenizerPtr tokenizer;
-  std::unique_ptr<nn::GPT> model;  // a GPT
+  std::unique_ptr<nn::GPT> model;
   std::string weights_sha256;  // of model.safetensors' bytes: which weights these are
-  // Only load_any_model returns the other families: an encoder-decoder (config.json's model_type
-  // kEncoderDecoderModelType), or a model of a type registered with register_causal_lm (task.hpp).
-  nn::EncoderDecoderConfig seq2seq_config;
-  std::unique_ptr<nn::EncoderDecoder> seq2seq;
-  std::unique_ptr<nn::CausalLM> own_model;
-
-  bool is_encoder_decoder() const { return seq2seq != nullptr; }
-  nn::Module& module() {
-    if (seq2seq) return *seq2seq;
-    return model ? static_cast<nn::Module&>(*model) : *own_model;
-  }
 };
 
 // Writes a model's files (its state_dict as model.safetensors, `config_json` as config.json, the
@@ -82,20 +72,27 @@ void save_checkpoint(const std::string& dir, const nn::Module& model, std::strin
                      const data::Tokenizer& tokenizer, const Optimizer* optimizer = nullptr,
                      const RunState* run = nullptr,
                      const std::vector<std::pair<std::string, std::string>>& extra_files = {});
+// The same with the weights as named tensors (Task::checkpoint_tensors: a family whose files name
+// them otherwise than its state_dict).
+void save_checkpoint(const std::string& dir, const nn::NamedTensors& weights, std::string config_json,
+                     const data::Tokenizer& tokenizer, const Optimizer* optimizer = nullptr,
+                     const RunState* run = nullptr,
+                     const std::vector<std::pair<std::string, std::string>>& extra_files = {});
 
 // Loads and validates config.json, tokenizer.json and model.safetensors of a GPT. Throws
 // tinygpt::Error with one line naming the file and the fault (missing, corrupt, shapes that
 // disagree with the config, a vocabulary that disagrees with vocab_size, an encoder-decoder).
 LoadedModel load_model(const std::string& dir);
-// A GPT or an encoder-decoder, whichever `dir` holds.
-LoadedModel load_any_model(const std::string& dir);
+// Whatever model `dir` holds, as the task of its family (config.json's model_type, family_of in
+// task.hpp): its model and tokenizer, with no data until Task::set_data. The same errors.
+std::unique_ptr<Task> load_task(const std::string& dir);
 // trainer_state.json alone (what a run was trained on, for tinygpt heads).
 RunState load_run_state(const std::string& dir);
 
 // Everything a run directory holds, read under its lock in one go so that all of it comes from
 // one save (Run::resume builds on it). log.jsonl may be missing (empty log).
 struct SavedRun {
-  LoadedModel model;
+  std::unique_ptr<Task> task;  // no data yet
   RunState state;
   io::SafetensorsFile optimizer;  // optimizer.safetensors, loaded into the optimiser by the caller
   std::string log;                // log.jsonl's text

@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
 
@@ -116,6 +117,13 @@ int64_t parameter_count(const nn::EncoderDecoderConfig& config);
 MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& config,
                                         int64_t micro_batch_rows, const std::string& optimizer,
                                         double momentum = 0.0);
+
+// Any causal LM's (a model of one's own, whose shape no formula knows), measured: the parameters'
+// copies as above, and as activations the allocator's peak over one row's forward and backward
+// on the model's context, less the gradients, times `micro_batch_rows`. The row runs in eval mode
+// (no dropout draws) and leaves the parameters and their (undefined) gradients as it found them.
+MemoryEstimate measure_training_memory(nn::CausalLM& model, int64_t micro_batch_rows,
+                                       const std::string& optimizer, double momentum = 0.0);
 
 // What evaluating `rows` windows of `block` tokens in one forward pass adds to a loaded GPT.
 MemoryEstimate estimate_eval_memory(const nn::GPTConfig& config, int64_t rows, int64_t block);

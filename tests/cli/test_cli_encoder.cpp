@@ -1,0 +1,170 @@
+// tinygpt train --arch encoder (a BERT masked LM) and what reads its folder: fill, eval; exact
+// resume; the flags of the other families; a Hugging Face BertForMaskedLM folder of bert-base's
+// width written by the test.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "cli_helpers.hpp"
+#include "scratch_dir.hpp"
+#include "tinygpt/train/bert_files.hpp"
+
+using namespace tinygpt::testing;
+using nlohmann::json;
+
+namespace {
+
+// A small encoder on the toy corpus (a second or two); `changes` replace or add flags.
+std::vector<std::string> tiny_encoder_args(const std::string& out, const std::vector<std::string>& changes = {}) {
+  return with_changes({"train", "--arch", "encoder", "--out", out, "--layers", "1", "--heads", "2",
+                       "--d-model", "16", "--block", "16", "--steps", "20", "--eval-every", "10",
+                       "--batch", "4", "--eval-iters", "1", "--threads", "1"},
+                      changes);
+}
+
+}  // namespace
+
+TEST_CASE("train --arch encoder writes a BertForMaskedLM folder that fill and eval read", "[cli][encoder]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  const CliResult trained = run_ok(tiny_encoder_args(model, {"--json"}));
+  INFO(trained.err);
+  CHECK(json::parse(trained.out).at("steps") == 20);
+  CHECK_THAT(trained.err, Catch::Contains("encoder, 1 layer, 2 heads"));
+  CHECK_THAT(trained.err, Catch::Contains("held out: masked loss"));
+
+  const json config = json::parse(read_bytes(committed_path(model, "config.json")));
+  CHECK(config.at("model_type") == "bert");
+  CHECK(config.at("architectures") == json::array({"BertForMaskedLM"}));
+  CHECK(config.at("max_position_embeddings") == 18);  // the window, [CLS] and [SEP]
+  CHECK(config.at("tinygpt_mask_probability") == 0.15);
+  const json tokenizer = json::parse(read_bytes(committed_path(model, "tokenizer.json")));
+  CHECK(tokenizer.at("added_tokens").size() == 5);
+  const std::string weights = read_bytes(committed_path(model, "model.safetensors"));
+  for (const char* name : {"bert.embeddings.word_embeddings.weight", "bert.encoder.layer.0.attention.self.query.weight",
+                           "bert.encoder.layer.0.attention.output.dense.weight",
+                           "bert.encoder.layer.0.intermediate.dense.weight", "cls.predictions.bias",
+                           "cls.predictions.transform.LayerNorm.weight"}) {
+    INFO(name);
+    CHECK(weights.find(name) != std::string::npos);
+  }
+
+  // eval: masked loss and accuracy under a fixed masking, the same twice.
+  const std::string scores = run_ok({"eval", "--model", model, "--json"}).out;
+  CHECK(run_ok({"eval", "--model", model, "--json"}).out == scores);
+  const json s = json::parse(scores);
+  CHECK(s.at("masked_loss").get<double>() > 0.0);
+  CHECK(s.at("masked_accuracy").get<double>() >= 0.0);
+  CHECK(s.at("masked_accuracy").get<double>() <= 1.0);
+  CHECK_FALSE(s.contains("pseudo_perplexity"));
+  const json pseudo = json::parse(run_ok({"eval", "--model", model, "--json", "--pseudo"}).out);
+  CHECK(pseudo.at("pseudo_perplexity").get<double>() > 1.0);
+  CHECK(pseudo.at("masked_loss") == s.at("masked_loss"));
+
+  // fill: the text with each [MASK] replaced, and per mask its top guesses.
+  const json filled = json::parse(run_ok({"fill", "--model", model, "--text", "the c[MASK]t s[MASK]t", "--top-k", "3", "--json"}).out);
+  REQUIRE(filled.at("masks").size() == 2);
+  CHECK(filled.at("masks").at(0).at("position") == 5);
+  CHECK(filled.at("masks").at(1).at("position") == 9);
+  const json& top = filled.at("masks").at(0).at("top");
+  REQUIRE(top.size() == 3);
+  CHECK(top.at(0).at("prob").get<double>() >= top.at(1).at("prob").get<double>());
+  const std::string text = filled.at("text").get<std::string>();
+  CHECK(text.size() == std::string("the cat sat").size());
+  CHECK(text.substr(5, 1) == top.at(0).at("token").get<std::string>());
+  const std::string plain = run_ok({"fill", "--model", model, "--text", "the c[MASK]t s[MASK]t", "--top-k", "3"}).out;
+  CHECK(plain.rfind(text + "\n", 0) == 0);
+  CHECK_THAT(plain, Catch::Contains("position 5:"));
+
+  const CliResult no_mask = run_cli({"fill", "--model", model, "--text", "the cat"});
+  check_one_line_error(no_mask, {"--text has no [MASK]"});
+  CHECK(no_mask.exit_code == 2);
+  CHECK(run_cli({"fill", "--model", model, "--text", "[MASK]", "--top-k", "0"}).exit_code == 2);
+  const CliResult sampled = run_cli({"sample", "--model", model});
+  check_one_line_error(sampled, {"tinygpt fill"});
+
+  // --keep-best keeps the best evaluation's weights in the same layout.
+  run_ok({"train", "--resume", model, "--steps", "30", "--keep-best"});
+  CHECK(json::parse(read_bytes(committed_path(model + "/best", "config.json"))).at("model_type") == "bert");
+}
+
+TEST_CASE("an encoder run resumed ends byte-identical to the uninterrupted one", "[cli][encoder][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a"), b = dir.file("b");
+  const std::vector<std::string> flags = {"--dropout", "0.1", "--pre-ln", "--pos", "rope", "--mask-prob", "0.25",
+                                          "--lr-decay-steps", "40"};
+  run_ok(tiny_encoder_args(a, flags));
+  run_ok({"train", "--resume", a, "--steps", "40", "--threads", "1"});
+  run_ok(tiny_encoder_args(b, concat(flags, {"--steps", "40"})));
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json",
+                           "trainer_state.json"}) {
+    INFO(file);
+    CHECK(read_bytes(committed_path(a, file)) == read_bytes(committed_path(b, file)));
+  }
+  CHECK(log_without_timing(a) == log_without_timing(b));
+  const json config = json::parse(read_bytes(committed_path(a, "config.json")));
+  CHECK(config.at("model_type") == "tinygpt-encoder");  // pre-LN and RoPE are no BERT
+  CHECK(config.at("pre_layer_norm") == true);
+  CHECK(config.at("tinygpt_mask_probability") == 0.25);
+  // The command that started it, with --resume, continues it; another mask probability is refused.
+  run_ok(tiny_encoder_args(a, concat(flags, {"--resume", a, "--steps", "50"})));
+  check_one_line_error(run_cli(tiny_encoder_args(a, concat(flags, {"--resume", a, "--steps", "60", "--mask-prob", "0.3"}))),
+                       {"--mask-prob 0.3 differs from the run's 0.25"});
+  check_one_line_error(run_cli({"train", "--resume", a, "--arch", "gpt", "--steps", "60"}),
+                       {"--arch gpt differs from the run's encoder"});
+}
+
+TEST_CASE("an encoder refuses the flags of the other families, and they refuse its own", "[cli][encoder][errors]") {
+  ScratchDir dir;
+  for (const char* flag : {"--kv-heads", "--attention", "--cross"}) {
+    const std::string value = flag == std::string("--attention") ? "linear" : flag == std::string("--cross") ? "none" : "1";
+    const CliResult r = run_cli(tiny_encoder_args(dir.file("m"), {flag, value}));
+    INFO(flag);
+    check_one_line_error(r, {flag});
+    CHECK(r.exit_code == 2);
+  }
+  check_one_line_error(run_cli(tiny_encoder_args(dir.file("m"), {"--tokenizer", "bpe:300"})), {"--tokenizer is a GPT's flag"});
+  check_one_line_error(run_cli(tiny_encoder_args(dir.file("m"), {"--d-model", "30", "--heads", "4"})),
+                       {"--d-model 30 is not divisible by --heads 4"});
+  const CliResult bad_prob = run_cli(tiny_encoder_args(dir.file("m"), {"--mask-prob", "0"}));
+  CHECK(bad_prob.exit_code == 2);
+  CHECK_FALSE(std::filesystem::exists(dir.file("m")));
+  const CliResult gpt_mask = run_cli(concat({"train", "--out", dir.file("g"), "--mask-prob", "0.2"}, tiny_model_flags()));
+  check_one_line_error(gpt_mask, {"--mask-prob needs --arch encoder"});
+  CHECK(gpt_mask.exit_code == 2);
+
+  const std::string gpt = dir.file("gpt");
+  train_tiny_model(gpt);
+  const CliResult fill = run_cli({"fill", "--model", gpt, "--text", "a[MASK]"});
+  check_one_line_error(fill, {"not a masked LM"});
+  CHECK(fill.exit_code == 2);
+  check_one_line_error(run_cli({"eval", "--model", gpt, "--pseudo"}), {"--pseudo", "masked LM"});
+}
+
+TEST_CASE("a random BertForMaskedLM of bert-base's width in Hugging Face's layout fills masks",
+          "[cli][encoder]") {
+  ScratchDir dir;
+  const std::string folder = dir.file("bert");
+  tinygpt::nn::BertConfig config;
+  config.hidden_size = 768;
+  config.num_attention_heads = 12;
+  config.num_hidden_layers = 1;
+  config.intermediate_size = 3072;
+  config.max_position_embeddings = 512;
+  const tinygpt::data::MaskedLMTokenizer tokenizer = tinygpt::data::MaskedLMTokenizer::fit("abcdefghijklmnopqrstuvwxyz ");
+  config.vocab_size = tokenizer.vocab_size();
+  const tinygpt::nn::BertForMaskedLM model(config, 7);
+  tinygpt::train::save_bert(folder, model, tokenizer);
+  std::filesystem::remove(folder + "/checkpoint.json");  // a plain folder, as Hugging Face writes one
+  const json config_json = json::parse(read_bytes(folder + "/config.json"));
+  CHECK(config_json.at("hidden_size") == 768);
+  CHECK(config_json.at("num_attention_heads") == 12);
+
+  const json filled = json::parse(run_ok({"fill", "--model", folder, "--text", "the c[MASK]t", "--json"}).out);
+  REQUIRE(filled.at("masks").size() == 1);
+  CHECK(filled.at("masks").at(0).at("top").size() == 5);
+
+  std::filesystem::remove(folder + "/tokenizer.json");
+  const CliResult no_tokenizer = run_cli({"fill", "--model", folder, "--text", "a[MASK]"});
+  check_one_line_error(no_tokenizer, {"has no tokenizer.json"});
+  CHECK(no_tokenizer.exit_code == 1);
+}
