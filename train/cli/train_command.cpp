@@ -233,22 +233,36 @@ FamilyDefaults family_defaults(const std::string& arch) {
   return d;
 }
 
+// Calls visit(flag, default, field) for each flag a family may set, in the order --help lists them.
+template <class Visit>
+void visit_family_defaults(const FamilyDefaults& d, TrainFlags& f, Visit&& visit) {
+  visit("--heads", d.heads, f.model.heads);
+  visit("--d-model", d.d_model, f.model.d_model);
+  visit("--block", d.block, f.model.block);
+  visit("--steps", d.steps, f.options.steps);
+  visit("--batch", d.batch, f.options.batch);
+  visit("--lr", d.lr, f.options.lr);
+  visit("--warmup", d.warmup, f.options.warmup);
+  visit("--beta2", d.beta2, f.options.beta2);
+  visit("--eval-every", d.eval_every, f.options.eval_every);
+  visit("--eval-iters", d.eval_iters, f.options.eval_iters);
+}
+
 void apply_family_defaults(TrainFlags& f, const CLI::App& cmd) {
   if (f.arch == "gpt" || !f.resume.empty()) return;
-  const FamilyDefaults d = family_defaults(f.arch);
-  const auto set = [&](const char* flag, auto& field, const auto& value) {
+  visit_family_defaults(family_defaults(f.arch), f, [&](const char* flag, const auto& value, auto& field) {
     if (cmd.count(flag) == 0 && value) field = *value;
-  };
-  set("--heads", f.model.heads, d.heads);
-  set("--d-model", f.model.d_model, d.d_model);
-  set("--block", f.model.block, d.block);
-  set("--steps", f.options.steps, d.steps);
-  set("--batch", f.options.batch, d.batch);
-  set("--lr", f.options.lr, d.lr);
-  set("--warmup", f.options.warmup, d.warmup);
-  set("--beta2", f.options.beta2, d.beta2);
-  set("--eval-every", f.options.eval_every, d.eval_every);
-  set("--eval-iters", f.options.eval_iters, d.eval_iters);
+  });
+}
+
+// "--heads 4 --steps 2000 ...": a family's defaults as --help states them.
+std::string family_defaults_text(const std::string& arch) {
+  TrainFlags unused;
+  std::vector<std::string> parts;
+  visit_family_defaults(family_defaults(arch), unused, [&](const char* flag, const auto& value, auto&) {
+    if (value) parts.push_back(fmt::format("{} {}", flag, *value));
+  });
+  return fmt::format("{}", fmt::join(parts, " "));
 }
 
 // What the command line alone shows to be wrong, refused before anything is read or written.
@@ -511,14 +525,14 @@ void add_train_command(CLI::App& app) {
   cmd->footer("\n" + wrap_words(data::describe_toy_corpus(), 96));
   set_memory_advice(*cmd, fmt::format("lower {} (activations) or {} (model)", kActivationFlags, kModelFlags));
   cmd->add_option("--arch", flags->arch,
-                  "gpt: a causal language model of the text; encoder-decoder: a model from source to "
-                  "target of source<TAB>target pairs (--data a file of them, or builtin:reverse, "
-                  "builtin:sort or builtin:dates; default builtin:reverse), with its own defaults "
-                  "for the flags not given (--heads 4 --d-model 128 --block 32 --steps 1500 --batch 64 "
-                  "--lr 2e-3 --warmup 100 --beta2 0.98 --eval-every 250 --eval-iters 4); encoder: a "
-                  "bidirectional encoder (BERT) trained as a masked language model of the text, saved "
-                  "in Hugging Face BertForMaskedLM's layout, with its own defaults (--heads 4 --steps "
-                  "2000 --batch 32 --lr 2e-3 --warmup 100 --beta2 0.98 --eval-every 250 --eval-iters 4)")
+                  fmt::format("gpt: a causal language model of the text; encoder-decoder: a model "
+                              "from source to target of source<TAB>target pairs (--data a file of "
+                              "them, or builtin:reverse, builtin:sort or builtin:dates; default "
+                              "builtin:reverse), with its own defaults for the flags not given ({}); "
+                              "encoder: a bidirectional encoder (BERT) trained as a masked language "
+                              "model of the text, saved in Hugging Face BertForMaskedLM's layout, with "
+                              "its own defaults ({})",
+                              family_defaults_text("encoder-decoder"), family_defaults_text("encoder")))
       ->check(CLI::IsMember({"gpt", "encoder-decoder", "encoder"}))->capture_default_str();
   cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();

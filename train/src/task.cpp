@@ -8,6 +8,7 @@
 #include "tinygpt/data/bpe.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/utf8.hpp"
+#include "json_fields.hpp"
 #include "tinygpt/train/bert_files.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
@@ -361,12 +362,12 @@ EncoderConfig encoder_config_from_json(const std::string& text, const std::strin
   EncoderConfig out;
   if (j.is_object()) {  // tinygpt's keys beside BERT's: the reader of BERT's refuses keys it does not know
     if (j.contains(kMaskProbabilityKey)) {
-      const nlohmann::json& p = j[kMaskProbabilityKey];
-      if (!p.is_number() || !(p.get<double>() > 0.0 && p.get<double>() <= 1.0)) {
-        throw io::FormatError(fmt::format("{}: {} must be a number in (0, 1], got {}", source,
-                                          kMaskProbabilityKey, p.dump()));
+      const double p = json_fields::number(j[kMaskProbabilityKey], kMaskProbabilityKey, source);
+      if (!(p > 0.0 && p <= 1.0)) {
+        json_fields::fail(source, "{} must be a number in (0, 1], got {}", kMaskProbabilityKey,
+                          json_fields::shown(j[kMaskProbabilityKey]));
       }
-      out.mask_probability = p.get<double>();
+      out.mask_probability = p;
     }
     j.erase(kMaskProbabilityKey);
     j.erase(kTrainingPrecisionKey);
