@@ -40,6 +40,13 @@ void check_attention_flags(const ModelFlags& m, const CLI::App& cmd) {
     throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
   }
   if (m.attention != "strided" && m.stride != 0) throw UsageError("--stride needs --attention strided");
+  const std::pair<const char*, int64_t> performer_sizes[] = {{"--features", m.features},
+                                                             {"--redraw-every", m.redraw_every}};
+  for (const auto& size : performer_sizes) {
+    if (m.attention != "performer" && size.second != ModelFlags::kNotGiven) {
+      throw UsageError(fmt::format("{} needs --attention performer", size.first));
+    }
+  }
 }
 
 Family gpt_family() {
@@ -51,7 +58,7 @@ Family gpt_family() {
   f.default_data = data::kToyCorpus;
   f.takes_init_from = true;
   f.own_flags = {"--pos", "--kv-heads", "--attention", "--window", "--global-tokens", "--stride",
-                 "--block-size", "--random-blocks", "--no-attention-scale"};
+                 "--block-size", "--random-blocks", "--no-attention-scale", "--features", "--redraw-every"};
   f.reports_mfu = true;
   f.model_config = [](const ModelFlags& m, uint64_t seed) -> train::ModelConfig { return m.config(0, seed); };
   f.check_shape = [](const ModelFlags& m, const CLI::App& cmd) {
