@@ -1,6 +1,8 @@
 // tinygpt train --arch encoder (a BERT masked LM) and what reads its folder: fill, eval; exact
 // resume; the flags of the other families; a Hugging Face BertForMaskedLM folder of bert-base's
 // width written by the test.
+#include <set>
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
@@ -167,4 +169,49 @@ TEST_CASE("a random BertForMaskedLM of bert-base's width in Hugging Face's layou
   const CliResult no_tokenizer = run_cli({"fill", "--model", folder, "--text", "a[MASK]"});
   check_one_line_error(no_tokenizer, {"has no tokenizer.json"});
   CHECK(no_tokenizer.exit_code == 1);
+}
+
+TEST_CASE("heads on an encoder scores its roles and copy heads, ablates them, and its log has their formation",
+          "[cli][encoder][heads]") {
+  ScratchDir dir;
+  const std::string model = dir.file("model");
+  run_ok(tiny_encoder_args(model));
+  const json report = json::parse(run_ok({"heads", "--model", model, "--json", "--ablate"}).out);
+  CHECK(report.at("echo_probes") == 16);
+  REQUIRE(report.at("heads").size() == 2);
+  const std::set<std::string> roles = {"previous-token", "next-token", "self", "sink", "copy", "local", "broad", "mixed"};
+  for (const json& head : report.at("heads")) {
+    CHECK(roles.count(head.at("role").get<std::string>()) == 1);
+    for (const char* key : {"previous_token", "next_token", "self", "sink", "copy", "copy_forward", "copy_backward",
+                            "local", "entropy", "ablated_copy_accuracy"}) {
+      INFO(key);
+      CHECK(head.at(key).get<double>() >= 0.0);
+      CHECK(head.at(key).get<double>() <= 1.0);
+    }
+  }
+  const json& copy = report.at("copy");
+  for (const char* key : {"second_copy_accuracy", "without_copy_heads", "without_other_heads"}) CHECK(copy.contains(key));
+  CHECK(copy.at("copy_heads").get<std::string>() != copy.at("other_heads").get<std::string>());
+  const std::string table = run_ok({"heads", "--model", model}).out;
+  CHECK_THAT(table, Catch::Contains("second-copy masked accuracy"));
+  CHECK_THAT(table, Catch::Contains("copy"));
+
+  // Each evaluation logged the heads' scores and the second-copy accuracy.
+  int64_t scored = 0;
+  for (const json& record : log_without_timing(model)) {
+    if (!record.contains("heads")) continue;
+    ++scored;
+    CHECK(record.at("heads").size() == 2);
+    CHECK(record.contains("second_copy_accuracy"));
+  }
+  CHECK(scored == 2);
+
+  for (const char* flag : {"--attribute", "--composition", "--pairs"}) {
+    INFO(flag);
+    std::vector<std::string> args = {"heads", "--model", model, flag};
+    if (flag != std::string("--composition")) args.push_back("1");
+    const CliResult r = run_cli(args);
+    check_one_line_error(r, {flag, "an encoder"});
+    CHECK(r.exit_code == 2);
+  }
 }

@@ -149,14 +149,15 @@ void add_heads_command(CLI::App& app) {
   cmd->add_option("--model", flags->model, "checkpoint directory written by tinygpt train")->type_name("DIR")->required();
   cmd->add_option("--text", flags->text, "probe text (default: windows of the run's own data)");
   cmd->add_option("--out", flags->out, "directory for the heatmaps (default: <model>/heads)")->type_name("DIR");
-  cmd->add_flag("--json", flags->json, "print the report as one JSON object instead of the table: heads (scores and role of each), in_context (first/second copy loss), and what --ablate-heads or --attribute add");
+  cmd->add_flag("--json", flags->json, "print the report as one JSON object instead of the table: heads (scores and role of each), in_context (first/second copy loss), and what --ablate-heads or --attribute add; an encoder's: heads (with copy scores) and copy (the second-copy masked accuracy with and without its copy heads)");
   cmd->add_option("--html", flags->html,
                   "also write the attention explorer, one self-contained HTML page, to this file (an "
                   "encoder-decoder's shows the first held-out pair with its cross-attention)")
       ->type_name("FILE");
   cmd->add_option("--ablate", flags->ablate,
                   "remove each head in turn (zero: its output set to 0; mean: to its mean output "
-                  "on the text) and report the in-context ratio and text loss without it")
+                  "on the text) and report the in-context ratio and text loss without it; an encoder's: "
+                  "the second-copy masked accuracy without it, zero only)")
       ->expected(0, 1)->type_name("[zero|mean]")
       ->check(CLI::IsMember({"zero", "mean"}).description(""))->capture_default_str();
   cmd->add_option("--ablate-heads", flags->ablate_heads,

@@ -21,6 +21,12 @@ nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& d
 }
 
 FormationObserver::FormationObserver(train::Run& run) {
+  if (run.task().is<train::EncoderTask>()) {
+    train::EncoderTask& task = run.task().as<train::EncoderTask>();
+    encoder_probes_ = heads::encoder_probes(heads::dataset_probes(task.dataset(), run.tokenizer(), run.data_source()),
+                                            run.tokenizer(), task.bert().config().max_position_embeddings);
+    return;
+  }
   if (!run.task().is<train::LanguageModelTask>()) return;
   train::LanguageModelTask& task = run.task().as<train::LanguageModelTask>();
   no_heads_ = heads::probe_obstacle(task.causal_lm().shape());
@@ -28,6 +34,9 @@ FormationObserver::FormationObserver(train::Run& run) {
 }
 
 nlohmann::json FormationObserver::eval_fields(train::Run& run) {
+  if (encoder_probes_) {
+    return heads::encoder_formation_record(run.task().as<train::EncoderTask>().bert(), *encoder_probes_);
+  }
   if (probes_) {
     return heads::formation_record(run.task().as<train::LanguageModelTask>().causal_lm(), probes_->probes);
   }

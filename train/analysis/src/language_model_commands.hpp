@@ -34,7 +34,6 @@ class LanguageModelCommands : public TaskCommands {
   // The GPT, or a ValueError saying that `command` needs one.
   nn::GPT& gpt(const char* command);
   std::string speed_lines(int64_t prompt, int64_t tokens, double seconds);
-  heads::ProbeSet probes(const HeadsRequest& request);
   std::vector<heads::HeadRef> removed_heads(const HeadsRequest& request);
   std::vector<CircuitOutput> circuit_methods(const HeadsRequest& request, const heads::HeadProbes& probes,
                                              const heads::HeadReport& report,

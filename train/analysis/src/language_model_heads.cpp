@@ -2,10 +2,10 @@
 // request adds: heads removed together, one prediction's attribution, the circuit methods.
 #include <cmath>
 #include <filesystem>
-#include <regex>
 
 #include "command_errors.hpp"
 #include "language_model_commands.hpp"
+#include "run_probes.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/heads/attribution.hpp"
@@ -16,18 +16,6 @@ namespace tinygpt::analysis {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The dataset's refusal of the run's own text (it shrank since training) in the run's terms: its
-// context and validation share were set when it trained, not by the request, so the advice to
-// change them goes too.
-std::string in_run_terms(const Error& e) {
-  const SettingNaming naming = [](const std::string& name) -> std::string {
-    if (name == "block_size") return "the model's context of";
-    if (name == "val_fraction") return "the run's validation share";
-    return name;
-  };
-  return std::regex_replace(e.in_terms(naming), std::regex("; use a longer text.*$"), "");
-}
 
 // The mean rank correlation with gradient x input over every query position with at least two
 // earlier tokens: per layer's raw attention, then rollout.
@@ -124,28 +112,6 @@ nlohmann::json show_removed(heads::HeadAblation& ablation, const std::vector<hea
 
 }  // namespace
 
-// The request's probes: its text if given, else the run's own validation windows (its data and
-// split as trainer_state.json records them, as training probed them).
-heads::ProbeSet LanguageModelCommands::probes(const HeadsRequest& r) {
-  const data::Tokenizer& tokenizer = task_.tokenizer();
-  const int64_t block = task_.causal_lm().shape().block_size;
-  if (!r.text.empty()) return heads::text_probes(encode_setting("text", r.text, tokenizer), tokenizer, block);
-  const std::optional<train::RunState> run = train::trained_on(model_dir_);
-  if (!run) {
-    throw SettingError(Operation("TaskCommands"),
-                       {model_dir_ + " does not say what it was trained on; pass ", setting("text")});
-  }
-  const std::string text_now = r.run_text(*run, "text");
-  const data::TextDataset dataset = [&] {
-    try {
-      return data::make_dataset(text_now, run->data_source, tokenizer, block, run->val_fraction);
-    } catch (const ValueError& e) {
-      throw ValueError(in_run_terms(e));
-    }
-  }();
-  return heads::dataset_probes(dataset, tokenizer, run->data_source);
-}
-
 // The head list of the request, checked against the model's heads (a head it does not have is
 // the request's mistake).
 std::vector<heads::HeadRef> LanguageModelCommands::removed_heads(const HeadsRequest& r) {
@@ -167,7 +133,7 @@ nlohmann::json LanguageModelCommands::heads(const HeadsRequest& r) {
   if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", model_dir_, obstacle));
   const heads::AblationMode mode = heads::parse_ablation_mode(r.ablate);
   const std::vector<heads::HeadRef> removed = removed_heads(r);
-  const heads::ProbeSet set = probes(r);
+  const heads::ProbeSet set = request_probes(r, model_dir_, task_.tokenizer(), task_.causal_lm().shape().block_size);
   const int64_t picture = static_cast<int64_t>(set.picture.size());
   if (r.attribute >= picture) {  // before any work or output
     throw SettingError(Operation("TaskCommands"),

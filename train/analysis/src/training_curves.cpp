@@ -75,8 +75,13 @@ void draw_training_curves(const train::LogRecords& log, const std::string& run_d
   for (size_t layer = 0; layer < series.previous_token.size(); ++layer) {
     scores.push_back({fmt::format("layer {} best previous-token", layer), score_points(series.previous_token[layer])});
   }
-  scores.push_back({"best induction", score_points(series.induction)});
-  scores.push_back({"second/first copy loss", score_points(series.in_context_ratio)});
+  if (series.second_copy_accuracy.empty()) {
+    scores.push_back({"best induction", score_points(series.induction)});
+    scores.push_back({"second/first copy loss", score_points(series.in_context_ratio)});
+  } else {  // an encoder's
+    scores.push_back({"best copy", score_points(series.copy)});
+    scores.push_back({"second-copy masked accuracy", score_points(series.second_copy_accuracy)});
+  }
   const std::string path = (std::filesystem::path(run_dir) / "heads_over_time.png").string();
   plot::save_formation_plot(path, train, val, scores, title);
   if (text != nullptr) fmt::print(text, "heads over time: {}\n{}\n", path, heads::formation_summary(series));

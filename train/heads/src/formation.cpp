@@ -21,7 +21,7 @@ double role_score(const nlohmann::json& head, std::string role) {
 }
 
 bool positional(const std::string& role) {
-  return role == "local" || role == "diffuse" || role == "mixed";
+  return role == "local" || role == "diffuse" || role == "broad" || role == "mixed";
 }
 
 }  // namespace
@@ -34,7 +34,7 @@ FormationSeries formation_series(const std::vector<nlohmann::json>& records) {
   }
   for (const nlohmann::json* r : with_heads) {
     const double step = number_or(*r, "step", 0.0);
-    double induction = 0.0;
+    double induction = 0.0, copy = 0.0;
     for (const auto& h : (*r)["heads"]) {
       const auto layer = h.value("layer", int64_t{0});
       if (layer < 0) continue;
@@ -45,8 +45,13 @@ FormationSeries formation_series(const std::vector<nlohmann::json>& records) {
       if (series.empty() || series.back().step != step) series.push_back({step, 0.0});
       series.back().value = std::max(series.back().value, number_or(h, "previous_token", 0.0));
       induction = std::max(induction, number_or(h, "induction", 0.0));
+      copy = std::max(copy, number_or(h, "copy", 0.0));
     }
     out.induction.push_back({step, induction});
+    out.copy.push_back({step, copy});
+    if (r->contains("second_copy_accuracy")) {
+      out.second_copy_accuracy.push_back({step, number_or(*r, "second_copy_accuracy", NAN)});
+    }
     if (r->contains("in_context")) {
       out.in_context_ratio.push_back({step, number_or((*r)["in_context"], "ratio", NAN)});
     }

@@ -60,12 +60,12 @@ double duplicate_token_score(const float* a, int64_t t, int64_t period) {
 }
 
 Role pick_role(std::initializer_list<std::pair<const char*, double>> candidates, double local,
-               double entropy) {
+               double entropy, const char* spread) {
   const auto best = std::max_element(candidates.begin(), candidates.end(),
                                      [](const auto& x, const auto& y) { return x.second < y.second; });
   if (best != candidates.end() && best->second >= kRoleThreshold) return {best->first, best->second};
   if (local >= kLocalThreshold) return {"local", local};
-  return {entropy >= kDiffuseEntropy ? "diffuse" : "mixed", entropy};
+  return {entropy >= kDiffuseEntropy ? spread : "mixed", entropy};
 }
 
 void assign_role(HeadScores& s) {

@@ -7,46 +7,14 @@
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/data/utf8.hpp"
 #include "tinygpt/heads/head_scores.hpp"
+#include "tinygpt/heads/row_tally.hpp"
 
 namespace tinygpt::seq2seq {
 namespace {
 
-constexpr int64_t kLocalReach = 2;
-
-// Sums of each score over the queries it is defined for, and how many.
-struct Tally {
-  double previous = 0, next = 0, current = 0, first = 0, local = 0, entropy = 0;
-  int64_t previous_n = 0, next_n = 0, rows = 0, first_n = 0, entropy_n = 0;
-};
-
-// Row i of a (T,Tk) pattern whose visible keys are [0, keys): adds its scores to `t`.
-void add_row(const float* w, int64_t i, int64_t keys, Tally& t) {
-  ++t.rows;
-  t.current += w[i];
-  if (i >= 1) {
-    t.previous += w[i - 1];
-    t.first += w[0];
-    ++t.previous_n;
-    ++t.first_n;
-  }
-  if (i + 1 < keys) {
-    t.next += w[i + 1];
-    ++t.next_n;
-  }
-  for (int64_t j = std::max<int64_t>(0, i - kLocalReach); j < std::min(keys, i + kLocalReach + 1); ++j) t.local += w[j];
-  if (keys >= 2) {
-    double h = 0.0;
-    for (int64_t j = 0; j < keys; ++j) h -= w[j] > 0.0f ? w[j] * std::log(static_cast<double>(w[j])) : 0.0;
-    t.entropy += h / std::log(static_cast<double>(keys));
-    ++t.entropy_n;
-  }
-}
-
-SelfHeadScores finish(int64_t layer, int64_t head, const Tally& t) {
-  const auto mean = [](double sum, int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
-  SelfHeadScores s{layer, head, mean(t.previous, t.previous_n), mean(t.next, t.next_n),
-                   mean(t.current, t.rows), mean(t.first, t.first_n), mean(t.local, t.rows),
-                   mean(t.entropy, t.entropy_n), "", 0.0};
+SelfHeadScores finish(int64_t layer, int64_t head, const heads::RowTally& t) {
+  SelfHeadScores s{layer, head, t.previous_token(), t.next_token(), t.current_token(), t.first_token(),
+                   t.local_mass(), t.mean_entropy(), "", 0.0};
   const heads::Role role = heads::pick_role({{"previous-token", s.previous_token},
                                              {"next-token", s.next_token},
                                              {"current-token", s.current_token},
@@ -99,8 +67,8 @@ PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& d
   const nn::EncoderDecoderConfig& c = model.config();
   PairHeads out;
   out.pairs = max_pairs > 0 ? std::min(max_pairs, data.size(split)) : data.size(split);
-  std::vector<Tally> encoder(static_cast<size_t>(c.encoder_layers * c.encoder_attention_heads));
-  std::vector<Tally> decoder(static_cast<size_t>(c.decoder_layers * c.decoder_attention_heads));
+  std::vector<heads::RowTally> encoder(static_cast<size_t>(c.encoder_layers * c.encoder_attention_heads));
+  std::vector<heads::RowTally> decoder(static_cast<size_t>(c.decoder_layers * c.decoder_attention_heads));
   {
     NoGradGuard no_grad;
     model.eval();
@@ -110,7 +78,7 @@ PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& d
       const int64_t count = std::min(kBatch, out.pairs - first);
       const data::PairBatch b = data.batch(split, first, count);
       model.forward(b.source, b.source_lengths, b.inputs);
-      const auto tally = [&](const std::vector<Tensor>& weights, std::vector<Tally>& tallies, bool causal) {
+      const auto tally = [&](const std::vector<Tensor>& weights, std::vector<heads::RowTally>& tallies, bool causal) {
         for (size_t l = 0; l < weights.size(); ++l) {
           const Tensor& w = weights[l];  // (B,H,T,T)
           const int64_t h_n = w.size(1), t = w.size(2);
@@ -119,8 +87,8 @@ PairHeads score_pair_heads(nn::EncoderDecoder& model, const data::PairDataset& d
                                        : b.source_lengths[static_cast<size_t>(r)];
             for (int64_t h = 0; h < h_n; ++h) {
               for (int64_t i = 0; i < len; ++i) {
-                add_row(w.data<float>() + ((r * h_n + h) * t + i) * t, i, causal ? i + 1 : len,
-                        tallies[l * static_cast<size_t>(h_n) + static_cast<size_t>(h)]);
+                tallies[l * static_cast<size_t>(h_n) + static_cast<size_t>(h)].add_row(
+                    w.data<float>() + ((r * h_n + h) * t + i) * t, i, causal ? i + 1 : len);
               }
             }
           }

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/heads/encoder_heads.hpp"
 #include "tinygpt/heads/probe_set.hpp"
 #include "tinygpt/train/fit.hpp"
 
@@ -23,8 +24,9 @@ nlohmann::json pair_record(nn::EncoderDecoder& model, const data::PairDataset& d
                            data::Split split, int64_t max_pairs);
 
 // Every evaluation also scores the heads on the run's own probes (a language model's head
-// roles, when its probes can run; an encoder-decoder's held-out accuracy and cross-attention
-// alignment on the first pairs), and the report at the end uses the same probes.
+// roles, when its probes can run; an encoder's head roles and second-copy masked accuracy; an
+// encoder-decoder's held-out accuracy and cross-attention alignment on the first pairs), and the
+// report at the end uses the same probes.
 class FormationObserver : public train::FitObserver {
  public:
   explicit FormationObserver(train::Run& run);
@@ -35,6 +37,7 @@ class FormationObserver : public train::FitObserver {
 
  private:
   std::optional<heads::ProbeSet> probes_;
+  std::optional<heads::EncoderProbes> encoder_probes_;
   std::string no_heads_;
 };
 

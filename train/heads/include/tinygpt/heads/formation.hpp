@@ -26,7 +26,10 @@ struct FormationSeries {
   std::vector<std::vector<StepValue>> previous_token;  // [layer]: its best head's score
   std::vector<StepValue> induction;                    // best head of any layer
   std::vector<StepValue> in_context_ratio;             // second / first copy loss
-  // For each head that ends with a role other than local, diffuse or mixed: that role and the
+  // An encoder's records: the best head's copy score, and the masked second-copy accuracy.
+  std::vector<StepValue> copy;
+  std::vector<StepValue> second_copy_accuracy;
+  // For each head that ends with a role other than local, diffuse, broad or mixed: that role and the
   // first step at which the head's score for it reached kRoleThreshold.
   struct Formed {
     int64_t layer = 0, head = 0;

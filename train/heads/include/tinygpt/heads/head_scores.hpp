@@ -51,11 +51,12 @@ constexpr double kDiffuseEntropy = 0.6;
 void assign_role(HeadScores& scores);
 
 // The same rule over any candidate roles (name, score): an encoder-decoder's heads have others.
+// `spread` names the role of a head whose attention is spread out (an encoder's is "broad").
 struct Role {
   std::string name;
   double score = 0.0;
 };
 Role pick_role(std::initializer_list<std::pair<const char*, double>> candidates, double local,
-               double entropy);
+               double entropy, const char* spread = "diffuse");
 
 }  // namespace tinygpt::heads
