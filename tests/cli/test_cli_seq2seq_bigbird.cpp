@@ -33,12 +33,10 @@ TEST_CASE("an encoder-decoder's encoder runs BigBird: config.json, resumed byte-
   }
   const json config = json::parse(read_bytes(committed_path(straight, "config.json")));
   const json& attention = config.at("tinygpt_encoder_attention");
-  CHECK(attention.at("attention_type") == "bigbird");
-  CHECK(attention.at("sliding_window") == 3);
-  CHECK(attention.at("global_tokens") == 1);
-  CHECK(attention.at("bigbird_block_size") == 5);
-  CHECK(attention.at("bigbird_random_blocks") == 1);
-  CHECK(attention.at("bigbird_seed") == 1337);  // the run's --seed
+  const json want = {{"attention_type", "bigbird"}, {"sliding_window", 3}, {"global_tokens", 1},
+                     {"bigbird_block_size", 5}, {"bigbird_random_blocks", 1},
+                     {"bigbird_seed", 1337}};  // the run's --seed
+  for (const auto& item : want.items()) CHECK(attention.at(item.key()) == item.value());
   const json& blocks = attention.at("bigbird_random_key_blocks");  // 4 blocks of 5 in --block 20
   REQUIRE(blocks.size() == 4);
   for (const json& drawn : blocks) {
