@@ -138,7 +138,7 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--heads", heads, "attention heads per block")->check(integer_in(1, 64))->capture_default_str();
   cmd.add_option("--d-model", d_model, "embedding width (a multiple of --heads)")
       ->check(integer_in(1, 8192))->capture_default_str();
-  cmd.add_option("--block", block, "context length in characters")->check(integer_in(1, 65536))->capture_default_str();
+  cmd.add_option("--block", block, "context length in tokens (characters, or subwords with a BPE tokenizer)")->check(integer_in(1, 65536))->capture_default_str();
   cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")
       ->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd.add_option("--pos", pos,
