@@ -65,7 +65,8 @@ TEST_CASE("an encoder-decoder refuses attention patterns its encoder does not ru
           "[cli][seq2seq][bigbird][errors]") {
   ScratchDir dir;
   const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> refusals = {
-      {{"--attention", "window", "--window", "4"}, {"--attention window 4", "full or bigbird"}},
+      {{"--attention", "window", "--window", "4"},
+       {"--attention window", "--arch encoder-decoder does not take it", "full or bigbird"}},
       {{"--attention", "bigbird", "--window", "3", "--block-size", "3"}, {"--block-size 3", "--block 20"}},
       {{"--attention", "bigbird", "--window", "3", "--block-size", "5", "--random-blocks", "5"},
        {"--random-blocks 5", "4 blocks"}},

@@ -430,6 +430,10 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
   check_family_flags(arch, cmd);
   if (arch != "encoder") check_attention_flags(cmd);
   if (arch == "encoder-decoder") {
+    if (attention != "full" && attention != "bigbird") {
+      throw UsageError(fmt::format("--attention {} is a GPT's; --arch encoder-decoder does not take it "
+                                   "(its encoder takes full or bigbird)", attention));
+    }
     check_shape([&] {
       nn::EncoderDecoderConfig c = encoder_decoder_config();
       c.vocab_size = 4;  // any vocabulary with the special tokens
