@@ -46,9 +46,10 @@ uint64_t AttentionPattern::random_key_rank(int64_t query_block, int64_t key_bloc
 }
 
 std::vector<int64_t> AttentionPattern::random_key_blocks(int64_t query_block) const {
+  const int64_t last = last_candidate_block(query_block);
   std::vector<std::pair<uint64_t, int64_t>> ranked;
-  for (int64_t k = 0; k <= query_block; ++k) ranked.emplace_back(random_key_rank(query_block, k), k);
-  const auto chosen = static_cast<size_t>(std::min<int64_t>(random_blocks, query_block + 1));
+  for (int64_t k = 0; k <= last; ++k) ranked.emplace_back(random_key_rank(query_block, k), k);
+  const auto chosen = static_cast<size_t>(std::min<int64_t>(random_blocks, last + 1));
   std::partial_sort(ranked.begin(), ranked.begin() + static_cast<std::ptrdiff_t>(chosen),
                     ranked.end());
   std::vector<int64_t> out;
@@ -58,13 +59,40 @@ std::vector<int64_t> AttentionPattern::random_key_blocks(int64_t query_block) co
 }
 
 bool AttentionPattern::random_block_seen(int64_t query_block, int64_t key_block) const {
-  if (key_block > query_block) return false;
+  const int64_t last = last_candidate_block(query_block);
+  if (key_block > last) return false;
   const std::pair<uint64_t, int64_t> own{random_key_rank(query_block, key_block), key_block};
   int64_t ahead = 0;  // candidates taken before key_block
-  for (int64_t k = 0; k <= query_block && ahead < random_blocks; ++k) {
+  for (int64_t k = 0; k <= last && ahead < random_blocks; ++k) {
     ahead += std::pair<uint64_t, int64_t>{random_key_rank(query_block, k), k} < own ? 1 : 0;
   }
   return ahead < random_blocks;
+}
+
+AttentionPattern AttentionPattern::bidirectional_over(int64_t context, const char* context_setting,
+                                                      const char* op) const {
+  if (kind != Kind::bigbird) {
+    throw ValueError(Operation(op), fmt::format("only BigBird has a bidirectional form here, not {}", str()));
+  }
+  validate_blocks(context, context_setting, op);
+  AttentionPattern p = *this;
+  p.bidirectional_blocks = context / block;
+  return p;
+}
+
+void AttentionPattern::validate_blocks(int64_t context, const char* context_setting,
+                                       const char* op) const {
+  if (context % block != 0) {
+    throw SettingError(Operation(op), {named("bigbird_block", block), " does not divide ",
+                                       named(context_setting, context), " into whole blocks"});
+  }
+  const int64_t blocks = context / block;
+  if (random_blocks > blocks) {
+    throw SettingError(Operation(op), {named("random_blocks", random_blocks),
+                                       fmt::format(" is more than the context's {} blocks (", blocks),
+                                       named(context_setting, context), " / ",
+                                       named("bigbird_block", block), ")"});
+  }
 }
 
 AttentionPattern AttentionPattern::performer_attention(int64_t features, int64_t redraw_every) {
@@ -142,8 +170,8 @@ std::string AttentionPattern::str() const {
   if (kind == Kind::linear) return "linear";
   if (kind == Kind::strided) return fmt::format("strided {}", stride);
   if (kind == Kind::bigbird) {
-    return fmt::format("bigbird: window {} + {} global tokens + {} random blocks of {}", window,
-                       global_tokens, random_blocks, block);
+    return fmt::format("{}bigbird: window {} + {} global tokens + {} random blocks of {}",
+                       is_bidirectional() ? "bidirectional " : "", window, global_tokens, random_blocks, block);
   }
   if (global_tokens == 0) return fmt::format("window {}", window);
   return fmt::format("window {} + {} global tokens", window, global_tokens);

@@ -30,6 +30,11 @@ void EncoderDecoderConfig::validate() const {
     throw SettingError(op, {named("cross_score", std::string(attention_score_name(cross_score))),
                             " scores a cross-attention the decoder does not have"});
   }
+  if (!encoder_attention.is_full() && encoder_attention.kind != AttentionPattern::Kind::bigbird) {
+    throw SettingError(op, {named("encoder_attention", encoder_attention.str()),
+                            ": an encoder-decoder's encoder takes full or bigbird attention"});
+  }
+  encoder_pattern();  // BigBird's blocks must tile the source's positions
   require_positive(op, "init_std", init_std);
   for (const auto& [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"bos_token_id", bos_token_id},
                                  std::pair{"eos_token_id", eos_token_id},
@@ -40,13 +45,21 @@ void EncoderDecoderConfig::validate() const {
   }
 }
 
+AttentionPattern EncoderDecoderConfig::encoder_pattern() const {
+  if (encoder_attention.is_full()) return encoder_attention;
+  return encoder_attention.bidirectional_over(max_position_embeddings, "max_position_embeddings",
+                                              "EncoderDecoderConfig");
+}
+
 namespace {
 
 std::shared_ptr<MultiHeadAttention> attention(const EncoderDecoderConfig& config, int64_t heads,
                                               Generator& init, std::shared_ptr<Generator> noise,
-                                              AttentionScore score = AttentionScore::dot) {
+                                              AttentionScore score = AttentionScore::dot,
+                                              const AttentionPattern& pattern = {}) {
   MultiHeadAttentionOptions options{config.d_model, heads, 0, config.dropout, true};
   options.score = score;
+  options.pattern = pattern;
   return std::make_shared<MultiHeadAttention>(options, init, std::move(noise));
 }
 
@@ -74,7 +87,8 @@ std::shared_ptr<LayerNorm> norm(const EncoderDecoderConfig& config) {
 EncoderLayer::EncoderLayer(const EncoderDecoderConfig& config, Generator& init,
                            std::shared_ptr<Generator> noise) {
   const int64_t c = config.d_model, f = config.encoder_ffn_dim;
-  self_attn = register_module("self_attn", attention(config, config.encoder_attention_heads, init, noise));
+  self_attn = register_module("self_attn", attention(config, config.encoder_attention_heads, init, noise,
+                                                     AttentionScore::dot, config.encoder_pattern()));
   self_attn_layer_norm = register_module("self_attn_layer_norm", norm(config));
   fc1 = register_module("fc1", linear_layer(c, f, init));
   fc2 = register_module("fc2", linear_layer(f, c, init));

@@ -8,23 +8,6 @@
 
 namespace tinygpt::nn {
 
-// BigBird's blocks tile the context, and a query block draws its random key blocks from the
-// context's blocks.
-void GPTConfig::validate_bigbird_blocks() const {
-  const Operation op("GPTConfig");
-  if (block_size % attention.block != 0) {
-    throw SettingError(op, {named("bigbird_block", attention.block), " does not divide ",
-                            named("block_size", block_size), " into whole blocks"});
-  }
-  const int64_t blocks = block_size / attention.block;
-  if (attention.random_blocks > blocks) {
-    throw SettingError(op, {named("random_blocks", attention.random_blocks),
-                            fmt::format(" is more than the context's {} blocks (", blocks),
-                            named("block_size", block_size), " / ",
-                            named("bigbird_block", attention.block), ")"});
-  }
-}
-
 void GPTConfig::validate() const {
   const Operation op("GPTConfig");
   auto positive = [&op](const char* name, int64_t v) {
@@ -60,7 +43,9 @@ void GPTConfig::validate() const {
                               named("block_size", block_size), " is the most keys a query has"});
     }
   }
-  if (attention.kind == AttentionPattern::Kind::bigbird) validate_bigbird_blocks();
+  if (attention.kind == AttentionPattern::Kind::bigbird) {
+    attention.validate_blocks(block_size, "block_size", "GPTConfig");  // its blocks tile the context
+  }
   if (!(rope_theta > 0.0) || !std::isfinite(rope_theta)) {
     throw SettingError(op, "rope_theta", rope_theta,
                        fmt::format("rope_theta must be positive, got {}", rope_theta));

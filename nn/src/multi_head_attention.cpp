@@ -60,6 +60,11 @@ MultiHeadAttention::MultiHeadAttention(const MultiHeadAttentionOptions& options,
                        {named("score", std::string(attention_score_name(options.score))),
                         " does not take ALiBi's bias (dot scores only)"});
   }
+  if (!options.pattern.is_full() && !options.pattern.is_bidirectional()) {
+    throw ValueError(Operation("MultiHeadAttention"),
+                     fmt::format("takes full or bidirectional BigBird attention, not {}",
+                                 options.pattern.str()));
+  }
   const int64_t kv = options.kv_heads() * (c / h);
   const auto make = [&](const char* name, int64_t out) {
     return register_module(name, std::make_shared<Linear>(c, out, options.bias, init, WeightLayout::out_in));
@@ -182,6 +187,13 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
   if (how.causal) {
     mask = key_positions.empty() ? causal_mask(tq, tk)
                                  : pattern_mask(AttentionPattern{}, first_query, tq, key_positions);
+  } else if (options_.pattern.is_bidirectional()) {
+    if (how.cache != nullptr || tq != tk) {
+      throw ShapeError(Operation("MultiHeadAttention"),
+                       fmt::format("{} is self-attention without a cache; got {} queries, {} keys",
+                                   options_.pattern.str(), tq, tk));
+    }
+    mask = pattern_mask(options_.pattern, tq, tk);
   }
   if (!how.memory_lengths.empty()) {
     const Tensor pad = padding_mask(how.memory_lengths, tk);  // (B,1,1,Tk)

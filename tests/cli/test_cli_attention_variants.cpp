@@ -213,6 +213,8 @@ TEST_CASE("train --attention bigbird: config.json keys and blocks, resumed byte-
             .at("loss")
             .get<double>() > 0);
   CHECK(json::parse(run_ok({"heads", "--model", model, "--json"}).out).at("heads").size() == 2);
+  run_ok({"heads", "--model", model});
+  CHECK(std::filesystem::exists(model + "/heads/layer0.png"));
   CHECK_THAT(run_ok({"sample", "--model", model, "--tokens", "20", "--verbose"}).err,
              Catch::Matchers::Contains("bigbird: window 4 + 1 global tokens + 1 random blocks of 4"));
   check_one_line_error(run_cli({"train", "--resume", model, "--steps", "20", "--random-blocks", "2"}),

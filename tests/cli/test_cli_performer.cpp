@@ -26,6 +26,7 @@ TEST_CASE("train --attention performer: config.json, features saved, sample, hea
              Catch::Matchers::Contains("performer 8 features") &&
                  Catch::Matchers::Contains("recurrent state: 576 bytes"));
   run_ok({"heads", "--model", model});
+  CHECK(std::filesystem::exists(model + "/heads/layer0.png"));  // the implied weights, drawn
   run_ok({"eval", "--model", model, "--json"});
 }
 

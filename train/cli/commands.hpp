@@ -103,8 +103,13 @@ struct ModelFlags {
   // vocab_size 0: a run sets it from its data; `seed`, the run's, draws BigBird's random blocks.
   nn::GPTConfig config(int64_t vocab_size = 0, uint64_t seed = 0) const;
   // The encoder-decoder of these flags: --layers in each stack, --heads in every attention,
-  // --block positions for a source and for a target, feed-forward width 4 --d-model.
-  nn::EncoderDecoderConfig encoder_decoder_config() const;
+  // --block positions for a source and for a target, feed-forward width 4 --d-model, the
+  // encoder's self-attention --attention's (`seed` draws BigBird's random key blocks).
+  nn::EncoderDecoderConfig encoder_decoder_config(uint64_t seed = 0) const;
+  // The pattern --attention and its flags give (checked where a model is built).
+  AttentionPattern attention_pattern(uint64_t seed) const;
+  // Sets --attention and its flags to give `p`.
+  void set_attention(const AttentionPattern& p);
   // The masked-LM encoder of these flags: --block characters a window (the context adds [CLS]
   // and [SEP]), feed-forward width 4 --d-model.
   train::EncoderConfig encoder_config() const;

@@ -158,7 +158,9 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "first --global-tokens and, per block of --block-size positions, --random-blocks "
                  "key blocks at or before it, drawn from --seed) or performer (as linear, with "
                  "FAVOR+'s --features positive orthogonal random features, which estimate softmax "
-                 "attention)")
+                 "attention). An encoder-decoder's encoder takes full or bigbird, bidirectional: "
+                 "--window reaches both ways, the global tokens also see every position and the "
+                 "random key blocks come from the whole source")
       ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird", "performer"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window or bigbird: keys each query sees, itself included "
@@ -209,6 +211,34 @@ void ModelFlags::add_to(CLI::App& cmd) {
                "not after each residual sum as BERT's post-LN blocks");
 }
 
+AttentionPattern ModelFlags::attention_pattern(uint64_t seed) const {
+  AttentionPattern p;
+  if (attention == "linear") p = AttentionPattern::linear_attention();
+  if (attention == "window") {
+    p.kind = AttentionPattern::Kind::window;
+    p.window = window;
+    p.global_tokens = global_tokens;
+  }
+  if (attention == "strided") {
+    p.kind = AttentionPattern::Kind::strided;
+    p.stride = stride;
+  }
+  if (attention == "bigbird") {
+    p.kind = AttentionPattern::Kind::bigbird;
+    p.window = window;
+    p.global_tokens = global_tokens;
+    p.block = bigbird_block;
+    p.random_blocks = random_blocks;
+    p.random_blocks_seed = seed;
+  }
+  if (attention == "performer") {
+    p.kind = AttentionPattern::Kind::performer;
+    p.features = features != kNotGiven ? features : kDefaultFeatures;
+    p.redraw_every = redraw_every != kNotGiven ? redraw_every : 0;
+  }
+  return p;
+}
+
 nn::GPTConfig ModelFlags::config(int64_t vocab_size, uint64_t seed) const {
   nn::GPTConfig c;
   c.vocab_size = vocab_size;
@@ -220,33 +250,11 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size, uint64_t seed) const {
   c.position_embedding = nn::parse_position_embedding(pos);
   c.n_kv_head = kv_heads > 0 ? kv_heads : heads;
   c.scale_attn_weights = !no_attention_scale;
-  if (attention == "linear") c.attention = AttentionPattern::linear_attention();
-  if (attention == "window") {
-    c.attention.kind = AttentionPattern::Kind::window;
-    c.attention.window = window;
-    c.attention.global_tokens = global_tokens;
-  }
-  if (attention == "strided") {
-    c.attention.kind = AttentionPattern::Kind::strided;
-    c.attention.stride = stride;
-  }
-  if (attention == "bigbird") {
-    c.attention.kind = AttentionPattern::Kind::bigbird;
-    c.attention.window = window;
-    c.attention.global_tokens = global_tokens;
-    c.attention.block = bigbird_block;
-    c.attention.random_blocks = random_blocks;
-    c.attention.random_blocks_seed = seed;
-  }
-  if (attention == "performer") {
-    c.attention.kind = AttentionPattern::Kind::performer;
-    c.attention.features = features != kNotGiven ? features : kDefaultFeatures;
-    c.attention.redraw_every = redraw_every != kNotGiven ? redraw_every : 0;
-  }
+  c.attention = attention_pattern(seed);
   return c;  // checked by GPTConfig::validate where a model is built
 }
 
-nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
+nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config(uint64_t seed) const {
   nn::EncoderDecoderConfig c;
   c.d_model = d_model;
   c.encoder_layers = c.decoder_layers = layers;
@@ -256,6 +264,7 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config() const {
   c.dropout = dropout;
   c.cross_attention = cross != "none";
   c.cross_score = nn::parse_attention_score(cross_score);
+  c.encoder_attention = attention_pattern(seed);
   return c;  // the vocabulary and token ids come from the run's data
 }
 
@@ -273,6 +282,19 @@ train::EncoderConfig ModelFlags::encoder_config() const {
   return c;  // the vocabulary comes from the run's text
 }
 
+void ModelFlags::set_attention(const AttentionPattern& p) {
+  attention = attention_flag(p);
+  window = p.window;
+  global_tokens = p.global_tokens;
+  stride = p.stride;
+  bigbird_block = p.block;
+  random_blocks = p.random_blocks;
+  if (p.is_performer()) {
+    features = p.features;
+    redraw_every = p.redraw_every;
+  }
+}
+
 ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   ModelFlags m;
   m.layers = c.n_layer;
@@ -282,16 +304,7 @@ ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   m.dropout = c.dropout;
   m.pos = nn::position_embedding_name(c.position_embedding);
   m.kv_heads = c.kv_heads();
-  m.attention = attention_flag(c.attention);
-  m.window = c.attention.window;
-  m.global_tokens = c.attention.global_tokens;
-  m.stride = c.attention.stride;
-  m.bigbird_block = c.attention.block;
-  m.random_blocks = c.attention.random_blocks;
-  if (c.attention.is_performer()) {
-    m.features = c.attention.features;
-    m.redraw_every = c.attention.redraw_every;
-  }
+  m.set_attention(c.attention);
   m.no_attention_scale = !c.scale_attn_weights;
   return m;
 }
@@ -305,6 +318,7 @@ ModelFlags ModelFlags::of(const nn::EncoderDecoderConfig& c) {
   m.dropout = c.dropout;
   m.cross = c.cross_attention ? "attention" : "none";
   m.cross_score = nn::attention_score_name(c.cross_score);
+  m.set_attention(c.encoder_attention);
   return m;
 }
 
@@ -372,7 +386,8 @@ const SettingNames& flag_names() {
       {"hidden_size", "--d-model"},  {"num_attention_heads", "--heads"}, {"num_hidden_layers", "--layers"},
       {"hidden_dropout_prob", "--dropout"}, {"attention_probs_dropout_prob", "--dropout"},
       {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
-      {"features", "--features"},    {"redraw_every", "--redraw-every"}};
+      {"features", "--features"},    {"redraw_every", "--redraw-every"},
+      {"encoder_attention", "--attention"}};
   return kFlags;
 }
 

@@ -18,7 +18,7 @@ void refuse_in_flag_terms(Validate&& validate) {
   }
 }
 
-// A GPT's attention flags come in sets: each pattern's own sizes, and no size without its pattern.
+// The attention flags come in sets: each pattern's own sizes, and no size without its pattern.
 void check_attention_flags(const ModelFlags& m, const CLI::App& cmd) {
   const bool windowed = m.attention == "window" || m.attention == "bigbird";
   if (windowed && m.window == 0) {
@@ -100,7 +100,9 @@ Family encoder_decoder_family() {
       "--block, --dropout)";
   f.default_data = data::kReverseTask;
   f.own_vocabulary = "its pairs' characters";
-  f.own_flags = {"--cross", "--cross-score"};
+  // Its encoder's self-attention takes BigBird's pattern, two-sided; its decoder's stays full.
+  f.own_flags = {"--cross", "--cross-score", "--attention", "--window", "--global-tokens",
+                 "--block-size", "--random-blocks"};
   // Its default model learns builtin:reverse to exact match >= 0.99 on the held-out pairs in about
   // two minutes on 2 cores (docs/SEQ2SEQ.md).
   f.defaults = non_demo_defaults();
@@ -110,8 +112,15 @@ Family encoder_decoder_family() {
   f.defaults.batch = 64;
   f.bench_data_instead = "random pairs";
   f.bench_min_block = 2;
-  f.model_config = [](const ModelFlags& m, uint64_t) -> train::ModelConfig { return m.encoder_decoder_config(); };
-  f.check_shape = [](const ModelFlags& m, const CLI::App&) {
+  f.model_config = [](const ModelFlags& m, uint64_t seed) -> train::ModelConfig {
+    return m.encoder_decoder_config(seed);
+  };
+  f.check_shape = [](const ModelFlags& m, const CLI::App& cmd) {
+    check_attention_flags(m, cmd);
+    if (m.attention != "full" && m.attention != "bigbird") {
+      throw UsageError(fmt::format("--attention {} is a GPT's; --arch encoder-decoder does not take it "
+                                   "(its encoder takes full or bigbird)", m.attention));
+    }
     refuse_in_flag_terms([&] {
       nn::EncoderDecoderConfig c = m.encoder_decoder_config();
       c.vocab_size = 4;  // any vocabulary with the special tokens

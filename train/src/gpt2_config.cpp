@@ -8,6 +8,7 @@
 #include <map>
 #include <string_view>
 
+#include "bigbird_json.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
@@ -54,43 +55,6 @@ bool one_of(const std::array<std::string_view, N>& names, std::string_view name)
 }
 
 constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
-
-// BigBird's keys (attention_type "bigbird"): the window and global tokens as a sliding window's,
-// its block size, random blocks per query block and the seed that draws them.
-AttentionPattern bigbird_from_json(const json& j, const std::string& source) {
-  for (const char* key : {"sliding_window", "bigbird_block_size", "bigbird_random_blocks", "bigbird_seed"}) {
-    jf::required(j, key, source);
-  }
-  return AttentionPattern::bigbird(
-      jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize),
-      j.contains("global_tokens") ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize) : 0,
-      jf::integer(j["bigbird_random_blocks"], "bigbird_random_blocks", source, 0, kMaxSize),
-      jf::integer(j["bigbird_block_size"], "bigbird_block_size", source, 1, kMaxSize),
-      jf::unsigned_integer(j["bigbird_seed"], "bigbird_seed", source));
-}
-
-// BigBird's blocks must tile the context and the random ones fit in it, and the blocks a config
-// lists must be the ones its seed draws: a reader may take either, and both must give the mask
-// the model was trained with. Checked here to name config.json's keys.
-void check_bigbird_blocks(const json& j, const nn::GPTConfig& c, const std::string& source) {
-  const AttentionPattern& p = c.attention;
-  if (c.block_size % p.block != 0) {
-    jf::fail(source, "bigbird_block_size {} does not divide n_positions {} into whole blocks",
-             p.block, c.block_size);
-  }
-  const int64_t blocks = c.block_size / p.block;
-  if (p.random_blocks > blocks) {
-    jf::fail(source, "bigbird_random_blocks {} is more than the context's {} blocks",
-             p.random_blocks, blocks);
-  }
-  if (!j.contains("bigbird_random_key_blocks")) return;
-  json drawn = json::array();
-  for (int64_t qb = 0; qb < blocks; ++qb) drawn.push_back(p.random_key_blocks(qb));
-  if (j["bigbird_random_key_blocks"] != drawn) {
-    jf::fail(source, "bigbird_random_key_blocks differ from the blocks bigbird_seed {} draws",
-             p.random_blocks_seed);
-  }
-}
 
 // Performer's keys: performer_features (M >= 1) and performer_redraw_every (>= 0, absent 0);
 // no other pattern's keys.
@@ -140,7 +104,7 @@ AttentionPattern attention_from_json(const json& j, const std::string& source) {
   }
   if (type == "full") return {};
   if (type == "linear") return AttentionPattern::linear_attention();
-  if (type == "bigbird") return bigbird_from_json(j, source);
+  if (type == "bigbird") return bigbird_json::read(j, source);
   if (type == "strided") {
     if (!has_stride) jf::fail(source, "attention_type is \"strided\" but sparse_stride is not set");
     AttentionPattern p;
@@ -287,7 +251,9 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
                     ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
                     : c.n_head;
   c.attention = within_context(attention_from_json(j, source), c.block_size);
-  if (c.attention.kind == AttentionPattern::Kind::bigbird) check_bigbird_blocks(j, c, source);
+  if (c.attention.kind == AttentionPattern::Kind::bigbird) {
+    bigbird_json::check(j, c.attention, c.block_size, "n_positions", false, source);
+  }
   try {
     c.validate();
   } catch (const Error& e) {

@@ -231,12 +231,14 @@ std::string PairTask::config_json(const std::string& training_precision) const {
 
 namespace {
 
-// How the decoder sees the source, said where it is not the Transformer's dot-product
-// cross-attention.
+// How the encoder attends and the decoder sees the source, said where it is not the
+// Transformer's full self-attention and dot-product cross-attention.
 std::string cross_phrase(const nn::EncoderDecoderConfig& c) {
-  if (!c.cross_attention) return ", no cross-attention";
-  if (c.cross_score == nn::AttentionScore::dot) return "";
-  return fmt::format(", {} cross-attention", nn::attention_score_name(c.cross_score));
+  const std::string encoder =
+      c.encoder_attention.is_full() ? "" : fmt::format(", encoder {}", c.encoder_pattern().str());
+  if (!c.cross_attention) return encoder + ", no cross-attention";
+  if (c.cross_score == nn::AttentionScore::dot) return encoder;
+  return fmt::format("{}, {} cross-attention", encoder, nn::attention_score_name(c.cross_score));
 }
 
 }  // namespace

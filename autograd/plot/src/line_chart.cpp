@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <utility>
 
 #include "plot_style.hpp"
 #include "plot_text.hpp"
@@ -102,7 +103,59 @@ void draw_series(Canvas& canvas, const PlotArea& area, const std::vector<LossPoi
   }
 }
 
-// A boxed key in a top corner of the plot, naming the series that have points.
+// How much of the series' lines lies in the rectangle (x, y, w, h): samples every 2 pixels
+// along each segment between finite points, and each point, that fall inside it.
+int line_samples_inside(const PlotArea& area, const std::vector<const ChartSeries*>& entries, int x,
+                        int y, int w, int h) {
+  const auto inside = [&](double px, double py) { return px >= x && px < x + w && py >= y && py < y + h; };
+  int count = 0;
+  for (const ChartSeries* e : entries) {
+    const LossPoint* previous = nullptr;
+    for (const LossPoint& p : e->points) {
+      if (!std::isfinite(p.loss)) {
+        previous = nullptr;
+        continue;
+      }
+      const double x1 = area.px(p.step), y1 = area.py(p.loss);
+      count += inside(x1, y1) ? 1 : 0;
+      if (previous != nullptr) {
+        const double x0 = area.px(previous->step), y0 = area.py(previous->loss);
+        const int n = static_cast<int>(std::max(std::abs(x1 - x0), std::abs(y1 - y0)) / 2.0) + 1;
+        for (int k = 1; k < n; ++k) {
+          const double f = static_cast<double>(k) / n;
+          count += inside(x0 + f * (x1 - x0), y0 + f * (y1 - y0)) ? 1 : 0;
+        }
+      }
+      previous = &p;
+    }
+  }
+  return count;
+}
+
+// Where a legend box of w x h goes: of the top corners (the `left` one first), then the sides'
+// middles, the bottom corners and the centre line, the first place that covers the least of
+// the lines, so the key never hides data a free place would have spared.
+std::pair<int, int> legend_place(const PlotArea& area, const std::vector<const ChartSeries*>& entries,
+                                 int w, int h, int pad, bool left) {
+  const int xl = area.x + pad, xr = area.x + area.width - w - pad, xc = area.x + (area.width - w) / 2;
+  const int yt = area.y + pad, yb = area.y + area.height - h - pad, ym = area.y + (area.height - h) / 2;
+  const int first = left ? xl : xr, second = left ? xr : xl;
+  const std::pair<int, int> places[] = {{first, yt}, {second, yt}, {first, ym}, {second, ym},
+                                        {first, yb}, {second, yb}, {xc, yt}, {xc, ym}, {xc, yb}};
+  std::pair<int, int> best = places[0];
+  int least = -1;
+  for (const auto& place : places) {
+    const int covered = line_samples_inside(area, entries, place.first, place.second, w, h);
+    if (least < 0 || covered < least) {
+      least = covered;
+      best = place;
+    }
+  }
+  return best;
+}
+
+// A boxed key inside the plot where it covers the least of the lines (legend_place), naming the
+// series that have points.
 void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSeries>& series,
                  bool left) {
   std::vector<const ChartSeries*> entries;
@@ -119,8 +172,7 @@ void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSe
   }
   const int box_w = kPad + kSample + style::kGap + name_width + kPad;
   const int box_h = 2 * kPad + static_cast<int>(entries.size()) * row - 2 * style::kGap;
-  const int box_x = left ? area.x + kPad : area.x + area.width - box_w - kPad;
-  const int box_y = area.y + kPad;
+  const auto [box_x, box_y] = legend_place(area, entries, box_w, box_h, kPad, left);
   canvas.fill_rect(box_x, box_y, box_w, box_h, style::kBackground);
   canvas.stroke_rect(box_x, box_y, box_w, box_h, style::kGridLine);
   for (std::size_t i = 0; i < entries.size(); ++i) {

@@ -24,7 +24,9 @@ struct ChartAxes {
   Range x, y;
   AxisTicks x_ticks, y_ticks;
   std::string x_name, y_name;
-  bool legend_left = false;  // the legend's corner: top-right (a falling loss leaves it free) or top-left
+  // The legend's first choice of corner: top-right (a falling loss leaves it free) or top-left;
+  // it moves where it covers less of the lines.
+  bool legend_left = false;
 };
 
 // The series' points in step order without non-finite steps (a non-finite value stays: it

@@ -536,6 +536,10 @@ Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
                              const AttentionPattern& pattern) {
   pattern.validate("causal_self_attention");
+  if (pattern.is_bidirectional()) {
+    throw ValueError(Operation("causal_self_attention"),
+                     fmt::format("{} is not causal", pattern.str()));
+  }
   if (pattern.is_linear()) {
     throw ValueError("causal_self_attention: linear attention has no softmax; it is "
                      "causal_linear_attention");

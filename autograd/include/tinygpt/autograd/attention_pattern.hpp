@@ -12,8 +12,11 @@
 // so a window costs O(T (W + G)), a stride O(T (S + T / S)) and BigBird O(T (W + G + R B))
 // instead of O(T^2). `performer` is linear attention whose phi is FAVOR+'s positive random
 // features (performer_features): `features` of them per head, redrawn every `redraw_every`
-// training steps (0: never).
+// training steps (0: never). An encoder's BigBird is bidirectional (bidirectional_over): its
+// window reaches W - 1 keys either side, its global tokens also see every key, and each query
+// block draws its R random key blocks from all the context's blocks.
 #include <algorithm>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -31,6 +34,9 @@ struct AttentionPattern {
   uint64_t random_blocks_seed = 0;  // draws the random key blocks, for Kind::bigbird
   int64_t features = 0;       // M >= 1 random features per head, for Kind::performer
   int64_t redraw_every = 0;   // training steps between redraws of the features; 0: never
+  // A bidirectional BigBird's context blocks, which its random key blocks are drawn from; 0 for
+  // every causal pattern.
+  int64_t bidirectional_blocks = 0;
 
   static AttentionPattern sliding_window(int64_t window, int64_t global_tokens = 0);
   static AttentionPattern strided_attention(int64_t stride);
@@ -38,12 +44,24 @@ struct AttentionPattern {
   static AttentionPattern bigbird(int64_t window, int64_t global_tokens, int64_t random_blocks,
                                   int64_t block, uint64_t random_blocks_seed);
   static AttentionPattern performer_attention(int64_t features, int64_t redraw_every = 0);
+  // This BigBird made bidirectional over a context of `context` positions: an encoder's
+  // self-attention. ValueError naming `op` for another pattern; validate_blocks' errors.
+  AttentionPattern bidirectional_over(int64_t context, const char* context_setting,
+                                      const char* op) const;
+  // BigBird's blocks must tile the context (`context` positions, the setting
+  // `context_setting`) and its random key blocks fit in it: SettingError naming `op` otherwise.
+  void validate_blocks(int64_t context, const char* context_setting, const char* op) const;
 
   bool is_full() const { return kind == Kind::full; }
   // Weights phi(q).phi(k) normalised per row, by running sums: linear attention and Performer.
   bool is_linear() const { return kind == Kind::linear || kind == Kind::performer; }
   bool is_performer() const { return kind == Kind::performer; }
+  bool is_bidirectional() const { return bidirectional_blocks > 0; }
   bool visible(int64_t i, int64_t j) const {
+    if (is_bidirectional()) {
+      return std::abs(i - j) < window || j < global_tokens || i < global_tokens ||
+             random_block_seen(i / block, j / block);
+    }
     if (j > i) return false;
     if (kind == Kind::window) return i - j < window || j < global_tokens;
     if (kind == Kind::strided) return i - j < stride || (i - j) % stride == 0;
@@ -53,8 +71,9 @@ struct AttentionPattern {
     return true;
   }
   // BigBird's random key blocks of query block `query_block`, ascending: the R blocks k <=
-  // query_block with the smallest (random_key_rank(query_block, k), k), or all of them when
-  // there are no more than R. A function of the seed and the block alone, so the blocks do not
+  // query_block (bidirectional: k < bidirectional_blocks) with the smallest
+  // (random_key_rank(query_block, k), k), or all of them when there are no more than R. A
+  // function of the seed and the block (and the context's blocks) alone, so the blocks do not
   // depend on the sequence's length.
   std::vector<int64_t> random_key_blocks(int64_t query_block) const;
   // Whether random_key_blocks(query_block) holds key_block, without building the list.
@@ -79,6 +98,10 @@ struct AttentionPattern {
  private:
   void validate_bigbird(const char* op) const;
   void validate_performer(const char* op) const;
+  // The last key block query block `query_block` may draw.
+  int64_t last_candidate_block(int64_t query_block) const {
+    return is_bidirectional() ? bidirectional_blocks - 1 : query_block;
+  }
 };
 
 }  // namespace tinygpt

@@ -47,8 +47,13 @@ struct EncoderDecoderConfig {
   // fixed-size vector of the RNN encoder-decoders that attention was invented to remove.
   bool cross_attention = true;
   AttentionScore cross_score = AttentionScore::dot;
+  // The encoder's self-attention: full, or BigBird's window, global tokens and random key blocks,
+  // made bidirectional over max_position_embeddings (encoder_pattern()).
+  AttentionPattern encoder_attention{};
 
   void validate() const;  // ValueError naming the first bad field
+  // The keys each encoder query sees: encoder_attention, bidirectional.
+  AttentionPattern encoder_pattern() const;  // ValueError naming the first bad field
 };
 
 // Encoder block: x + drop(self_attn(ln(x))), then x + drop(fc2(gelu(fc1(ln(x))))).

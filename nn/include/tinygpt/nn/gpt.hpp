@@ -50,7 +50,6 @@ struct GPTConfig {
 
  private:
   void validate_pruned_heads() const;
-  void validate_bigbird_blocks() const;
 };
 
 // Pre-LayerNorm transformer block: x + attn(ln_1(x)), then x + mlp(ln_2(x)).

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "tinygpt/autograd/attention_pattern.hpp"
 #include "tinygpt/nn/kv_cache.hpp"
 #include "tinygpt/nn/linear.hpp"
 #include "tinygpt/nn/position.hpp"
@@ -36,6 +37,9 @@ struct MultiHeadAttentionOptions {
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000.0;
   AttentionScore score = AttentionScore::dot;
+  // The keys a query sees in bidirectional self-attention: all (full) or a bidirectional
+  // BigBird's (AttentionPattern::bidirectional_over); causal calls see every earlier key.
+  AttentionPattern pattern{};
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
