@@ -6,6 +6,7 @@
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tensor_impl.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 
 namespace tinygpt {
 namespace detail {

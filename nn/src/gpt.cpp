@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 
 namespace tinygpt::nn {
 

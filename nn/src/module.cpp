@@ -65,8 +65,7 @@ void Module::to(DType dtype) {
 
 NamedTensors Module::state_dict() const { return named_parameters(); }
 
-// The parameter of each name in `state`, checked as load_state_dict says before anything changes.
-std::unordered_map<std::string, Tensor> Module::parameters_for(const NamedTensors& state) const {
+void Module::load_state_dict(const NamedTensors& state) {
   std::unordered_map<std::string, Tensor> own;
   for (auto& [name, p] : named_parameters()) own.emplace(name, p);
   std::unordered_set<std::string> seen;
@@ -94,24 +93,7 @@ std::unordered_map<std::string, Tensor> Module::parameters_for(const NamedTensor
                                    p.shape().str()));
     }
   }
-  return own;
-}
-
-void Module::load_state_dict(const NamedTensors& state) {
-  std::unordered_map<std::string, Tensor> own = parameters_for(state);
   for (const auto& [name, t] : state) own.at(name).copy_(t);
-}
-
-void Module::adopt_state_dict(const NamedTensors& state) {
-  std::unordered_map<std::string, Tensor> own = parameters_for(state);
-  for (const auto& [name, t] : state) {
-    Tensor& p = own.at(name);
-    if (p.dtype() == t.dtype()) {
-      p.set_data(t);
-    } else {
-      p.copy_(t);
-    }
-  }
 }
 
 }  // namespace tinygpt::nn

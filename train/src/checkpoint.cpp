@@ -11,6 +11,7 @@
 #include "finite_values.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 #include "tinygpt/data/bpe.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
@@ -209,8 +210,9 @@ void check_finite(const NamedTensors& weights, const std::string& source) {
 std::optional<NonFinite> first_non_finite(const NamedTensors& tensors) {
   for (const auto& named : tensors) {
     const Tensor& tensor = named.second;
+    const int64_t numel = tensor.numel();
     const auto scan = [&](const auto* v) -> std::optional<NonFinite> {
-      for (int64_t i = 0; i < tensor.numel(); ++i) {
+      for (int64_t i = 0; i < numel; ++i) {
         if (!std::isfinite(v[i])) return NonFinite{named.first, static_cast<double>(v[i])};
       }
       return std::nullopt;
@@ -322,11 +324,10 @@ std::unique_ptr<Model> model_to_load(const Config& config) {
   return std::make_unique<Model>(config, 0);
 }
 
-// The weights given to `model`, a refusal naming the file. They become its parameters (the
-// callers' weights were just read for it): no second copy of a large model.
+// The weights given to `model`, a refusal naming the file.
 void load_weights(nn::Module& model, const NamedTensors& weights, const std::string& weights_path) {
   try {
-    model.adopt_state_dict(weights);
+    model.load_state_dict(weights);
   } catch (const Error& e) {
     throw FormatError(weights_path + ": ", e);
   }

@@ -101,23 +101,6 @@ class Tensor {
   std::shared_ptr<detail::TensorImpl> impl_;
 };
 
-// While alive, Tensor::randn and Tensor::uniform draw nothing and return uninitialised tensors
-// (as PyTorch's skip_init): building a model whose every parameter a file then sets need not
-// draw, and touch, a random value per weight first. Per thread, like NoGradGuard.
-class SkipInitGuard {
- public:
-  SkipInitGuard();
-  ~SkipInitGuard();
-  SkipInitGuard(const SkipInitGuard&) = delete;
-  SkipInitGuard& operator=(const SkipInitGuard&) = delete;
-
- private:
-  bool previous_;
-};
-
-// True while a SkipInitGuard is alive on this thread.
-bool init_skipped();
-
 }  // namespace tinygpt
 
 template <>

@@ -10,7 +10,6 @@
 //   };
 #include <memory>
 #include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -50,9 +49,6 @@ class Module {
   // ValueError on a missing or unexpected name or integers for a float parameter, and ShapeError
   // on a shape mismatch, before changing anything.
   void load_state_dict(const NamedTensors& state);
-  // As load_state_dict, but each tensor of the parameter's dtype becomes the parameter itself
-  // (set_data, no copy): for tensors read for this model that nothing else holds or changes.
-  void adopt_state_dict(const NamedTensors& state);
 
  protected:
   // Registers `value` as a leaf that requires grad; returns the handle to keep as a member.
@@ -66,7 +62,6 @@ class Module {
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
   void collect(const std::string& prefix, NamedTensors& out) const;
-  std::unordered_map<std::string, Tensor> parameters_for(const NamedTensors& state) const;
 
   NamedTensors params_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
