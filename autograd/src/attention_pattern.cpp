@@ -67,7 +67,17 @@ bool AttentionPattern::random_block_seen(int64_t query_block, int64_t key_block)
   return ahead < random_blocks;
 }
 
+AttentionPattern AttentionPattern::performer_attention(int64_t features, int64_t redraw_every) {
+  AttentionPattern p;
+  p.kind = Kind::performer;
+  p.features = features;
+  p.redraw_every = redraw_every;
+  p.validate("AttentionPattern::performer_attention");
+  return p;
+}
+
 void AttentionPattern::validate(const char* op) const {
+  validate_performer(op);
   if (kind == Kind::window && window < 1) {
     throw SettingError(Operation(op), "window", window,
                        fmt::format("a sliding window needs at least 1 key, got {}", window));
@@ -103,7 +113,31 @@ void AttentionPattern::validate_bigbird(const char* op) const {
   }
 }
 
+void AttentionPattern::validate_performer(const char* op) const {
+  if (kind == Kind::performer && features < 1) {
+    throw SettingError(Operation(op), {named("features", features),
+                                       ": Performer needs at least 1 random feature per head"});
+  }
+  if (kind != Kind::performer && features != 0) {
+    throw SettingError(Operation(op), {named("features", features),
+                                       ": random features are Performer attention's"});
+  }
+  if (redraw_every < 0) {
+    throw SettingError(Operation(op), {named("redraw_every", redraw_every),
+                                       ": the steps between redraws must be >= 0 (0: never)"});
+  }
+  if (kind != Kind::performer && redraw_every != 0) {
+    throw SettingError(Operation(op), {named("redraw_every", redraw_every),
+                                       ": only Performer attention has features to redraw"});
+  }
+}
+
 std::string AttentionPattern::str() const {
+  if (kind == Kind::performer) {
+    const std::string redraw =
+        redraw_every > 0 ? fmt::format(" redrawn every {} steps", redraw_every) : "";
+    return fmt::format("performer {} features{}", features, redraw);
+  }
   if (kind == Kind::full) return "full";
   if (kind == Kind::linear) return "linear";
   if (kind == Kind::strided) return fmt::format("strided {}", stride);

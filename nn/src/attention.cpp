@@ -1,7 +1,9 @@
 #include "tinygpt/nn/attention.hpp"
 
 #include <cmath>
+#include <functional>
 #include <limits>
+#include <vector>
 
 #include "tinygpt/autograd/ops.hpp"
 
@@ -16,6 +18,39 @@ void check_qkv(const Tensor& q, const Tensor& k, const Tensor& v, const char* op
     throw ShapeError(Operation(op), fmt::format(
         "expects q (B,H,Tq,d), k and v (B,H,Tk,d); got q {}, k {}, v {}",
         q.shape().str(), k.shape().str(), v.shape().str()));
+  }
+}
+
+// fq (B,H,Tq,M), fk and v (B,H/group,Tk,M) and (B,H/group,Tk,d): features of queries and
+// keys and the values they weigh; `group` 0 lets fk have any number of heads dividing H.
+void check_features(const Tensor& fq, const Tensor& fk, const Tensor& v, int64_t group,
+                    const char* op) {
+  const bool ok = fq.ndim() == 4 && fk.ndim() == 4 && v.ndim() == 4 && fq.size(0) == fk.size(0) &&
+                  fk.size(1) > 0 && fq.size(1) % fk.size(1) == 0 &&
+                  (group == 0 || fq.size(1) == group * fk.size(1)) && fq.size(3) == fk.size(3) &&
+                  fk.size(0) == v.size(0) && fk.size(1) == v.size(1) && fk.size(2) == v.size(2);
+  if (!ok) {
+    throw ShapeError(Operation(op), fmt::format(
+        "expects q features (B,H,Tq,M), k features (B,Hkv,Tk,M) and v (B,Hkv,Tk,d) with Hkv {}; "
+        "got {}, {}, {}", group == 0 ? "dividing H" : "= H", fq.shape().str(), fk.shape().str(),
+        v.shape().str()));
+  }
+}
+
+// Gram-Schmidt on the d rows of a (d,d) matrix: they become orthonormal, in order.
+void orthonormalise_rows(std::vector<double>& a, int64_t d) {
+  for (int64_t r = 0; r < d; ++r) {
+    double* row = a.data() + r * d;
+    for (int64_t p = 0; p < r; ++p) {
+      const double* prev = a.data() + p * d;
+      double dot = 0.0;
+      for (int64_t e = 0; e < d; ++e) dot += row[e] * prev[e];
+      for (int64_t e = 0; e < d; ++e) row[e] -= dot * prev[e];
+    }
+    double norm = 0.0;
+    for (int64_t e = 0; e < d; ++e) norm += row[e] * row[e];
+    norm = std::sqrt(norm);
+    for (int64_t e = 0; e < d; ++e) row[e] /= norm;
   }
 }
 
@@ -74,27 +109,43 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
                                  const Tensor& mask, double dropout_p, bool training,
                                  Generator* gen, const Hook& edit_weights) {
   check_qkv(q, k, v, "linear_attention");
-  // The implied weights phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi = elu + 1 > 0, over
-  // the keys the mask leaves; what causal_linear_attention computes without forming them.
-  Tensor scores = matmul(elu_plus_one(q), elu_plus_one(k), false, true);  // (B,H,Tq,Tk)
+  return feature_attention(elu_plus_one(q), elu_plus_one(k), v, mask, dropout_p, training, gen,
+                           edit_weights);
+}
+
+AttentionResult feature_attention(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                  const Tensor& mask, double dropout_p, bool training,
+                                  Generator* gen, const Hook& edit_weights) {
+  check_features(fq, fk, v, 1, "feature_attention");
+  // The implied weights phi(q_i).phi(k_j) / sum_j' phi(q_i).phi(k_j'), phi > 0, over the keys
+  // the mask leaves; what the running-sum kernels compute without forming them.
+  Tensor scores = matmul(fq, fk, false, true);  // (B,H,Tq,Tk)
   if (mask.defined()) scores = masked_fill(scores, mask, 0.0);
   const Tensor weights = scores / sum(scores, {-1}, true);
-  return weigh_values(weights, v, dropout_p, training, gen, edit_weights, "linear_attention");
+  return weigh_values(weights, v, dropout_p, training, gen, edit_weights, "feature_attention");
 }
 
 Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   KVCache& cache) {
-  const bool ok = q.ndim() == 4 && k.ndim() == 4 && k.shape() == v.shape() &&
-                  q.size(0) == k.size(0) && k.size(1) > 0 && q.size(1) % k.size(1) == 0 &&
-                  q.size(2) == k.size(2) && q.size(3) == k.size(3);
-  if (!ok) {
-    throw ShapeError(Operation("recurrent_linear_attention"), fmt::format("expects q (B,H,T,d), k and v "
-                                 "(B,Hkv,T,d) with Hkv dividing H; got q {}, k {}, v {}",
+  check_features(q, k, v, 0, "recurrent_linear_attention");
+  if (q.size(3) != k.size(3) || q.size(3) != v.size(3)) {
+    throw ShapeError(Operation("recurrent_linear_attention"),
+                     fmt::format("expects q, k and v of one head width; got q {}, k {}, v {}",
                                  q.shape().str(), k.shape().str(), v.shape().str()));
   }
-  const int64_t b = k.size(0), kvh = k.size(1), t = k.size(2), d = k.size(3);
-  const int64_t group = q.size(1) / kvh;
-  const Tensor fq = elu_plus_one(q), fk = elu_plus_one(k);  // (B,H,T,d), (B,Hkv,T,d)
+  return recurrent_feature_attention(elu_plus_one(q), elu_plus_one(k), v, cache);
+}
+
+Tensor recurrent_feature_attention(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                   KVCache& cache) {
+  check_features(fq, fk, v, 0, "recurrent_feature_attention");
+  if (fq.size(2) != fk.size(2)) {
+    throw ShapeError(Operation("recurrent_feature_attention"),
+                     fmt::format("expects as many queries as keys; got {} and {}", fq.size(2),
+                                 fk.size(2)));
+  }
+  const int64_t b = fk.size(0), kvh = fk.size(1), t = fk.size(2), m = fk.size(3);
+  const int64_t group = fq.size(1) / kvh;
   Tensor scores = matmul(fq, repeat_heads(fk, group), false, true);  // (B,H,T,T)
   scores = masked_fill(scores, causal_mask(t, t), 0.0);
   Tensor num = matmul(scores, repeat_heads(v, group));  // (B,H,T,d)
@@ -103,12 +154,36 @@ Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor
     num = num + matmul(fq, repeat_heads(cache.s, group));  // phi(q) S
     den = den + matmul(fq, repeat_heads(cache.z, group));  // phi(q) . z
   }
-  const Tensor s_new = matmul(fk, v, true, false);                      // (B,Hkv,d,d)
-  const Tensor z_new = reshape(sum(fk, {2}), {b, kvh, d, 1});           // (B,Hkv,d,1)
+  const Tensor s_new = matmul(fk, v, true, false);                      // (B,Hkv,M,d)
+  const Tensor z_new = reshape(sum(fk, {2}), {b, kvh, m, 1});           // (B,Hkv,M,1)
   cache.s = (cache.s.defined() ? cache.s + s_new : s_new).detach();
   cache.z = (cache.z.defined() ? cache.z + z_new : z_new).detach();
   cache.seen += t;
   return num / den;
+}
+
+Tensor orthogonal_random_features(int64_t features, int64_t d, Generator& gen) {
+  if (features < 1 || d < 1) {
+    throw ValueError(Operation("orthogonal_random_features"),
+                     fmt::format("needs features >= 1 and width >= 1, got {} and {}", features, d));
+  }
+  Tensor omega = Tensor::empty({features, d});
+  float* w = omega.data<float>();
+  std::vector<double> block(static_cast<size_t>(d * d));
+  for (int64_t first = 0; first < features; first += d) {
+    for (double& x : block) x = gen.normal();
+    orthonormalise_rows(block, d);
+    for (int64_t r = first; r < std::min(features, first + d); ++r) {
+      double squares = 0.0;  // chi(d): the length of a fresh Gaussian vector
+      for (int64_t e = 0; e < d; ++e) {
+        const double x = gen.normal();
+        squares += x * x;
+      }
+      const double* row = block.data() + (r - first) * d;
+      for (int64_t e = 0; e < d; ++e) w[r * d + e] = static_cast<float>(std::sqrt(squares) * row[e]);
+    }
+  }
+  return omega;
 }
 
 void check_pattern_positions(const AttentionPattern& pattern, PositionEmbedding position,
@@ -188,6 +263,53 @@ MultiHeadSelfAttention::MultiHeadSelfAttention(const AttentionOptions& options, 
   c_proj = register_module("c_proj", std::make_shared<Linear>(qc, c, options.bias, init));
   resid_dropout =
       register_module("resid_dropout", std::make_shared<Dropout>(options.dropout, noise));
+  if (options.pattern.is_performer()) {
+    features_ = register_buffer("performer_features",
+                                orthogonal_random_features(options.pattern.features,
+                                                           options.head_width(), init));
+  }
+}
+
+void MultiHeadSelfAttention::redraw_features(Generator& gen) {
+  if (!features_.defined()) {
+    throw ValueError(Operation("MultiHeadSelfAttention::redraw_features"),
+                     fmt::format("{} attention has no random features", options_.pattern.str()));
+  }
+  features_.copy_(orthogonal_random_features(features_.size(0), features_.size(1), gen));
+}
+
+Tensor MultiHeadSelfAttention::phi(const Tensor& x, bool query) const {
+  return options_.pattern.is_performer() ? tinygpt::performer_features(x, features_, query)
+                                         : elu_plus_one(x);
+}
+
+Tensor MultiHeadSelfAttention::fused_performer(const Tensor& packed) const {
+  const int64_t b = packed.size(0), t = packed.size(1), h = options_.n_heads,
+                kvh = options_.kv_heads(), d = options_.head_width(), m = features_.size(0);
+  const auto features_of = [&](int64_t first, int64_t heads, bool query) {
+    const Tensor x = reshape(narrow(packed, 2, first, heads * d), {b, t, heads, d});
+    return reshape(phi(x, query), {b, t, heads * m});
+  };
+  const Tensor fq = features_of(0, h, true), fk = features_of(h * d, kvh, false);
+  const Tensor v = narrow(packed, 2, (h + kvh) * d, kvh * d);
+  return causal_feature_attention(concat({fq, fk, v}, 2), h, kvh, m);
+}
+
+void redraw_performer_features(Module& model, int64_t step, uint64_t seed) {
+  int64_t index = 0;
+  const std::function<void(Module&)> visit = [&](Module& m) {
+    if (auto* attn = dynamic_cast<MultiHeadSelfAttention*>(&m)) {
+      const int64_t every = attn->options().pattern.redraw_every;
+      if (attn->options().pattern.is_performer() && every > 0 && step > 0 && step % every == 0) {
+        Generator gen(seed ^ (0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(step + 1)) ^
+                      (0xbf58476d1ce4e5b9ULL * static_cast<uint64_t>(index + 1)));
+        attn->redraw_features(gen);
+      }
+      ++index;
+    }
+    for (const auto& [_, child] : m.children()) visit(*child);
+  };
+  visit(model);
 }
 
 Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_t>& lengths,
@@ -242,9 +364,9 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   last_weights_ = Tensor();
   if (options_.causal && lengths.empty() && cache == nullptr && !dropping && !keep_weights_ &&
       !hooked) {
-    const Tensor y = options_.pattern.is_linear()
-                         ? causal_linear_attention(packed, h, kvh)
-                         : causal_self_attention(packed, h, kvh, alibi, options_.pattern);
+    const Tensor y = options_.pattern.is_performer() ? fused_performer(packed)
+                     : options_.pattern.is_linear()  ? causal_linear_attention(packed, h, kvh)
+                     : causal_self_attention(packed, h, kvh, alibi, options_.pattern);
     return resid_dropout->forward(c_proj->forward(y));
   }
   // (B,T,C+2KV) -> q (B,H,T,d), k and v (B,Hkv,T,d): every head from one projection.
@@ -288,7 +410,8 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
   }
   auto [y, weights] =
       options_.pattern.is_linear()
-          ? linear_attention(q, k, v, mask, options_.dropout, is_training(), noise_.get(), edit_pattern)
+          ? feature_attention(phi(q, true), phi(k, false), v, mask, options_.dropout,
+                              is_training(), noise_.get(), edit_pattern)
           : scaled_dot_product_attention(q, k, v, mask, options_.dropout, is_training(),
                                          noise_.get(), alibi, edit_pattern, key_positions,
                                          first_query);
@@ -321,7 +444,7 @@ Tensor MultiHeadSelfAttention::forward_recurrent(Tensor q, Tensor k, Tensor v, K
     k = hooks_->run(HookPoint::attn_k, k);
     v = hooks_->run(HookPoint::attn_v, v);
   }
-  Tensor y = recurrent_linear_attention(q, k, v, cache);  // (B,H,T,d)
+  Tensor y = recurrent_feature_attention(phi(q, true), phi(k, false), v, cache);  // (B,H,T,d)
   if (hooked) y = hooks_->run(HookPoint::attn_z, y);
   return project_heads(y);
 }

@@ -275,7 +275,10 @@ int64_t GPT::kv_cache_positions(int64_t positions) const {
 int64_t GPT::recurrent_state_bytes() const {
   if (!config_.attention.is_linear()) return 0;
   const int64_t d = config_.n_embd / config_.n_head;
-  return config_.n_layer * config_.kv_heads() * (d * d + d) * static_cast<int64_t>(sizeof(float));
+  // phi's width: the head's, or Performer's M features; the state is (width, d) plus width.
+  const int64_t width = config_.attention.is_performer() ? config_.attention.features : d;
+  return config_.n_layer * config_.kv_heads() * (width * d + width) *
+         static_cast<int64_t>(sizeof(float));
 }
 
 int64_t GPT::kv_cache_bytes(int64_t length) const {

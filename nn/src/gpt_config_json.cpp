@@ -12,6 +12,7 @@ const char* attention_type_name(const AttentionPattern& p) {
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
     case AttentionPattern::Kind::bigbird: return "bigbird";
+    case AttentionPattern::Kind::performer: return "performer";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
@@ -70,6 +71,10 @@ std::string gpt_config_json(const GPTConfig& c, const std::string& training_prec
   }
   if (c.attention.kind == AttentionPattern::Kind::strided) j["sparse_stride"] = c.attention.stride;
   if (c.attention.kind == AttentionPattern::Kind::bigbird) add_bigbird_keys(c, j);
+  if (c.attention.is_performer()) {
+    j["performer_features"] = c.attention.features;
+    j["performer_redraw_every"] = c.attention.redraw_every;
+  }
   for (const auto& [layer, heads] : c.pruned_heads) j["pruned_heads"][std::to_string(layer)] = heads;
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";

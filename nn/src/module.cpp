@@ -7,12 +7,24 @@
 
 namespace tinygpt::nn {
 
-Tensor Module::register_parameter(const std::string& name, Tensor value) {
-  for (const auto& [existing, _] : params_) {
-    if (existing == name) throw ValueError(Operation("register_parameter"), fmt::format("'{}' twice", name));
+void Module::check_new_name(const std::string& name, const char* op) const {
+  for (const NamedTensors* kind : {&params_, &buffers_}) {
+    for (const auto& [existing, _] : *kind) {
+      if (existing == name) throw ValueError(Operation(op), fmt::format("'{}' twice", name));
+    }
   }
+}
+
+Tensor Module::register_parameter(const std::string& name, Tensor value) {
+  check_new_name(name, "register_parameter");
   value.set_requires_grad(true);
   params_.emplace_back(name, value);
+  return value;
+}
+
+Tensor Module::register_buffer(const std::string& name, Tensor value) {
+  check_new_name(name, "register_buffer");
+  buffers_.emplace_back(name, value);
   return value;
 }
 
@@ -25,14 +37,21 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
-void Module::collect(const std::string& prefix, NamedTensors& out) const {
-  for (const auto& [name, p] : params_) out.emplace_back(prefix + name, p);
-  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out);
+void Module::collect(const std::string& prefix, NamedTensors Module::*kind,
+                     NamedTensors& out) const {
+  for (const auto& [name, p] : this->*kind) out.emplace_back(prefix + name, p);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", kind, out);
 }
 
 NamedTensors Module::named_parameters() const {
   NamedTensors out;
-  collect("", out);
+  collect("", &Module::params_, out);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect("", &Module::buffers_, out);
   return out;
 }
 
@@ -58,16 +77,20 @@ void Module::zero_grad() {
 }
 
 void Module::to(DType dtype) {
-  for (Tensor p : parameters()) {
+  for (auto& [_, p] : state_dict()) {
     if (p.dtype() != dtype) p.set_data(p.to(dtype));
   }
 }
 
-NamedTensors Module::state_dict() const { return named_parameters(); }
+NamedTensors Module::state_dict() const {
+  NamedTensors out = named_parameters();
+  for (auto& named : named_buffers()) out.push_back(std::move(named));
+  return out;
+}
 
 void Module::load_state_dict(const NamedTensors& state) {
   std::unordered_map<std::string, Tensor> own;
-  for (auto& [name, p] : named_parameters()) own.emplace(name, p);
+  for (auto& [name, p] : state_dict()) own.emplace(name, p);
   std::unordered_set<std::string> seen;
   for (const auto& [name, t] : state) {
     auto it = own.find(name);

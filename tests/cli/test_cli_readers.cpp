@@ -198,7 +198,7 @@ TEST_CASE("integer tensors in place of float weights or moments are refused nami
                          {model, "'" + tensor + "'", dtype == "I64" ? "integers (i64)" : dtype});
   }
   write_safetensors(model, weights);
-  for (const std::string& moment : {"exp_avg.transformer.ln_f.bias", "exp_avg_sq.transformer.wte.weight"}) {
+  for (const std::string moment : {"exp_avg.transformer.ln_f.bias", "exp_avg_sq.transformer.wte.weight"}) {
     CAPTURE(moment);
     write_safetensors(optimizer, retyped(moments, moment, "I64", 8));
     const DirSnapshot before = snapshot(run);
@@ -217,13 +217,13 @@ TEST_CASE("resume refuses moments of a parameter the model lacks and a steps_tak
   const std::string optimizer = run + "/optimizer.safetensors";
   const Safetensors moments = read_safetensors(optimizer);
   REQUIRE(moments.header["__metadata__"]["steps_taken"] == "20");
-  for (const std::string& extra : {"exp_avg.transformer.h.1.ln_1.weight", "exp_avg_sq.lm_head.bias",
-                                   "momentum.transformer.wte.weight"}) {
+  for (const std::string extra : {"exp_avg.transformer.h.1.ln_1.weight", "exp_avg_sq.lm_head.bias",
+                                  "momentum.transformer.wte.weight"}) {
     CAPTURE(extra);
     write_safetensors(optimizer, with_tensor(moments, extra, json::array({16}), std::string(64, '\0')));
     check_one_line_error(run_cli({"train", "--resume", run, "--steps", "30"}), {optimizer, "'" + extra + "'"});
   }
-  for (const std::string& steps : {"19", "21", "0", "twenty"}) {
+  for (const std::string steps : {"19", "21", "0", "twenty"}) {
     CAPTURE(steps);
     Safetensors edited = moments;
     edited.header["__metadata__"]["steps_taken"] = steps;

@@ -96,4 +96,16 @@ void require_module_gradcheck(M& module, std::vector<Tensor> inputs, F forward) 
   REQUIRE_GRADCHECK([&](const std::vector<Tensor>& in) { return forward(in); }, all);
 }
 
+// Gradient-checks the loss of a GPT of `config` (vocabulary 11) on two random sequences of 6, on
+// the fused path or (keeping the weights) the general one.
+inline void require_gpt_loss_gradcheck(const nn::GPTConfig& config, bool fused) {
+  nn::GPT model(config, 3);
+  model.set_keep_attention_weights(!fused);
+  const Tensor tokens = random_ids({2, 6}, 11, 1);
+  const Tensor targets = random_ids({2, 6}, 11, 2);
+  require_module_gradcheck(model, {}, [&](const std::vector<Tensor>&) {
+    return model.loss(tokens, targets);
+  });
+}
+
 }  // namespace tinygpt::testing

@@ -158,7 +158,7 @@ TEST_CASE("grouped-query attention equals multi-head attention with duplicated k
 }
 
 TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head count",
-          "[gradcheck][nn][gpt][position][gqa]") {
+          "[gradcheck][nn][gpt][position][gqa][exhaustive]") {
   for (PositionEmbedding pos : kSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {2, 1}) {

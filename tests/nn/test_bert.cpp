@@ -46,7 +46,7 @@ TEST_CASE("the BERT model's parameters carry BertForMaskedLM's names", "[nn][ber
 }
 
 TEST_CASE("gradcheck the BERT masked LM loss for every position scheme, post-LN and pre-LN",
-          "[gradcheck][nn][bert]") {
+          "[gradcheck][nn][bert][exhaustive]") {
   for (const auto position : kSchemes) {
     for (const bool pre_ln : {false, true}) {
       INFO(nn::position_embedding_name(position) << (pre_ln ? " pre-LN" : " post-LN"));

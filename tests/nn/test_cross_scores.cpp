@@ -137,7 +137,7 @@ TEST_CASE("Bahdanau's example: weights 0.05, 0.1, 0.75, 0.1 give the context 0.0
 }
 
 TEST_CASE("gradcheck the encoder-decoder loss for every cross-attention score and without one",
-          "[gradcheck][nn][seq2seq]") {
+          "[gradcheck][nn][seq2seq][exhaustive]") {
   const Tensor source = Tensor::from_ids({3, 4, 5, 6, 7, 8, 0, 0}, {2, 4});  // second row: 2 + pad
   const Tensor inputs = Tensor::from_ids({1, 4, 5, 1, 6, 0}, {2, 3});
   const Tensor targets = Tensor::from_ids({4, 5, 2, 6, 2, -100}, {2, 3});

@@ -92,13 +92,7 @@ TEST_CASE("gradcheck a GPT with linear attention for each position scheme it tak
       INFO(nn::position_embedding_name(pos) << (fused ? ", fused" : ", general"));
       nn::GPTConfig config = linear_config(pos);
       config.n_embd = 8;
-      nn::GPT model(config, 3);
-      model.set_keep_attention_weights(!fused);
-      const Tensor tokens = random_ids({2, 6}, 11, 1);
-      const Tensor targets = random_ids({2, 6}, 11, 2);
-      require_module_gradcheck(model, {}, [&](const std::vector<Tensor>&) {
-        return model.loss(tokens, targets);
-      });
+      require_gpt_loss_gradcheck(config, fused);
     }
   }
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <functional>
+#include <limits>
 #include <map>
 #include <string>
 #include <utility>
@@ -80,12 +81,18 @@ struct ModelFlags {
   double dropout = 0.0;
   std::string pos = "learned";  // --pos: learned, sinusoidal, rope, alibi or none
   int64_t kv_heads = 0;         // --kv-heads: 0 means --heads
-  std::string attention = "full";  // --attention: full, window, strided, linear or bigbird
+  static constexpr int64_t kDefaultFeatures = 64;
+  // An integer flag left out, told from any value given (a bad one included, which the setting's
+  // check then refuses in its own words).
+  static constexpr int64_t kNotGiven = std::numeric_limits<int64_t>::min();
+  std::string attention = "full";  // --attention: full, window, strided, linear, bigbird or performer
   int64_t window = 0;              // --window: keys a query sees with --attention window
   int64_t global_tokens = 0;       // --global-tokens: leading positions every query sees
   int64_t stride = 0;              // --stride: band and column spacing with --attention strided
   int64_t bigbird_block = 0;       // --block-size: BigBird's block of positions
   int64_t random_blocks = 0;       // --random-blocks: BigBird's random key blocks per query block
+  int64_t features = kNotGiven;      // --features: Performer's M per head (kDefaultFeatures)
+  int64_t redraw_every = kNotGiven;  // --redraw-every: steps between Performer's redraws (0)
   bool no_attention_scale = false;  // --no-attention-scale: softmax of q.k, not q.k / sqrt(d)
   std::string cross = "attention";  // --cross: an encoder-decoder's view of the source (or none)
   std::string cross_score = "dot";  // --cross-score: how its cross-attention scores

@@ -138,7 +138,7 @@ void ModelFlags::add_to(CLI::App& cmd) {
   cmd.add_option("--heads", heads, "attention heads per block")->check(integer_in(1, 64))->capture_default_str();
   cmd.add_option("--d-model", d_model, "embedding width (a multiple of --heads)")
       ->check(integer_in(1, 8192))->capture_default_str();
-  cmd.add_option("--block", block, "context length in characters")->check(integer_in(1, 65536))->capture_default_str();
+  cmd.add_option("--block", block, "context length in tokens (characters, or subwords with a BPE tokenizer)")->check(integer_in(1, 65536))->capture_default_str();
   cmd.add_option("--dropout", dropout, "dropout probability, in [0, 1)")
       ->check(number_in(0.0, 1.0, true))->capture_default_str();
   cmd.add_option("--pos", pos,
@@ -154,10 +154,12 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "(the last --window, itself included, plus the first --global-tokens), strided "
                  "(the last --stride and every --stride-th one before them), linear "
                  "(all of them, weighted by elu+1 feature maps: O(T) time, constant-size state; "
-                 "with learned, sinusoidal or no positions) or bigbird (the last --window, the "
+                 "with learned, sinusoidal or no positions), bigbird (the last --window, the "
                  "first --global-tokens and, per block of --block-size positions, --random-blocks "
-                 "key blocks at or before it, drawn from --seed)")
-      ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird"}))->capture_default_str();
+                 "key blocks at or before it, drawn from --seed) or performer (as linear, with "
+                 "FAVOR+'s --features positive orthogonal random features, which estimate softmax "
+                 "attention)")
+      ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird", "performer"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window or bigbird: keys each query sees, itself included "
                  "(Mistral's sliding_window)")
@@ -177,6 +179,14 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "with --attention bigbird: R, the random key blocks at or before each query "
                  "block (at most --block / --block-size; default 0)")
       ->check(integer_in(0, 1 << 30));
+  cmd.add_option("--features", features,
+                 fmt::format("with --attention performer: M, the random features per head "
+                             "(default {}; the error against softmax falls about as 1/sqrt(M))",
+                             kDefaultFeatures));
+  cmd.add_option("--redraw-every", redraw_every,
+                 "with --attention performer: draw new random features every N training steps, "
+                 "from the seed and the step (default 0: never; the features are saved in "
+                 "model.safetensors)");
   cmd.add_flag("--no-attention-scale", no_attention_scale,
                "leave out attention's 1/sqrt(head width): softmax of the raw dot products, to see "
                "why every transformer scales them (config.json: scale_attn_weights false)");
@@ -227,6 +237,11 @@ nn::GPTConfig ModelFlags::config(int64_t vocab_size, uint64_t seed) const {
     c.attention.block = bigbird_block;
     c.attention.random_blocks = random_blocks;
     c.attention.random_blocks_seed = seed;
+  }
+  if (attention == "performer") {
+    c.attention.kind = AttentionPattern::Kind::performer;
+    c.attention.features = features != kNotGiven ? features : kDefaultFeatures;
+    c.attention.redraw_every = redraw_every != kNotGiven ? redraw_every : 0;
   }
   return c;  // checked by GPTConfig::validate where a model is built
 }
@@ -279,6 +294,10 @@ ModelFlags ModelFlags::of(const nn::GPTConfig& c) {
   m.stride = c.attention.stride;
   m.bigbird_block = c.attention.block;
   m.random_blocks = c.attention.random_blocks;
+  if (c.attention.is_performer()) {
+    m.features = c.attention.features;
+    m.redraw_every = c.attention.redraw_every;
+  }
   m.no_attention_scale = !c.scale_attn_weights;
   return m;
 }
@@ -314,6 +333,7 @@ const char* ModelFlags::attention_flag(const AttentionPattern& pattern) {
     case AttentionPattern::Kind::strided: return "strided";
     case AttentionPattern::Kind::linear: return "linear";
     case AttentionPattern::Kind::bigbird: return "bigbird";
+    case AttentionPattern::Kind::performer: return "performer";
     case AttentionPattern::Kind::full: break;
   }
   return "full";
@@ -333,7 +353,8 @@ const std::vector<FamilyFlag>& family_flags() {
       {"--pos", {"gpt", "encoder"}},   {"--kv-heads", {"gpt"}},  {"--attention", {"gpt"}},
       {"--window", {"gpt"}},           {"--global-tokens", {"gpt"}}, {"--stride", {"gpt"}},
       {"--block-size", {"gpt"}},      {"--random-blocks", {"gpt"}},
-      {"--no-attention-scale", {"gpt"}}, {"--cross", {"encoder-decoder"}},
+      {"--no-attention-scale", {"gpt"}}, {"--features", {"gpt"}}, {"--redraw-every", {"gpt"}},
+      {"--cross", {"encoder-decoder"}},
       {"--cross-score", {"encoder-decoder"}}, {"--mask-prob", {"encoder"}}, {"--pre-ln", {"encoder"}}};
   return kFlags;
 }
@@ -399,6 +420,12 @@ void ModelFlags::check(const std::string& arch, const CLI::App& cmd) const {
     throw UsageError("--attention strided needs --stride S (the band and the column spacing)");
   }
   if (attention != "strided" && stride != 0) throw UsageError("--stride needs --attention strided");
+  for (const auto& [flag, value] : {std::pair<const char*, int64_t>{"--features", features},
+                                    {"--redraw-every", redraw_every}}) {
+    if (attention != "performer" && value != kNotGiven) {
+      throw UsageError(fmt::format("{} needs --attention performer", flag));
+    }
+  }
   check_shape([&] { config(1).validate(); });
 }
 
@@ -440,7 +467,8 @@ const SettingNames& flag_names() {
       {"cross_score", "--cross-score"},
       {"hidden_size", "--d-model"},  {"num_attention_heads", "--heads"}, {"num_hidden_layers", "--layers"},
       {"hidden_dropout_prob", "--dropout"}, {"attention_probs_dropout_prob", "--dropout"},
-      {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"}};
+      {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
+      {"features", "--features"},    {"redraw_every", "--redraw-every"}};
   return kFlags;
 }
 

@@ -54,9 +54,9 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--source", flags->source,
                   "an encoder-decoder's input: print its output, decoded greedily unless "
                   "--temperature is given (stops at the end token)");
-  cmd->add_option("--tokens", flags->options.tokens, "characters to generate")->check(integer_in(0, int64_t{1} << 30))->capture_default_str();
+  cmd->add_option("--tokens", flags->options.tokens, "tokens to generate (characters, or subwords on a BPE run)")->check(integer_in(0, int64_t{1} << 30))->capture_default_str();
   cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy; an encoder-decoder's default is 0)")->check(number_in(0.0, 100.0))->capture_default_str();
-  cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest characters (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
+  cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest tokens (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->check(seed_value())->capture_default_str();
   add_threads_flag(*cmd, flags->threads, "1 by default: decoding one position is too small to share");
   cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");

@@ -86,6 +86,7 @@ std::vector<std::pair<const char*, std::string>> fixed_flag_values(const TrainFl
           {"--window", text(m.window)},       {"--global-tokens", text(m.global_tokens)},
           {"--stride", text(m.stride)},       {"--no-attention-scale", text(m.no_attention_scale)},
           {"--block-size", text(m.bigbird_block)}, {"--random-blocks", text(m.random_blocks)},
+          {"--features", text(m.features)},   {"--redraw-every", text(m.redraw_every)},
           {"--cross", m.cross},               {"--cross-score", m.cross_score},
           {"--mask-prob", text(m.mask_prob)}, {"--pre-ln", text(m.pre_ln)},
           {"--batch", text(o.batch)},
@@ -200,7 +201,7 @@ void check_mpi_build() {
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
                                        "--stride", "--block-size", "--random-blocks",
-                                       "--no-attention-scale"};
+                                       "--no-attention-scale", "--features", "--redraw-every"};
 
 // A family's own defaults for the flags not given, where the GPT demo's do not suit its model
 // (unset: the demo's stays).

@@ -24,6 +24,8 @@ double training_flops_per_token(const nn::GPTConfig& c) {
   } else if (c.attention.kind == AttentionPattern::Kind::bigbird) {
     attended = std::min(c.block_size, c.attention.window + c.attention.global_tokens +
                                           c.attention.random_blocks * c.attention.block);
+  } else if (c.attention.is_performer()) {
+    attended = c.attention.features;  // the (M,d) state as M keys, phi(q) as M more products
   } else if (c.attention.is_linear()) {
     attended = c.n_embd / c.n_head;
   }

@@ -34,14 +34,15 @@ constexpr std::array<std::string_view, 53> kIgnoredKeys = {
     "return_dict_in_generate", "tinygpt_training_precision"};
 
 // The keys read below; anything else not in kIgnoredKeys is refused.
-constexpr std::array<std::string_view, 32> kHonouredKeys = {
+constexpr std::array<std::string_view, 34> kHonouredKeys = {
     "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
     "tie_word_embeddings", "bias", "model_type", "add_cross_attention", "pruned_heads",
     "is_encoder_decoder", "position_embedding_type", "rope_theta", "num_key_value_heads",
     "attention_type", "sliding_window", "global_tokens", "sparse_stride", "bigbird_block_size",
-    "bigbird_random_blocks", "bigbird_seed", "bigbird_random_key_blocks"};
+    "bigbird_random_blocks", "bigbird_seed", "bigbird_random_key_blocks", "performer_features",
+    "performer_redraw_every"};
 
 // GPT-2's tanh approximation of GELU under its Hugging Face names (gelu_fast is the same
 // formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
@@ -91,16 +92,35 @@ void check_bigbird_blocks(const json& j, const nn::GPTConfig& c, const std::stri
   }
 }
 
+// Performer's keys: performer_features (M >= 1) and performer_redraw_every (>= 0, absent 0);
+// no other pattern's keys.
+AttentionPattern performer_from_json(const json& j, const std::string& source) {
+  for (const char* other : {"sliding_window", "global_tokens", "sparse_stride"}) {
+    if (j.contains(other) && !j[other].is_null()) {
+      jf::fail(source, "attention_type is \"performer\" but {} is set", other);
+    }
+  }
+  if (!j.contains("performer_features")) {
+    jf::fail(source, "attention_type is \"performer\" but performer_features is not set");
+  }
+  const int64_t every = j.contains("performer_redraw_every")
+      ? jf::integer(j["performer_redraw_every"], "performer_redraw_every", source, 0, kMaxSize)
+      : 0;
+  return AttentionPattern::performer_attention(
+      jf::integer(j["performer_features"], "performer_features", source, 1, kMaxSize), every);
+}
+
 // attention_type absent is full attention, or a window when sliding_window holds a number (as
 // in Hugging Face Mistral's config, where null means none).
 AttentionPattern attention_from_json(const json& j, const std::string& source) {
   const bool has_window = j.contains("sliding_window") && !j["sliding_window"].is_null();
   std::string type = has_window ? "sliding_window" : "full";
   if (j.contains("attention_type")) type = jf::string(j["attention_type"], "attention_type", source);
+  if (type == "performer") return performer_from_json(j, source);
   if (type != "full" && type != "sliding_window" && type != "strided" && type != "linear" &&
       type != "bigbird") {
     jf::fail(source, "attention_type \"{}\" is not supported: this tinygpt has \"full\", "
-             "\"sliding_window\", \"strided\", \"linear\" and \"bigbird\"", excerpt(type));
+             "\"sliding_window\", \"strided\", \"linear\", \"bigbird\" and \"performer\"", excerpt(type));
   }
   const bool has_stride = j.contains("sparse_stride") && !j["sparse_stride"].is_null();
   const bool has_globals = j.contains("global_tokens") && !j["global_tokens"].is_null();

@@ -9,6 +9,7 @@
 #include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/tape.hpp"
+#include "tinygpt/nn/attention.hpp"
 
 namespace tinygpt::train {
 
@@ -127,6 +128,7 @@ StepStats Trainer::step() {
   const auto start = std::chrono::steady_clock::now();
   const PrecisionGuard precision(precision_);
   objective_->model().train();
+  nn::redraw_performer_features(objective_->model(), step_, options_.seed);
   // Every rank draws the whole batch, as a single process does, and takes its rows: the data
   // stream, and so a resume, does not depend on how the batch is split.
   objective_->draw(data::Split::train, options_.batch, data_gen_);

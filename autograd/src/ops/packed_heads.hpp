@@ -13,13 +13,18 @@ namespace tinygpt::detail::packed {
 // Where the heads lie in qkv (B,T,W): the C = H d query columns first, then the keys and the
 // values of the KV = kv_heads d columns each (W = C + 2 KV); query head h reads key/value head
 // h / group, group = H / kv_heads (grouped-query attention; group 1 is multi-head attention).
+// A value head may be `dv` wide instead of d (Performer's packed features: q and k heads are
+// its M features, v heads the head width); 0 means d.
 struct Layout {
   int64_t t, c, kv, d, group;
-  int64_t width() const { return c + 2 * kv; }
+  int64_t dv = 0;
+  int64_t value_width() const { return dv > 0 ? dv : d; }
+  int64_t kv_heads() const { return kv / d; }
+  int64_t width() const { return c + kv + kv_heads() * value_width(); }
 };
 
 // One (batch, head) pair's matrices inside qkv: row i of Q is q + i * ld, of K k + i * ld, of V
-// v + i * ld, with ld = W. Its rows of y (B,T,C) start at y_offset, C apart. `bf16_values`: f32
+// v + i * ld, with ld = W. Its rows of y (B,T,H dv) start at y_offset, H dv apart. `bf16_values`: f32
 // holding bf16 values (under Precision::bf16), so the products' other operands are rounded too.
 template <class T>
 struct Head {
@@ -31,11 +36,15 @@ struct Head {
 template <class T>
 Head<T> head_of(T* qkv, int64_t b, int64_t h, const Layout& l) {
   T* row0 = qkv + b * l.t * l.width();
-  T* kv = row0 + l.c + (h / l.group) * l.d;
-  return {row0 + h * l.d, kv, kv + l.kv, l.width()};
+  const int64_t kv_head = h / l.group;
+  return {row0 + h * l.d, row0 + l.c + kv_head * l.d, row0 + l.c + l.kv + kv_head * l.value_width(),
+          l.width()};
 }
 
-inline int64_t y_offset(int64_t b, int64_t h, const Layout& l) { return b * l.t * l.c + h * l.d; }
+inline int64_t y_offset(int64_t b, int64_t h, const Layout& l) {
+  const int64_t heads = l.c / l.d;
+  return (b * l.t * heads + h) * l.value_width();
+}
 
 // The layout of qkv for n_heads query heads over n_kv_heads key/value heads (0: n_heads);
 // ShapeError naming `op` unless qkv is (B,T,C + 2 C kv_heads/heads) with kv_heads dividing heads.
@@ -61,12 +70,12 @@ void for_each_head(int64_t b, int64_t h, Tensor& scratch, int64_t per_thread, F&
 template <class T, class F>
 void for_each_kv_group(int64_t b, const Layout& l, T* dqkv, Tensor& scratch, int64_t per_thread,
                        F&& f) {
-  for_each_head<T>(b, l.kv / l.d, scratch, per_thread, [&](int64_t bi, int64_t kvi, T* s) {
+  for_each_head<T>(b, l.kv_heads(), scratch, per_thread, [&](int64_t bi, int64_t kvi, T* s) {
     const int64_t first = kvi * l.group;
     const Head<T> shared = head_of(dqkv, bi, first, l);
     for (int64_t i = 0; i < l.t; ++i) {
       std::fill_n(shared.k + i * shared.ld, l.d, T(0));
-      std::fill_n(shared.v + i * shared.ld, l.d, T(0));
+      std::fill_n(shared.v + i * shared.ld, l.value_width(), T(0));
     }
     for (int64_t hi = first; hi < first + l.group; ++hi) f(bi, hi, s);
   });

@@ -116,6 +116,13 @@ std::string LanguageModelCommands::speed_lines(int64_t prompt, int64_t tokens, d
       "heads, {} attention\n",
       tokens, seconds, seconds > 0 ? tokens / seconds : 0.0,
       nn::position_embedding_name(c.position_embedding), c.n_head, c.kv_heads(), c.attention.str());
+  if (c.attention.is_performer()) {
+    return out + fmt::format("recurrent state: {} bytes, whatever the length (Performer's running "
+                             "sums: {} layers x {} kv_heads x (features x d_head + features) x 4 "
+                             "bytes, features {}, d_head {})\n",
+                             model.recurrent_state_bytes(), c.n_layer, c.kv_heads(),
+                             c.attention.features, d);
+  }
   if (c.attention.is_linear()) {
     return out + fmt::format("recurrent state: {} bytes, whatever the length (linear attention's "
                              "running sums: {} layers x {} kv_heads x (d_head^2 + d_head) x 4 "

@@ -37,7 +37,7 @@ HeadCircuit random_circuit(int64_t d, int64_t c, Generator& gen) {
 }  // namespace
 
 HeadCircuit head_circuit(const Tensor& w_q, const Tensor& w_k, const Tensor& w_v, const Tensor& w_o) {
-  return {matmul(w_q, w_k, true, false), matmul(w_o, w_v)};
+  return {matmul(w_q, w_k, true, false), matmul(w_o, w_v), HeadRef{}};
 }
 
 std::vector<HeadCircuit> head_circuits(const nn::GPT& model) {

@@ -40,9 +40,10 @@ std::unique_ptr<nn::GPT> prune_heads(const nn::GPT& model, const std::vector<Hea
   pruned->to(dtype);
   NoGradGuard no_grad;
   const int64_t c = config.n_embd, d = c / config.n_head;
-  // Every tensor of the original's shape is the original's; the pruned layers' attention below.
-  const auto original = model.named_parameters();
-  for (auto& [name, p] : pruned->named_parameters()) {
+  // Every tensor of the original's shape is the original's (Performer's features too); the
+  // pruned layers' attention below.
+  const auto original = model.state_dict();
+  for (auto& [name, p] : pruned->state_dict()) {
     for (const auto& [original_name, q] : original) {
       if (original_name == name && q.shape() == p.shape()) p.copy_(q);
     }

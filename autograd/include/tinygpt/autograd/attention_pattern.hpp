@@ -10,7 +10,9 @@
 // block i / B (blocks of B positions), R random key blocks at or before it (BigBird's, drawn by
 // random_key_blocks). The fused kernel (causal_self_attention) skips the keys no query can see,
 // so a window costs O(T (W + G)), a stride O(T (S + T / S)) and BigBird O(T (W + G + R B))
-// instead of O(T^2).
+// instead of O(T^2). `performer` is linear attention whose phi is FAVOR+'s positive random
+// features (performer_features): `features` of them per head, redrawn every `redraw_every`
+// training steps (0: never).
 #include <algorithm>
 #include <cstdint>
 #include <string>
@@ -19,7 +21,7 @@
 namespace tinygpt {
 
 struct AttentionPattern {
-  enum class Kind { full, window, strided, linear, bigbird };
+  enum class Kind { full, window, strided, linear, bigbird, performer };
   Kind kind = Kind::full;
   int64_t window = 0;         // W >= 1 keys, for Kind::window and Kind::bigbird
   int64_t global_tokens = 0;  // G >= 0 leading positions every later query sees
@@ -27,15 +29,20 @@ struct AttentionPattern {
   int64_t block = 0;          // B >= 1 positions a block, for Kind::bigbird
   int64_t random_blocks = 0;  // R >= 0 random key blocks per query block, for Kind::bigbird
   uint64_t random_blocks_seed = 0;  // draws the random key blocks, for Kind::bigbird
+  int64_t features = 0;       // M >= 1 random features per head, for Kind::performer
+  int64_t redraw_every = 0;   // training steps between redraws of the features; 0: never
 
   static AttentionPattern sliding_window(int64_t window, int64_t global_tokens = 0);
   static AttentionPattern strided_attention(int64_t stride);
-  static AttentionPattern linear_attention() { return {Kind::linear, 0, 0, 0, 0, 0, 0}; }
+  static AttentionPattern linear_attention() { return {Kind::linear, 0, 0, 0, 0, 0, 0, 0, 0}; }
   static AttentionPattern bigbird(int64_t window, int64_t global_tokens, int64_t random_blocks,
                                   int64_t block, uint64_t random_blocks_seed);
+  static AttentionPattern performer_attention(int64_t features, int64_t redraw_every = 0);
 
   bool is_full() const { return kind == Kind::full; }
-  bool is_linear() const { return kind == Kind::linear; }
+  // Weights phi(q).phi(k) normalised per row, by running sums: linear attention and Performer.
+  bool is_linear() const { return kind == Kind::linear || kind == Kind::performer; }
+  bool is_performer() const { return kind == Kind::performer; }
   bool visible(int64_t i, int64_t j) const {
     if (j > i) return false;
     if (kind == Kind::window) return i - j < window || j < global_tokens;
@@ -61,14 +68,17 @@ struct AttentionPattern {
   }
   // Throws ValueError naming `op` unless window >= 1 (for a window), stride >= 1 (for a
   // stride) and global_tokens >= 0 (and 0 but for a window or BigBird); for BigBird block >= 1
-  // and random_blocks >= 0 as well.
+  // and random_blocks >= 0 as well; for Performer features >= 1 and redraw_every >= 0 (both 0
+  // but for it).
   void validate(const char* op) const;
   // "full", "linear", "window 256", "window 256 + 4 global tokens", "strided 64",
-  // "bigbird: window 32 + 2 global tokens + 3 random blocks of 16"
+  // "bigbird: window 32 + 2 global tokens + 3 random blocks of 16",
+  // "performer 64 features", "performer 64 features redrawn every 1000 steps"
   std::string str() const;
 
  private:
   void validate_bigbird(const char* op) const;
+  void validate_performer(const char* op) const;
 };
 
 }  // namespace tinygpt

@@ -119,6 +119,21 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
 // phi(q_i).phi(k_j) per head -- no softmax, no 1/sqrt(d) -- by running sums: O(T d^2) time, O(d^2)
 // state per head. Query head h reads key/value head h / (n_heads / n_kv_heads).
 Tensor causal_linear_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0);
+// The same running sums over features given per head: packed (B,T,H M + Hkv M + Hkv d) holds
+// phi(q) of the H query heads (M wide each), then phi(k) of the Hkv key/value heads, then their
+// values (d wide); -> (B,T,H d). The features must be positive (Performer's are).
+Tensor causal_feature_attention(const Tensor& packed, int64_t n_heads, int64_t n_kv_heads,
+                                int64_t features);
+// FAVOR+'s positive random features (Choromanski et al. 2020; ops/performer.cpp): x (..., d),
+// omega (M, d) -> (..., M), with x scaled by c = d^(-1/4) so that phi(q).phi(k) estimates
+// exp(q.k / sqrt(d)) without bias:
+//   phi(x)_j = exp(c w_j.x - c^2 |x|^2 / 2 - s) / sqrt(M).
+// s = 0 for keys, and for queries (`query`) the row's max_j c w_j.x, as the reference
+// implementation subtracts it: a per-query factor that cancels between a row's weights and their
+// normaliser, and keeps exp from overflowing. Keys need none (their exponent is at most
+// |w_j|^2 / 2), and the reference's max over all keys would tie each key to later ones. The
+// gradient flows to x only (omega is drawn, not learned).
+Tensor performer_features(const Tensor& x, const Tensor& omega, bool query);
 
 // ---- Positions inside attention (ops/rotary.cpp, ops/alibi.cpp) ----
 // Rotary position embedding in Hugging Face's LLaMA/GPT-NeoX "rotate half" form: x (B,T,W); the

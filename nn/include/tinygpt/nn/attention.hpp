@@ -53,6 +53,13 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
                                  const Tensor& mask = {}, double dropout_p = 0.0,
                                  bool training = false, Generator* gen = nullptr,
                                  const Hook& edit_weights = {});
+// The same from features already mapped: fq (B,H,Tq,M) = phi(q), fk (B,H,Tk,M) = phi(k), v
+// (B,H,Tk,d); weights fq_i.fk_j / sum_j' fq_i.fk_j' over the keys `mask` leaves (Performer's
+// general path, with performer_features as phi).
+AttentionResult feature_attention(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                  const Tensor& mask = {}, double dropout_p = 0.0,
+                                  bool training = false, Generator* gen = nullptr,
+                                  const Hook& edit_weights = {});
 
 // Linear attention for T new positions continuing the running sums of a recurrent cache: q
 // (B,H,T,d), k and v (B,Hkv,T,d) -> (B,H,T,d); the positions among themselves weigh by the implied
@@ -60,6 +67,21 @@ AttentionResult linear_attention(const Tensor& q, const Tensor& k, const Tensor&
 // + T d^2) for a prompt, O(d^2) per generated token, whatever the length before.
 Tensor recurrent_linear_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                   KVCache& cache);
+// The same from features already mapped: fq (B,H,T,M), fk (B,Hkv,T,M), v (B,Hkv,T,d); the
+// cache's state is then (M,d) and M per key/value head.
+Tensor recurrent_feature_attention(const Tensor& fq, const Tensor& fk, const Tensor& v,
+                                   KVCache& cache);
+
+// Performer's (M, d) random feature matrix (f32): blocks of d orthogonal directions, each block
+// the Q of a QR factorisation (Gram-Schmidt) of a (d,d) Gaussian matrix, the last block cut to
+// the M mod d rows left; row norms are then drawn from chi(d), the norm of a d-dimensional
+// Gaussian vector (FAVOR+'s "regularized" orthogonal features).
+Tensor orthogonal_random_features(int64_t features, int64_t d, Generator& gen);
+
+// Redraws the random features of every Performer attention in `model` whose schedule falls
+// on `step` (steps done; redraw_every > 0 dividing it, step > 0), layer i from a generator
+// seeded by (seed, step, i): a run resumed at any step draws what an uninterrupted one did.
+void redraw_performer_features(Module& model, int64_t step, uint64_t seed);
 
 // ValueError naming `op` for a pattern the position scheme cannot run with: linear attention
 // takes learned, sinusoidal or no positions (ALiBi biases softmax scores; RoPE inside phi has no
@@ -122,6 +144,10 @@ class MultiHeadSelfAttention : public Module {
   const Tensor& attention_weights() const { return last_weights_; }
   void set_keep_attention_weights(bool keep) { keep_weights_ = keep; }
   const AttentionOptions& options() const { return options_; }
+  // Performer's (M, head width) random features, a buffer; undefined for other patterns.
+  const Tensor& performer_features() const { return features_; }
+  // Replaces them by a fresh draw from `gen` (orthogonal_random_features).
+  void redraw_features(Generator& gen);
   // The block's hooks (attn.q ... attn.z points; see hooks.hpp), or null; owned by the GPT.
   void set_hooks(const LayerHooks* hooks) { hooks_ = hooks; }
 
@@ -132,11 +158,16 @@ class MultiHeadSelfAttention : public Module {
  private:
   Tensor forward_recurrent(Tensor q, Tensor k, Tensor v, KVCache& cache);
   Tensor project_heads(const Tensor& y);  // (B,H,T,d) heads -> c_proj -> dropout (B,T,C)
+  // phi of q or k (..., d) for linear attention (elu + 1) or Performer (its random features).
+  Tensor phi(const Tensor& x, bool query) const;
+  // Performer's fused path: the packed qkv's q and k through phi, then causal_feature_attention.
+  Tensor fused_performer(const Tensor& packed) const;
 
   AttentionOptions options_;
   std::shared_ptr<Generator> noise_;
   bool keep_weights_ = false;
   Tensor last_weights_;
+  Tensor features_;  // Performer's (M, d) random features
   const LayerHooks* hooks_ = nullptr;
 };
 

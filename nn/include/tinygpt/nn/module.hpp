@@ -40,10 +40,13 @@ class Module {
   bool is_training() const { return training_; }
 
   void zero_grad();
-  // Converts every parameter to `dtype` in place (f64 for gradient checks).
+  // Converts every parameter and buffer to `dtype` in place (f64 for gradient checks).
   void to(DType dtype);
 
-  // name -> tensor (the parameters themselves, not copies).
+  // Tensors a module keeps beside its parameters, saved with them but not trained (Performer's
+  // random features), depth first in registration order.
+  NamedTensors named_buffers() const;
+  // name -> tensor (the parameters, then the buffers, themselves, not copies).
   NamedTensors state_dict() const;
   // Copies each tensor into the parameter of that name, converting a float dtype. Throws
   // ValueError on a missing or unexpected name or integers for a float parameter, and ShapeError
@@ -53,6 +56,8 @@ class Module {
  protected:
   // Registers `value` as a leaf that requires grad; returns the handle to keep as a member.
   Tensor register_parameter(const std::string& name, Tensor value);
+  // Registers `value` as a buffer (no grad); returns the handle to keep as a member.
+  Tensor register_buffer(const std::string& name, Tensor value);
   template <class M>
   std::shared_ptr<M> register_module(const std::string& name, std::shared_ptr<M> module) {
     add_child(name, module);
@@ -61,9 +66,12 @@ class Module {
 
  private:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
-  void collect(const std::string& prefix, NamedTensors& out) const;
+  // The tensors of this module and its submodules, of `params_` or of `buffers_`.
+  void collect(const std::string& prefix, NamedTensors Module::*kind, NamedTensors& out) const;
+  void check_new_name(const std::string& name, const char* op) const;
 
   NamedTensors params_;
+  NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
 };

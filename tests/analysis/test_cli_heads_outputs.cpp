@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "cli_helpers.hpp"
+#include "cli/cli_helpers.hpp"
 #include "io/file_size_limit.hpp"
 #include "scratch_dir.hpp"
 

@@ -16,8 +16,8 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "can_mpirun.hpp"
-#include "cli_helpers.hpp"
+#include "cli/can_mpirun.hpp"
+#include "cli/cli_helpers.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/io/safetensors.hpp"
 #include "tinygpt/train/checkpoint.hpp"

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "cli/cli_helpers.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;

@@ -2,7 +2,7 @@
 // `tinygpt prune` on a small two-layer model trained for a few steps.
 #include <filesystem>
 
-#include "cli_helpers.hpp"
+#include "cli/cli_helpers.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;

@@ -3,14 +3,14 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
-#include "cli_helpers.hpp"
+#include "cli/cli_helpers.hpp"
 #include "scratch_dir.hpp"
 
 using namespace tinygpt::testing;
 using nlohmann::json;
 
 TEST_CASE("each cross-attention score and the decoder without one train, resume byte-identically and draw their heads",
-          "[cli][seq2seq][cross]") {
+          "[cli][seq2seq][cross][slow]") {
   ScratchDir dir;
   const std::vector<std::pair<std::string, std::string>> variants{
       {"--cross-score", "general"}, {"--cross-score", "concat"}, {"--cross-score", "additive"}, {"--cross", "none"}};
