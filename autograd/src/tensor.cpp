@@ -6,6 +6,7 @@
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tensor_impl.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 
 namespace tinygpt {
 namespace detail {
@@ -92,18 +93,25 @@ Tensor Tensor::arange(int64_t n, DType dtype) {
 }
 
 namespace {
-// A new tensor whose elements are draw() in row-major order.
+thread_local bool g_init_skipped = false;
+
+// A new tensor whose elements are draw() in row-major order (none under a SkipInitGuard).
 template <class Draw>
 Tensor random_tensor(const Shape& shape, DType dtype, const char* op, Draw draw) {
   Tensor t = Tensor::empty(shape, dtype);
   dispatch_float(dtype, op, [&](auto tag) {
     using T = decltype(tag);
+    if (g_init_skipped) return;
     T* p = t.data<T>();
     for (int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(draw());
   });
   return t;
 }
 }  // namespace
+
+SkipInitGuard::SkipInitGuard() : previous_(g_init_skipped) { g_init_skipped = true; }
+SkipInitGuard::~SkipInitGuard() { g_init_skipped = previous_; }
+bool init_skipped() { return g_init_skipped; }
 
 Tensor Tensor::randn(const Shape& shape, Generator& gen, DType dtype, double mean, double std) {
   return random_tensor(shape, dtype, "Tensor::randn", [&] { return mean + std * gen.normal(); });

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 
 namespace tinygpt::nn {
 
@@ -153,8 +154,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// GPT-2's initialisation, by parameter name (as nanoGPT applies it).
+// GPT-2's initialisation, by parameter name (as nanoGPT applies it); none under a SkipInitGuard.
 void init_gpt2(Module& model, int64_t n_layer, Generator& gen) {
+  if (init_skipped()) return;
   const double residual_std = 0.02 / std::sqrt(2.0 * static_cast<double>(n_layer));
   for (auto& [name, p] : model.named_parameters()) {
     if (p.ndim() == 2) {

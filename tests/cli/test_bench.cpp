@@ -206,3 +206,30 @@ TEST_CASE("bench refuses the model shapes train refuses, in the same words, and 
   check_one_line_error(peak, {"--peak-size: --arch encoder-decoder reports no MFU"});
   CHECK(peak.exit_code == 2);
 }
+
+TEST_CASE("bench --generate times a saved GPT's generation: load, first token, decode, the bandwidth bound", "[cli][sample]") {
+  using namespace tinygpt::testing;
+  ScratchDir dir;
+  const std::string model = dir.file("tiny");
+  train_tiny_model(model);
+  const CliResult r = run_ok({"bench", "--generate", model, "--prompt-tokens", "5", "--new-tokens", "4",
+                              "--top-k", "3", "--threads", "1", "--json"});
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  CHECK(j["mode"] == "generate");
+  CHECK(j["prompt_tokens"] == 5);
+  CHECK(j["new_tokens"] == 4);
+  CHECK(j["top_k"] == 3);
+  CHECK(j["threads"] == 1);
+  for (const char* key : {"load_s", "first_token_s", "decode_tokens_per_s", "decode_ms_per_token", "peak_rss_mb",
+                          "weight_bytes_per_token", "kv_cache_bytes_per_token", "read_bandwidth_gb_s",
+                          "bandwidth_bound_tokens_per_s", "fraction_of_bound"}) {
+    INFO(key);
+    CHECK(j[key].get<double>() > 0.0);
+  }
+  const CliResult table = run_ok({"bench", "--generate", model, "--new-tokens", "2", "--threads", "1"});
+  CHECK(table.out.find("bandwidth bound") != std::string::npos);
+
+  // The step flags and the generation ones do not mix.
+  check_one_line_error(run_cli({"bench", "--generate", model, "--batch", "2"}), {"--batch", "--generate"});
+  check_one_line_error(run_cli({"bench", "--top-k", "2"}), {"--top-k", "--generate"});
+}

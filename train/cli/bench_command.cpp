@@ -1,6 +1,7 @@
 // tinygpt bench: times real training steps of a GPT or an encoder-decoder (train/bench.hpp) and
 // prints the report as a table or as JSON.
 #include <memory>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -22,7 +23,35 @@ struct BenchFlags {
   int threads = 0;
   std::string data;
   bool json = false;
+  std::string generate;  // a saved model whose generation bench times instead of steps
+  train::GenerationSettings generation;
 };
+
+// What --generate times comes from the folder: the step flags would go unused, and the
+// generation flags go unused without it.
+void check_generate_flags(const BenchFlags& f, const CLI::App& cmd) {
+  const std::set<std::string> generation = {"--generate", "--prompt-tokens", "--new-tokens", "--top-k"};
+  const std::set<std::string> shared = {"--threads", "--seed", "--json", "--help"};
+  for (const CLI::Option* opt : cmd.get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() == 0 || shared.count(name) > 0) continue;
+    if (f.generate.empty() && generation.count(name) > 0) {
+      throw UsageError(fmt::format("{}: only with --generate DIR (it times a model's generation)", name));
+    }
+    if (!f.generate.empty() && generation.count(name) == 0) {
+      throw UsageError(fmt::format("{}: --generate times the folder's model as it is; it takes no "
+                                   "training-step flags", name));
+    }
+  }
+}
+
+void run_generation_bench(const BenchFlags& f) {
+  set_num_threads(f.threads);
+  train::GenerationSettings settings = f.generation;
+  settings.seed = f.settings.seed;
+  const train::BenchReport report = train::bench_generation(f.generate, settings);
+  fmt::print("{}", f.json ? report.json.dump() + "\n" : report.text);
+}
 
 // The flags that size bench's model: the synthetic tokens' vocabulary too (a text's is its own).
 constexpr const char* kBenchModelFlags = "--layers/--d-model/--vocab";
@@ -71,6 +100,8 @@ std::unique_ptr<train::Task> bench_task(const BenchFlags& f, std::string& source
 }
 
 void run_bench(const BenchFlags& f, const CLI::App& cmd) {
+  check_generate_flags(f, cmd);
+  if (!f.generate.empty()) return run_generation_bench(f);
   check_bench_flags(f, cmd);
   set_num_threads(f.threads);
   std::string source;
@@ -122,6 +153,14 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--profile", flags->settings.profile, "also print the time per op (forward and backward) of the timed steps");
+  cmd->add_option("--generate", flags->generate,
+                  "time generation from this saved GPT instead of training steps, as sample runs it "
+                  "(KV cache, batch 1): load time, time to the first token, decode tokens/s, peak "
+                  "RSS, and the bound the machine's read bandwidth puts on decoding")
+      ->type_name("DIR");
+  cmd->add_option("--prompt-tokens", flags->generation.prompt_tokens, "with --generate: the prompt's length (ids 0, 1, 2, ...)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--new-tokens", flags->generation.new_tokens, "with --generate: tokens to generate")->check(CLI::Range(int64_t{2}, int64_t{1} << 20))->capture_default_str();
+  cmd->add_option("--top-k", flags->generation.top_k, "with --generate: sample among the k likeliest at temperature 1 (0: greedy)")->check(CLI::Range(int64_t{0}, int64_t{1} << 24))->capture_default_str();
   cmd->add_flag("--json", flags->json, "print one JSON object instead of the table");
   cmd->callback([flags, cmd] { run_bench(*flags, *cmd); });
 }

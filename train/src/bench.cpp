@@ -34,12 +34,6 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-double peak_rss_mb() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
-}
-
 // Timed steps of a trainer after untimed warm-up ones: the median, fastest and slowest step, the
 // last loss, the allocator's counts before and after them, and (with `profile`) each op's share.
 struct TimedSteps {
@@ -269,6 +263,12 @@ std::string report_text(const Measured& m, const BenchSettings& s) {
 }
 
 }  // namespace
+
+double peak_rss_mb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
 
 TrainOptions BenchSettings::train_options() const {
   TrainOptions options;

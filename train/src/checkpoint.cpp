@@ -11,6 +11,7 @@
 #include "finite_values.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/autograd/skip_init.hpp"
 #include "tinygpt/data/bpe.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
@@ -209,8 +210,9 @@ void check_finite(const NamedTensors& weights, const std::string& source) {
 std::optional<NonFinite> first_non_finite(const NamedTensors& tensors) {
   for (const auto& named : tensors) {
     const Tensor& tensor = named.second;
+    const int64_t numel = tensor.numel();
     const auto scan = [&](const auto* v) -> std::optional<NonFinite> {
-      for (int64_t i = 0; i < tensor.numel(); ++i) {
+      for (int64_t i = 0; i < numel; ++i) {
         if (!std::isfinite(v[i])) return NonFinite{named.first, static_cast<double>(v[i])};
       }
       return std::nullopt;
@@ -315,6 +317,13 @@ NamedTensors read_weights(const io::CommittedFiles& files) {
   return weights;
 }
 
+// A model of `config` for a file's weights: built without drawing initial values it would lose.
+template <class Model, class Config>
+std::unique_ptr<Model> model_to_load(const Config& config) {
+  const SkipInitGuard weights_from_the_file;
+  return std::make_unique<Model>(config, 0);
+}
+
 // The weights given to `model`, a refusal naming the file.
 void load_weights(nn::Module& model, const NamedTensors& weights, const std::string& weights_path) {
   try {
@@ -351,7 +360,7 @@ std::unique_ptr<nn::EncoderDecoder> read_encoder_decoder(const io::CommittedFile
       throw FormatError(fmt::format("{}: more {} layers than config.json's {}", weights_path, stack, layers));
     }
   }
-  auto model = std::make_unique<nn::EncoderDecoder>(c, 0);
+  auto model = model_to_load<nn::EncoderDecoder>(c);
   load_weights(*model, weights, weights_path);
   return model;
 }
@@ -380,7 +389,7 @@ std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::s
   const std::string weights_path = files.path_of("model.safetensors");
   const io::SafetensorsFile weights = io::decode_safetensors(files.read("model.safetensors"), weights_path);
   check_finite(weights.tensors, weights_path);
-  auto model = std::make_unique<nn::BertForMaskedLM>(config.model, 0);
+  auto model = model_to_load<nn::BertForMaskedLM>(config.model);
   std::vector<std::string> notes;  // a head newly initialised is a model that fills no masks
   try {
     load_hugging_face_bert(*model, weights, notes);
@@ -410,8 +419,12 @@ std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, co
   return model;
 }
 
+// Whether read_gpt hashes model.safetensors: only a run started from the weights records which
+// they were; hashing half a gigabyte is a second's wait before a sample's first token.
+enum class WeightsHash { computed, skipped };
+
 // The model files of one save, a GPT's.
-LoadedModel read_gpt(const io::CommittedFiles& files) {
+LoadedModel read_gpt(const io::CommittedFiles& files, WeightsHash hash) {
   const std::string config_path = files.path_of("config.json");
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
@@ -429,13 +442,15 @@ LoadedModel read_gpt(const io::CommittedFiles& files) {
     throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
-  const std::string weights_bytes = files.read("model.safetensors");
-  out.weights_sha256 = io::sha256_hex(weights_bytes);
-  const NamedTensors weights =
-      gpt2_weights(io::decode_safetensors(weights_bytes, weights_path), out.config);
+  NamedTensors weights;
+  {  // the file's bytes go before the model's weights are made
+    const std::string weights_bytes = files.read("model.safetensors");
+    if (hash == WeightsHash::computed) out.weights_sha256 = io::sha256_hex(weights_bytes);
+    weights = gpt2_weights(io::decode_safetensors(weights_bytes, weights_path), out.config);
+  }
   check_size_dimensions(out.config, weights, weights_path);
   check_finite(weights, weights_path);
-  out.model = std::make_unique<nn::GPT>(out.config, 0);
+  out.model = model_to_load<nn::GPT>(out.config);
   load_weights(*out.model, weights, weights_path);
   return out;
 }
@@ -445,7 +460,7 @@ std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
   const std::string config_text = files.read("config.json");
   const ModelFamily family = family_of_file(config_text, files.path_of("config.json"));
   if (family == ModelFamily::gpt) {
-    LoadedModel gpt = read_gpt(files);
+    LoadedModel gpt = read_gpt(files, WeightsHash::skipped);
     return std::make_unique<LanguageModelTask>(std::move(gpt.model), std::move(gpt.tokenizer), nullptr);
   }
   if (family == ModelFamily::encoder) return read_encoder(files, config_text);
@@ -550,7 +565,7 @@ io::CommittedFiles committed(const std::string& dir, const char* what) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& dir) { return read_gpt(committed(dir, "model")); }
+LoadedModel load_model(const std::string& dir) { return read_gpt(committed(dir, "model"), WeightsHash::computed); }
 
 std::unique_ptr<Task> load_task(const std::string& dir) { return read_task(committed(dir, "model")); }
 

@@ -234,8 +234,21 @@ FileReader::FileReader(const std::string& path)
 FileReader::~FileReader() { ::close(fd_); }
 
 std::string FileReader::read(uint64_t max_bytes) {
-  std::string bytes;
-  bytes.reserve(static_cast<size_t>(std::min(size_, max_bytes)));
+  // The size it was opened with straight into the string (a model's half gigabyte copied once),
+  // then whatever it has grown by since, a chunk at a time.
+  std::string bytes(static_cast<size_t>(std::min(size_, max_bytes)), '\0');
+  size_t filled = 0;
+  while (filled < bytes.size()) {
+    const ssize_t n = ::read(fd_, bytes.data() + filled, bytes.size() - filled);
+    if (n == 0) break;
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      fail("cannot read {}", path_);
+    }
+    filled += static_cast<size_t>(n);
+  }
+  bytes.resize(filled);
+  if (filled < size_ || filled == max_bytes) return bytes;  // cut short, or all that was asked
   char chunk[1 << 16];
   while (bytes.size() < max_bytes) {
     const ssize_t n = ::read(fd_, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, max_bytes - bytes.size())));

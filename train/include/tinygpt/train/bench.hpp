@@ -47,4 +47,21 @@ struct BenchReport {
 // products on a CPU with no bf16 peak to measure MFU against.
 BenchReport bench(Task& task, const BenchSettings& settings, const std::string& data_name);
 
+// Generation from a saved GPT with its key/value cache, batch 1, as `tinygpt sample` runs it.
+struct GenerationSettings {
+  int64_t prompt_tokens = 128;
+  int64_t new_tokens = 256;
+  int64_t top_k = 0;  // 0: greedy; else top-k sampling at temperature 1
+  uint64_t seed = 1;
+};
+
+// Loads `model_dir` and continues a prompt of ids 0, 1, 2, ...: the load's time, the first
+// token's (the prompt's forward), decode tokens/s over the others, peak RSS, and the bound the
+// machine's read bandwidth puts on decoding (every weight read once per token). ValueError for a
+// folder that holds no GPT.
+BenchReport bench_generation(const std::string& model_dir, const GenerationSettings& settings);
+
+// This process's peak resident set so far, in MB.
+double peak_rss_mb();
+
 }  // namespace tinygpt::train
