@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include "file_bytes.hpp"
 #include "run_cli.hpp"
 #include "scratch_dir.hpp"
 
@@ -66,18 +67,6 @@ inline std::vector<std::string> tiny_train_args(const std::string& out,
   return with_changes(concat(concat({"train", "--out", out}, tiny_model_flags()),
                              {"--steps", "20", "--eval-every", "10"}),
                       changes);
-}
-
-inline std::string read_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-inline void write_bytes(const std::string& path, const std::string& bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out << bytes;
-  if (!out) throw std::runtime_error("cannot write " + path);
 }
 
 // Runs tinygpt and requires that it exited with 0.

@@ -7,6 +7,11 @@
 
 namespace tinygpt::testing {
 
+// Every position scheme a model takes, for the cases that sweep them.
+inline const std::vector<nn::PositionEmbedding> kPositionSchemes = {
+    nn::PositionEmbedding::learned, nn::PositionEmbedding::sinusoidal, nn::PositionEmbedding::rope,
+    nn::PositionEmbedding::alibi, nn::PositionEmbedding::none};
+
 // A small f32 GPT for behaviour tests.
 inline nn::GPTConfig tiny_config(int64_t layers = 2) {
   nn::GPTConfig c;

@@ -46,13 +46,6 @@ Reference reference_attention(const Tensor& q, const Tensor& k, const Tensor& v,
   return r;
 }
 
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    INFO("element " << i);
-    REQUIRE(std::abs(got[i] - want[i]) <= tol);
-  }
-}
 
 }  // namespace
 
@@ -72,8 +65,8 @@ TEST_CASE("attention equals a triple-loop reference, with and without masks", "[
       }
       const auto got = nn::scaled_dot_product_attention(q, k, v, mask.defined() ? mask.to(DType::f64) : mask);
       const Reference want = reference_attention(q, k, v, padded ? lengths : std::vector<int64_t>{}, causal);
-      require_close(got.weights.to_vector(), want.weights, 1e-12);
-      require_close(got.output.to_vector(), want.output, 1e-12);
+      require_all_close(got.weights.to_vector(), want.weights, 1e-12);
+      require_all_close(got.output.to_vector(), want.output, 1e-12);
     }
   }
 }
@@ -86,7 +79,7 @@ TEST_CASE("fused causal attention equals the general path", "[nn][attention]") {
   const Tensor fused = attn.forward(x);
   attn.set_keep_attention_weights(true);
   const Tensor general = attn.forward(x);
-  require_close(fused.to_vector(), general.to_vector(), 1e-5);
+  require_all_close(fused.to_vector(), general.to_vector(), 1e-5);
 }
 
 TEST_CASE("fused causal attention keeps finite gradients for huge scores", "[nn][attention]") {
@@ -197,5 +190,5 @@ TEST_CASE("KV-cache forward equals full recomputation", "[nn][gpt][cache]") {
   model.eval();
   const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
   const Tensor full = model.forward(Tensor::from_ids(ids, {1, 8}));  // (1,8,V)
-  require_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
+  require_all_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
 }

@@ -16,10 +16,6 @@ using nn::PositionEmbedding;
 
 namespace {
 
-const PositionEmbedding kSchemes[] = {PositionEmbedding::learned, PositionEmbedding::sinusoidal,
-                                      PositionEmbedding::rope, PositionEmbedding::alibi,
-                                      PositionEmbedding::none};
-
 // 2 layers, 4 heads of width 4 over `kv_heads` key/value heads, context 8, vocabulary 11.
 nn::GPTConfig variant_config(PositionEmbedding pos, int64_t kv_heads,
                             const AttentionPattern& pattern = {}) {
@@ -38,13 +34,6 @@ const std::vector<AttentionPattern> kPatterns = {AttentionPattern{},
                                                  AttentionPattern::sliding_window(3, 1),
                                                  AttentionPattern::strided_attention(3)};
 
-void require_close(const std::vector<double>& got, const std::vector<double>& want, double tol) {
-  REQUIRE(got.size() == want.size());
-  double worst = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) worst = std::max(worst, std::abs(got[i] - want[i]));
-  INFO("largest difference " << worst);
-  REQUIRE(worst <= tol);
-}
 
 std::string describe(PositionEmbedding pos, int64_t kv_heads, const AttentionPattern& pattern = {}) {
   return nn::position_embedding_name(pos) + ", kv_heads " + std::to_string(kv_heads) + ", " +
@@ -54,7 +43,7 @@ std::string describe(PositionEmbedding pos, int64_t kv_heads, const AttentionPat
 }  // namespace
 
 TEST_CASE("position embedding names round-trip, and unknown names are refused", "[nn][position]") {
-  for (PositionEmbedding p : kSchemes) {
+  for (PositionEmbedding p : kPositionSchemes) {
     CHECK(nn::parse_position_embedding(nn::position_embedding_name(p)) == p);
   }
   CHECK_THROWS_AS(nn::parse_position_embedding("absolute"), ValueError);
@@ -75,7 +64,7 @@ TEST_CASE("sinusoidal positions interleave sin and cos of pos / 10000^(2i/d)", "
 
 TEST_CASE("the configuration decides the parameters: wpe only for learned, c_attn (C, C + 2 KV)",
           "[nn][gpt][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (int64_t kv : {0, 4, 2, 1}) {
       INFO(describe(pos, kv));
       nn::GPT model(variant_config(pos, kv), 1);
@@ -152,14 +141,14 @@ TEST_CASE("grouped-query attention equals multi-head attention with duplicated k
       gqa.eval();
       mha.eval();
       const Tensor ids = random_ids({2, 8}, 11, 5);
-      require_close(gqa.forward(ids).to_vector(), mha.forward(ids).to_vector(), 1e-5);
+      require_all_close(gqa.forward(ids).to_vector(), mha.forward(ids).to_vector(), 1e-5);
     }
   }
 }
 
 TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head count",
           "[gradcheck][nn][gpt][position][gqa][exhaustive]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {2, 1}) {
         if (!pattern.is_full() && kv == 1) continue;  // sparse patterns with one GQA shape: time
@@ -183,7 +172,7 @@ TEST_CASE("gradcheck the GPT loss for every position scheme and key/value head c
 
 TEST_CASE("fused attention equals the general path for every variant, values and gradients",
           "[nn][attention][fused][position][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {4, 2, 1}) {
         INFO(describe(pos, kv, pattern));
@@ -206,8 +195,8 @@ TEST_CASE("fused attention equals the general path for every variant, values and
           }
           grads.push_back(g);
         }
-        require_close(loss[0], loss[1], 1e-12);
-        require_close(grads[0], grads[1], 1e-10);
+        require_all_close(loss[0], loss[1], 1e-12);
+        require_all_close(grads[0], grads[1], 1e-10);
       }
     }
   }
@@ -215,7 +204,7 @@ TEST_CASE("fused attention equals the general path for every variant, values and
 
 TEST_CASE("the key bias's gradient is the exact zero, except where RoPE turns each key",
           "[nn][gpt][position][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (int64_t kv : {4, 1}) {
       for (bool fused : {true, false}) {
         INFO(describe(pos, kv) << (fused ? ", fused" : ", general"));
@@ -239,7 +228,7 @@ TEST_CASE("the key bias's gradient is the exact zero, except where RoPE turns ea
 
 TEST_CASE("every variant is causal: later tokens leave earlier logits bit-identical",
           "[nn][gpt][causal][position][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {4, 1}) {
         for (bool fused : {true, false}) {
@@ -271,7 +260,7 @@ TEST_CASE("every variant is causal: later tokens leave earlier logits bit-identi
 }
 
 TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][gpt][cache][position][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {4, 2, 1}) {
         INFO(describe(pos, kv, pattern));
@@ -280,7 +269,7 @@ TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][
         model.eval();
         const std::vector<int64_t> ids = {3, 1, 4, 1, 5, 9, 2, 6};
         const Tensor full = model.forward(Tensor::from_ids(ids, {1, 8}));  // (1,8,V)
-        require_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
+        require_all_close(cached_logits(model, ids, 3), full.to_vector(), 1e-5);
         // The cache holds kv_heads heads only (and a window's ring only W + G positions).
         auto cache = model.make_cache();
         model.forward(Tensor::from_ids(ids, {1, 8}), {}, &cache);
@@ -293,7 +282,7 @@ TEST_CASE("KV-cache forward equals full recomputation for every variant", "[nn][
 
 TEST_CASE("generate gives the same ids with and without the cache for every variant",
           "[sample][position][gqa]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     for (const AttentionPattern& pattern : kPatterns) {
       for (int64_t kv : {4, 2, 1}) {
         if (!pattern.is_full() && kv != 2) continue;  // sparse patterns with one GQA shape: time
@@ -318,7 +307,7 @@ TEST_CASE("generate gives the same ids with and without the cache for every vari
 }
 
 TEST_CASE("only learned positions stop at the training context", "[nn][gpt][position]") {
-  for (PositionEmbedding pos : kSchemes) {
+  for (PositionEmbedding pos : kPositionSchemes) {
     INFO(nn::position_embedding_name(pos));
     nn::GPT model(variant_config(pos, 2), 4);
     scramble(model, 5, 0.3);
@@ -333,6 +322,6 @@ TEST_CASE("only learned positions stop at the training context", "[nn][gpt][posi
     for (double v : logits.to_vector()) REQUIRE(std::isfinite(v));
     // Causal: the first 8 positions are those of the 8-token window.
     const Tensor first = model.forward(narrow(ids, 1, 0, 8));
-    require_close(narrow(logits, 1, 0, 8).to_vector(), first.to_vector(), 1e-5);
+    require_all_close(narrow(logits, 1, 0, 8).to_vector(), first.to_vector(), 1e-5);
   }
 }

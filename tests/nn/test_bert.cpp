@@ -19,10 +19,6 @@ nn::BertConfig tiny_bert(nn::PositionEmbedding position = nn::PositionEmbedding:
   return c;
 }
 
-const std::vector<nn::PositionEmbedding> kSchemes = {
-    nn::PositionEmbedding::learned, nn::PositionEmbedding::sinusoidal, nn::PositionEmbedding::rope,
-    nn::PositionEmbedding::alibi, nn::PositionEmbedding::none};
-
 }  // namespace
 
 TEST_CASE("the BERT model's parameters carry BertForMaskedLM's names", "[nn][bert]") {
@@ -47,7 +43,7 @@ TEST_CASE("the BERT model's parameters carry BertForMaskedLM's names", "[nn][ber
 
 TEST_CASE("gradcheck the BERT masked LM loss for every position scheme, post-LN and pre-LN",
           "[gradcheck][nn][bert][exhaustive]") {
-  for (const auto position : kSchemes) {
+  for (const auto position : kPositionSchemes) {
     for (const bool pre_ln : {false, true}) {
       INFO(nn::position_embedding_name(position) << (pre_ln ? " pre-LN" : " post-LN"));
       nn::BertConfig config = tiny_bert(position);
@@ -88,7 +84,7 @@ TEST_CASE("BERT padding keys get exactly zero weight and change no valid positio
 
 TEST_CASE("BERT attention is bidirectional: a later token changes an earlier position",
           "[nn][bert]") {
-  for (const auto position : kSchemes) {
+  for (const auto position : kPositionSchemes) {
     INFO(nn::position_embedding_name(position));
     nn::BertForMaskedLM model(tiny_bert(position), 3);
     scramble(model, 4, 0.5);

@@ -1,11 +1,10 @@
 // train::fit on a model that is not the library's: a bigram causal LM registered by type, trained
 // through the run (cadence, saves, stop and exact resume, observers' log fields), and loaded back
 // by the model-type picker.
-#include <fstream>
-#include <iterator>
 
 #include <catch2/catch.hpp>
 
+#include "file_bytes.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/data/data_source.hpp"
@@ -67,11 +66,6 @@ TrainOptions options(int64_t steps, int64_t eval_every) {
   return o;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 // Records what fit tells its observers, and adds a field to every evaluation's log record.
 struct Recorder : FitObserver {
   std::vector<int64_t> evals, saves;
@@ -130,7 +124,7 @@ TEST_CASE("a stop request saves a checkpoint that resumes byte-identical to a ru
   CHECK(fit(resumed, {}).first_step == 5);
   for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json", "tokenizer.json"}) {
     INFO(file);
-    CHECK(read_file(dir.file("stopped") + "/" + file) == read_file(dir.file("straight") + "/" + file));
+    CHECK(testing::read_bytes(dir.file("stopped") + "/" + file) == testing::read_bytes(dir.file("straight") + "/" + file));
   }
 }
 

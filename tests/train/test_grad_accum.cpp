@@ -15,14 +15,14 @@ using namespace tinygpt;
 
 namespace {
 
-struct Run {
+struct AccumulatedRun {
   nn::NamedTensors weights;
   std::vector<double> grad_norms, losses;
   Generator::State data_rng{};
 };
 
 // 10 AdamW steps of a small GPT on random tokens, with `grad_accum` micro-batches per step.
-Run train_steps(int64_t grad_accum, double grad_clip) {
+AccumulatedRun train_steps(int64_t grad_accum, double grad_clip) {
   std::vector<int64_t> tokens(4000);
   Generator gen(7);
   for (auto& t : tokens) t = gen.randint(29);
@@ -42,7 +42,7 @@ Run train_steps(int64_t grad_accum, double grad_clip) {
   options.grad_clip = grad_clip;
   nn::GPT model(config, 11);
   train::Trainer trainer(model, dataset, options);
-  Run run;
+  AccumulatedRun run;
   while (!trainer.done()) {
     const train::StepStats s = trainer.step();
     run.grad_norms.push_back(s.grad_norm);
@@ -69,10 +69,10 @@ TEST_CASE("grad-accum 2 and 4 match one batch of the full size within 1e-6 after
           "[train][grad_accum]") {
   const double clip = GENERATE(1.0, 0.0);  // 1.0 clips every step here; 0 never does
   INFO("grad_clip " << clip);
-  const Run whole = train_steps(1, clip);
+  const AccumulatedRun whole = train_steps(1, clip);
   for (int64_t n : {2, 4}) {
     INFO("grad_accum " << n);
-    const Run split = train_steps(n, clip);
+    const AccumulatedRun split = train_steps(n, clip);
     CHECK(split.data_rng == whole.data_rng);  // the same windows were drawn
     CHECK(worst_relative_error(split.grad_norms, whole.grad_norms) < 1e-6);
     CHECK(worst_relative_error(split.losses, whole.losses) < 1e-6);

@@ -2,32 +2,16 @@
 // replay from the generator's state, and a loss that falls.
 #include <catch2/catch.hpp>
 
+#include "masked_text.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/train/objective.hpp"
 #include "tinygpt/train/trainer.hpp"
 
 using namespace tinygpt;
-using data::MaskedLMTokenizer;
 
 namespace {
 
-const std::string kText =
-    "the cat sat on the mat. the dog sat on the log. the cat saw the dog. the dog saw the cat. ";
-
-struct Setup {
-  MaskedLMTokenizer tok = MaskedLMTokenizer::fit(kText);
-  std::vector<int64_t> ids;
-  data::Masking masking;
-  Setup() {
-    for (int i = 0; i < 20; ++i) {
-      const std::vector<int64_t> part = tok.encode(kText);
-      ids.insert(ids.end(), part.begin(), part.end());
-    }
-    masking.vocab_size = tok.vocab_size();
-  }
-};
-
-nn::BertConfig tiny(int64_t vocab) {
+nn::BertConfig two_layer_bert(int64_t vocab) {
   nn::BertConfig c;
   c.vocab_size = vocab;
   c.hidden_size = 32;
@@ -42,9 +26,9 @@ nn::BertConfig tiny(int64_t vocab) {
 
 TEST_CASE("MaskedLMObjective draws framed windows, masks them and counts the chosen positions",
           "[train][bert]") {
-  Setup s;
+  const testing::MaskedText s(20);
   const data::TextDataset dataset(s.ids, 16, 0.1);
-  nn::BertForMaskedLM model(tiny(s.tok.vocab_size()), 1);
+  nn::BertForMaskedLM model(two_layer_bert(s.tok.vocab_size()), 1);
   train::MaskedLMObjective objective(model, dataset, s.masking);
   Generator gen(3);
   const Generator::State start = gen.state();
@@ -68,9 +52,9 @@ TEST_CASE("MaskedLMObjective draws framed windows, masks them and counts the cho
 
 TEST_CASE("a masked LM trained by the Trainer predicts masked characters better",
           "[train][bert][slow]") {
-  Setup s;
+  const testing::MaskedText s(20);
   const data::TextDataset dataset(s.ids, 16, 0.1);
-  nn::BertForMaskedLM model(tiny(s.tok.vocab_size()), 1);
+  nn::BertForMaskedLM model(two_layer_bert(s.tok.vocab_size()), 1);
   train::TrainOptions options;
   options.steps = 60;
   options.batch = 8;

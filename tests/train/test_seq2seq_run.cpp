@@ -2,12 +2,12 @@
 // tokens equal one batch, a run saved and resumed ends byte-identical, and its checkpoint loads
 // back with BART-style names and config.json.
 #include <filesystem>
-#include <fstream>
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
 #include "run_helpers.hpp"
+#include "file_bytes.hpp"
 #include "scratch_dir.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/io/atomic_file.hpp"
@@ -32,7 +32,7 @@ nn::EncoderDecoderConfig small_config() {
   return c;
 }
 
-TrainOptions quick_options(int64_t steps) {
+TrainOptions seq2seq_options(int64_t steps) {
   TrainOptions o;
   o.steps = steps;
   o.batch = 8;
@@ -42,11 +42,6 @@ TrainOptions quick_options(int64_t steps) {
   o.eval_every = 3;
   o.eval_iters = 1;
   return o;
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 
@@ -65,7 +60,7 @@ TEST_CASE("encoder-decoder micro-batches weighed by predicted tokens match one b
   config.vocab_size = tokenizer.vocab_size();
   const auto train = [&](int64_t grad_accum) {
     nn::EncoderDecoder model(config, 3);
-    TrainOptions options = quick_options(10);
+    TrainOptions options = seq2seq_options(10);
     options.grad_accum = grad_accum;
     Trainer trainer(std::make_unique<PairObjective>(model, dataset), options);
     std::vector<double> losses;
@@ -87,11 +82,11 @@ TEST_CASE("an encoder-decoder run saved and resumed ends byte-identical to one n
           "[train][seq2seq][resume]") {
   ScratchDir dir;
   {
-    Run straight = Run::start(dir.file("straight"), small_config(), quick_options(6), data::kReverseTask);
+    Run straight = Run::start(dir.file("straight"), small_config(), seq2seq_options(6), data::kReverseTask);
     train_to_end(straight);
   }
   {
-    Run first = Run::start(dir.file("resumed"), small_config(), quick_options(3), data::kReverseTask);
+    Run first = Run::start(dir.file("resumed"), small_config(), seq2seq_options(3), data::kReverseTask);
     train_to_end(first);
   }
   ResumeChanges more;
@@ -102,7 +97,7 @@ TEST_CASE("an encoder-decoder run saved and resumed ends byte-identical to one n
   train_to_end(resumed);
   for (const char* file : {"model.safetensors", "optimizer.safetensors"}) {
     INFO(file);
-    CHECK(read_file(dir.file("resumed") + "/" + file) == read_file(dir.file("straight") + "/" + file));
+    CHECK(testing::read_bytes(dir.file("resumed") + "/" + file) == testing::read_bytes(dir.file("straight") + "/" + file));
   }
   CHECK_THROWS_WITH(resumed.task().as<LanguageModelTask>(),
                     Catch::Contains("encoder-decoder") && Catch::Contains("not a language model"));
@@ -112,7 +107,7 @@ TEST_CASE("an encoder-decoder checkpoint loads back and its config.json is stric
   ScratchDir dir;
   const std::string out = dir.file("run");
   {
-    Run run = Run::start(out, small_config(), quick_options(1), data::kDatesTask);
+    Run run = Run::start(out, small_config(), seq2seq_options(1), data::kDatesTask);
     train_to_end(run);
   }
   const std::unique_ptr<Task> loaded_task = load_task(out);

@@ -22,23 +22,18 @@ using nlohmann::json;
 namespace jf = json_fields;
 
 // Keys that do not change what the masked LM computes.
-constexpr std::array<std::string_view, 15> kIgnoredKeys = {
+constexpr std::array<std::string_view, 15> kBertIgnoredKeys = {
     "architectures", "torch_dtype", "transformers_version", "_name_or_path", "use_cache",
     "gradient_checkpointing", "classifier_dropout", "bos_token_id", "eos_token_id",
     "sep_token_id", "id2label", "label2id", "output_past", "chunk_size_feed_forward",
     "initializer_range"};
-constexpr std::array<std::string_view, 15> kHonouredKeys = {
+constexpr std::array<std::string_view, 15> kBertHonouredKeys = {
     "model_type", "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
     "intermediate_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps",
     "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "pad_token_id",
     "position_embedding_type", "is_decoder"};
 // tinygpt's own keys, written for a model BERT cannot express.
 constexpr std::array<std::string_view, 2> kTinyGptKeys = {"rope_theta", "pre_layer_norm"};
-
-template <size_t N>
-bool one_of(const std::array<std::string_view, N>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
 
 bool expressible_as_bert(const nn::BertConfig& c) {
   return c.position == nn::PositionEmbedding::learned && !c.pre_layer_norm;
@@ -123,19 +118,18 @@ nn::BertConfig bert_config_from_json(const std::string& text, const std::string&
   }
   const bool own = type == kTinyGptEncoderModelType;
   for (const auto& item : j.items()) {
-    const bool known = one_of(kIgnoredKeys, item.key()) || one_of(kHonouredKeys, item.key()) ||
-                       (own && one_of(kTinyGptKeys, item.key()));
+    const bool known = jf::one_of(kBertIgnoredKeys, item.key()) || jf::one_of(kBertHonouredKeys, item.key()) ||
+                       (own && jf::one_of(kTinyGptKeys, item.key()));
     if (!known) jf::fail(source, "key '{}' is not supported for a {} model", excerpt(item.key()), type);
   }
-  constexpr int64_t kMaxSize = int64_t{1} << 31;
   const auto size = [&](const char* key, int64_t fallback) {
-    return j.contains(key) ? jf::integer(j[key], key, source, 1, kMaxSize) : fallback;
+    return j.contains(key) ? jf::integer(j[key], key, source, 1, jf::kMaxSize) : fallback;
   };
   const auto number = [&](const char* key, double fallback) {
     return j.contains(key) ? jf::number(j[key], key, source) : fallback;
   };
   nn::BertConfig c;
-  c.vocab_size = jf::integer(jf::required(j, "vocab_size", source), "vocab_size", source, 1, kMaxSize);
+  c.vocab_size = jf::integer(jf::required(j, "vocab_size", source), "vocab_size", source, 1, jf::kMaxSize);
   c.hidden_size = size("hidden_size", 768);
   c.num_hidden_layers = size("num_hidden_layers", 12);
   c.num_attention_heads = size("num_attention_heads", 12);
@@ -147,7 +141,7 @@ nn::BertConfig bert_config_from_json(const std::string& text, const std::string&
   c.attention_probs_dropout_prob = number("attention_probs_dropout_prob", 0.1);
   c.initializer_range = number("initializer_range", 0.02);
   c.rope_theta = number("rope_theta", 10000.0);
-  c.pad_token_id = j.contains("pad_token_id") ? jf::integer(j["pad_token_id"], "pad_token_id", source, 0, kMaxSize) : 0;
+  c.pad_token_id = j.contains("pad_token_id") ? jf::integer(j["pad_token_id"], "pad_token_id", source, 0, jf::kMaxSize) : 0;
   if (j.contains("pre_layer_norm")) c.pre_layer_norm = jf::boolean(j["pre_layer_norm"], "pre_layer_norm", source);
   const std::string act = j.contains("hidden_act") ? jf::string(j["hidden_act"], "hidden_act", source) : "gelu";
   if (act != "gelu") {

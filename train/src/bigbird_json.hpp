@@ -23,15 +23,14 @@ inline json drawn_blocks(const AttentionPattern& p, int64_t blocks) {
 // The pattern of BigBird's keys in `j` (all but bigbird_random_key_blocks required).
 inline AttentionPattern read(const json& j, const std::string& source) {
   namespace jf = json_fields;
-  constexpr int64_t kMaxSize = int64_t{1} << 31;
   for (const char* key : {"sliding_window", "bigbird_block_size", "bigbird_random_blocks", "bigbird_seed"}) {
     jf::required(j, key, source);
   }
   return AttentionPattern::bigbird(
-      jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize),
-      j.contains("global_tokens") ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize) : 0,
-      jf::integer(j["bigbird_random_blocks"], "bigbird_random_blocks", source, 0, kMaxSize),
-      jf::integer(j["bigbird_block_size"], "bigbird_block_size", source, 1, kMaxSize),
+      jf::integer(j["sliding_window"], "sliding_window", source, 1, jf::kMaxSize),
+      j.contains("global_tokens") ? jf::integer(j["global_tokens"], "global_tokens", source, 0, jf::kMaxSize) : 0,
+      jf::integer(j["bigbird_random_blocks"], "bigbird_random_blocks", source, 0, jf::kMaxSize),
+      jf::integer(j["bigbird_block_size"], "bigbird_block_size", source, 1, jf::kMaxSize),
       jf::unsigned_integer(j["bigbird_seed"], "bigbird_seed", source));
 }
 

@@ -17,10 +17,8 @@ namespace {
 using nlohmann::json;
 namespace jf = json_fields;
 
-constexpr int64_t kMaxSize = int64_t{1} << 31;
-
 // Keys that do not change what the model computes.
-constexpr std::array<std::string_view, 14> kIgnoredKeys = {
+constexpr std::array<std::string_view, 14> kBartIgnoredKeys = {
     "architectures", "torch_dtype", "transformers_version", "_name_or_path", "use_cache",
     "init_std", "num_hidden_layers", "forced_eos_token_id", "forced_bos_token_id", "max_length",
     "num_beams", "tinygpt_training_precision", "encoder_layerdrop", "decoder_layerdrop"};
@@ -128,13 +126,13 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
   const json j = jf::parse(text, source);
   std::array<int64_t, kSizes.size()> sizes{};
   for (size_t i = 0; i < kSizes.size(); ++i) {
-    sizes[i] = jf::integer(jf::required(j, kSizes[i], source), kSizes[i], source, 1, kMaxSize);
+    sizes[i] = jf::integer(jf::required(j, kSizes[i], source), kSizes[i], source, 1, jf::kMaxSize);
   }
   const auto known = [&](const std::string& key) {
     const auto in = [&](const auto& names) {
       return std::find_if(names.begin(), names.end(), [&](const auto& n) { return key == n; }) != names.end();
     };
-    return in(kIgnoredKeys) || in(kSizes) || in(kTokenIds) || in(kDropouts) || key == "model_type" ||
+    return in(kBartIgnoredKeys) || in(kSizes) || in(kTokenIds) || in(kDropouts) || key == "model_type" ||
            key == "layer_norm_eps" || key == kCrossAttentionKey || key == kCrossScoreKey || key == kEncoderAttentionKey ||
            std::any_of(fixed_keys().begin(), fixed_keys().end(), [&](const Fixed& f) { return key == f.key; });
   };
@@ -166,7 +164,7 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
   std::array<int64_t*, kTokenIds.size()> ids{&c.pad_token_id, &c.bos_token_id, &c.eos_token_id,
                                              &c.decoder_start_token_id};
   for (size_t i = 0; i < kTokenIds.size(); ++i) {
-    if (j.contains(kTokenIds[i])) *ids[i] = jf::integer(j[kTokenIds[i]], kTokenIds[i], source, 0, kMaxSize);
+    if (j.contains(kTokenIds[i])) *ids[i] = jf::integer(j[kTokenIds[i]], kTokenIds[i], source, 0, jf::kMaxSize);
   }
   // One probability for the sublayers' outputs and the attention weights, as the model has.
   if (j.contains("dropout")) c.dropout = jf::number(j["dropout"], "dropout", source);

@@ -20,7 +20,7 @@ namespace jf = json_fields;
 
 // Keys that do not change the causal LM's output: initialisation, the heads of other GPT-2
 // models (summary_* is GPT2DoubleHeadsModel's), token ids, generation defaults, provenance.
-constexpr std::array<std::string_view, 53> kIgnoredKeys = {
+constexpr std::array<std::string_view, 53> kGpt2IgnoredKeys = {
     "initializer_range", "summary_type", "summary_use_proj", "summary_activation",
     "summary_proj_to_labels", "summary_first_dropout", "use_cache", "bos_token_id",
     "eos_token_id", "pad_token_id", "sep_token_id", "decoder_start_token_id", "architectures",
@@ -34,8 +34,8 @@ constexpr std::array<std::string_view, 53> kIgnoredKeys = {
     "no_repeat_ngram_size", "bad_words_ids", "num_return_sequences", "output_scores",
     "return_dict_in_generate", "tinygpt_training_precision"};
 
-// The keys read below; anything else not in kIgnoredKeys is refused.
-constexpr std::array<std::string_view, 34> kHonouredKeys = {
+// The keys read below; anything else not in kGpt2IgnoredKeys is refused.
+constexpr std::array<std::string_view, 34> kGpt2HonouredKeys = {
     "vocab_size", "n_positions", "n_ctx", "n_embd", "n_layer", "n_head", "n_inner",
     "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "layer_norm_epsilon",
     "scale_attn_weights", "scale_attn_by_inverse_layer_idx", "reorder_and_upcast_attn",
@@ -49,13 +49,6 @@ constexpr std::array<std::string_view, 34> kHonouredKeys = {
 // formula factored differently); "gelu" there is the exact erf form, which tinygpt does not compute.
 constexpr std::array<std::string_view, 3> kTanhGelu = {"gelu_new", "gelu_pytorch_tanh", "gelu_fast"};
 
-template <size_t N>
-bool one_of(const std::array<std::string_view, N>& names, std::string_view name) {
-  return std::find(names.begin(), names.end(), name) != names.end();
-}
-
-constexpr int64_t kMaxSize = int64_t{1} << 31;  // far beyond any model tinygpt can hold
-
 // Performer's keys: performer_features (M >= 1) and performer_redraw_every (>= 0, absent 0);
 // no other pattern's keys.
 AttentionPattern performer_from_json(const json& j, const std::string& source) {
@@ -68,10 +61,10 @@ AttentionPattern performer_from_json(const json& j, const std::string& source) {
     jf::fail(source, "attention_type is \"performer\" but performer_features is not set");
   }
   const int64_t every = j.contains("performer_redraw_every")
-      ? jf::integer(j["performer_redraw_every"], "performer_redraw_every", source, 0, kMaxSize)
+      ? jf::integer(j["performer_redraw_every"], "performer_redraw_every", source, 0, jf::kMaxSize)
       : 0;
   return AttentionPattern::performer_attention(
-      jf::integer(j["performer_features"], "performer_features", source, 1, kMaxSize), every);
+      jf::integer(j["performer_features"], "performer_features", source, 1, jf::kMaxSize), every);
 }
 
 // attention_type absent is full attention, or a window when sliding_window holds a number (as
@@ -109,15 +102,15 @@ AttentionPattern attention_from_json(const json& j, const std::string& source) {
     if (!has_stride) jf::fail(source, "attention_type is \"strided\" but sparse_stride is not set");
     AttentionPattern p;
     p.kind = AttentionPattern::Kind::strided;
-    p.stride = jf::integer(j["sparse_stride"], "sparse_stride", source, 1, kMaxSize);
+    p.stride = jf::integer(j["sparse_stride"], "sparse_stride", source, 1, jf::kMaxSize);
     return p;
   }
   if (!has_window) jf::fail(source, "attention_type is \"sliding_window\" but sliding_window is not set");
   AttentionPattern p;
   p.kind = AttentionPattern::Kind::window;
-  p.window = jf::integer(j["sliding_window"], "sliding_window", source, 1, kMaxSize);
+  p.window = jf::integer(j["sliding_window"], "sliding_window", source, 1, jf::kMaxSize);
   p.global_tokens =
-      has_globals ? jf::integer(j["global_tokens"], "global_tokens", source, 0, kMaxSize) : 0;
+      has_globals ? jf::integer(j["global_tokens"], "global_tokens", source, 0, jf::kMaxSize) : 0;
   return p;
 }
 
@@ -142,7 +135,7 @@ std::map<int64_t, std::vector<int64_t>> pruned_heads_from_json(const json& value
       jf::fail(source, "pruned_heads: '{}': {} is not a layer number and a list of heads", key, jf::shown(heads));
     }
     std::vector<int64_t>& list = pruned[static_cast<int64_t>(layer)];
-    for (const json& h : heads) list.push_back(jf::integer(h, "pruned_heads", source, 0, kMaxSize));
+    for (const json& h : heads) list.push_back(jf::integer(h, "pruned_heads", source, 0, jf::kMaxSize));
     if (list.empty()) pruned.erase(static_cast<int64_t>(layer));
   }
   return pruned;
@@ -165,7 +158,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
     }
   };
   const auto size = [&](const char* key) {
-    return jf::integer(jf::required(j, key, source), key, source, 1, kMaxSize);
+    return jf::integer(jf::required(j, key, source), key, source, 1, jf::kMaxSize);
   };
 
   nn::GPTConfig c;
@@ -176,7 +169,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   c.n_head = size("n_head");
   // After the required keys, so a renamed one is reported as missing.
   for (const auto& item : j.items()) {
-    if (!one_of(kHonouredKeys, item.key()) && !one_of(kIgnoredKeys, item.key())) {
+    if (!jf::one_of(kGpt2HonouredKeys, item.key()) && !jf::one_of(kGpt2IgnoredKeys, item.key())) {
       jf::fail(source, "unknown key '{}': tinygpt cannot tell whether it changes the model", excerpt(item.key()));
     }
   }
@@ -190,7 +183,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   }
   if (j.contains("activation_function")) {
     const std::string act = jf::string(j["activation_function"], "activation_function", source);
-    if (!one_of(kTanhGelu, act)) {
+    if (!jf::one_of(kTanhGelu, act)) {
       jf::fail(source, "activation_function '{}' is not supported: tinygpt computes GPT-2's tanh "
                "GELU (gelu_new, gelu_pytorch_tanh or gelu_fast)", act);
     }
@@ -248,7 +241,7 @@ nn::GPTConfig config_from_json(const std::string& text, const std::string& sourc
   }
   if (j.contains("rope_theta")) c.rope_theta = jf::number(j["rope_theta"], "rope_theta", source);
   c.n_kv_head = j.contains("num_key_value_heads")
-                    ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, kMaxSize)
+                    ? jf::integer(j["num_key_value_heads"], "num_key_value_heads", source, 1, jf::kMaxSize)
                     : c.n_head;
   c.attention = within_context(attention_from_json(j, source), c.block_size);
   if (c.attention.kind == AttentionPattern::Kind::bigbird) {

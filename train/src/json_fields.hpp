@@ -3,10 +3,12 @@
 // FormatError naming the file and the key: a missing key, a wrong type, a fraction where a count
 // belongs, or a number outside the range the field holds (nlohmann's get<> would truncate 64.5
 // to 64 and wrap 2^64 - 1 to -1 without a word).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <string_view>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -16,6 +18,15 @@
 namespace tinygpt::train::json_fields {
 
 using nlohmann::json;
+
+// The largest size, count or id a config file may hold: far beyond any model tinygpt can hold.
+constexpr int64_t kMaxSize = int64_t{1} << 31;
+
+// Whether `name` is one of `names` (the keys a reader knows, the values a field takes).
+template <class Names>
+bool one_of(const Names& names, std::string_view name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
 
 template <class... Args>
 [[noreturn]] inline void fail(const std::string& source, fmt::format_string<Args...> what,

@@ -7,22 +7,21 @@
 namespace tinygpt::plot {
 namespace {
 
-// Cells span about this many pixels in all, at most kMaxCell each: 28 px cells up to 41 positions,
+// Cells span about this many pixels in all, at most kMaxHeatmapCell each: 28 px cells up to 41 positions,
 // 9 px (still labelled) at 128.
-constexpr int kGridTarget = 1152;
-constexpr int kMaxCell = 28;
-constexpr int kTextScale = 2;  // title, axis names, colour bar
+constexpr int kHeatmapGridTarget = 1152;
+constexpr int kMaxHeatmapCell = 28;
 
 // Left to right: axis name "query" (turned), the panel (query labels, grid), the colour bar.
 // Top to bottom: title, axis name "key", the panel (key labels, grid).
 struct HeatmapFigure {
   HeatmapFigure(int seq_len, const std::vector<std::string>& labels, const std::string& title)
-      : panel(labels, labels, cell_size_for(seq_len, kGridTarget, kMaxCell)) {
-    const int line = text_line_height(kTextScale);
+      : panel(labels, labels, cell_size_for(seq_len, kHeatmapGridTarget, kMaxHeatmapCell)) {
+    const int line = text_line_height(style::kTextScale);
     const int panel_offset = line + style::kGap;
     const int bar_offset = panel_offset + panel.width() + 3 * style::kGap;
-    const int content_width = bar_offset + colorbar_width(kTextScale) + 2 * style::kMargin;
-    heading = fit_heading(title, content_width, kTextScale);
+    const int content_width = bar_offset + colorbar_width(style::kTextScale) + 2 * style::kMargin;
+    heading = fit_heading(title, content_width, style::kTextScale);
     // A title wider than the plot widens the figure; the plot stays in the middle.
     left = style::kMargin + (heading.figure_width - content_width) / 2;
     panel_x = left + panel_offset;
@@ -70,11 +69,11 @@ void save_attention_heatmap(const std::string& path, const float* weights, int s
   Canvas canvas(figure.heading.figure_width, figure.height, style::kBackground);
   draw_text_centered(canvas, grid_center_x, style::kMargin, figure.heading.fitted.text, style::kInk,
                      figure.heading.fitted.scale);
-  draw_text_centered(canvas, grid_center_x, figure.key_name_y, "key", style::kSoftInk, kTextScale);
+  draw_text_centered(canvas, grid_center_x, figure.key_name_y, "key", style::kSoftInk, style::kTextScale);
   draw_vertical_text_centered(canvas, figure.left, grid.y + grid.height / 2, "query",
-                              style::kSoftInk, kTextScale);
+                              style::kSoftInk, style::kTextScale);
   figure.panel.draw(canvas, figure.panel_x, figure.panel_y, weights);
-  draw_colorbar(canvas, figure.colorbar, kTextScale);
+  draw_colorbar(canvas, figure.colorbar, style::kTextScale);
   canvas.save_png(path);
 }
 

@@ -14,8 +14,7 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kTextScale = 2;
-constexpr int kGridTarget = 1100;  // pixels the token cells span in all, about
+constexpr int kAttributionGridTarget = 1100;  // pixels the token cells span in all, about
 constexpr int kMaxCellWidth = 40;
 constexpr int kRowHeight = 36;
 
@@ -40,17 +39,17 @@ void save_attribution_plot(const std::string& path, const std::vector<std::vecto
                                    row.size(), labels.size()));
     }
   }
-  const int cell = std::clamp(kGridTarget / n, 1, kMaxCellWidth);
-  const int line = text_line_height(kTextScale);
+  const int cell = std::clamp(kAttributionGridTarget / n, 1, kMaxCellWidth);
+  const int line = text_line_height(style::kTextScale);
   int name_width = 0;
-  for (const auto& name : row_names) name_width = std::max(name_width, text_size(name, kTextScale).width);
+  for (const auto& name : row_names) name_width = std::max(name_width, text_size(name, style::kTextScale).width);
   // Token labels above the cells: horizontal at scale 2 when a cell holds a character, scale 1
   // when it holds a small one, none below that.
   const int label_scale = cell >= 14 ? 2 : (cell >= 7 ? 1 : 0);
   const int grid_x = style::kMargin + name_width + style::kGap;
   const int grid_w = cell * n;
   const int content_width = grid_x + grid_w + style::kMargin;
-  const Heading heading = fit_heading(title, content_width, kTextScale);
+  const Heading heading = fit_heading(title, content_width, style::kTextScale);
   const int width = std::max(content_width, heading.figure_width);
   const int note_y = style::kMargin + line + style::kGap;
   const int labels_y = note_y + line + 2 * style::kGap;
@@ -62,7 +61,7 @@ void save_attribution_plot(const std::string& path, const std::vector<std::vecto
   draw_text_centered(canvas, center, style::kMargin, heading.fitted.text, style::kInk,
                      heading.fitted.scale);
   draw_text_centered(canvas, center, note_y, "each row coloured from 0 to its own largest value",
-                     style::kSoftInk, kTextScale);
+                     style::kSoftInk, style::kTextScale);
   if (label_scale > 0) {
     for (int j = 0; j < n; ++j) {
       const std::string shown = visible_token(labels[static_cast<size_t>(j)]);
@@ -72,9 +71,9 @@ void save_attribution_plot(const std::string& path, const std::vector<std::vecto
   }
   for (size_t r = 0; r < rows.size(); ++r) {
     const int y = grid_y + static_cast<int>(r) * kRowHeight;
-    canvas.draw_text(style::kMargin + name_width - text_size(row_names[r], kTextScale).width,
-                     y + (kRowHeight - text_cap_height(kTextScale)) / 2, row_names[r], style::kInk,
-                     kTextScale);
+    canvas.draw_text(style::kMargin + name_width - text_size(row_names[r], style::kTextScale).width,
+                     y + (kRowHeight - text_cap_height(style::kTextScale)) / 2, row_names[r], style::kInk,
+                     style::kTextScale);
     double top = 0.0;
     for (double v : rows[r]) {
       if (std::isfinite(v)) top = std::max(top, v);

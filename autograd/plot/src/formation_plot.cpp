@@ -7,8 +7,8 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kWidth = 960;
-constexpr int kHeight = 960;
+constexpr int kFormationWidth = 960;
+constexpr int kFormationHeight = 960;
 
 }  // namespace
 
@@ -34,7 +34,7 @@ void save_formation_plot(const std::string& path, const std::vector<LossPoint>& 
   ChartAxes score_axes = axes_for(score_series, "step", "score", &unit);
   // Scores rise and the copy ratio falls late in training: the top-left is where lines are not.
   score_axes.legend_left = true;
-  save_two_charts(path, kWidth, kHeight, losses, loss_axes, score_series, score_axes, "step", title);
+  save_two_charts(path, kFormationWidth, kFormationHeight, losses, loss_axes, score_series, score_axes, "step", title);
 }
 
 }  // namespace tinygpt::plot

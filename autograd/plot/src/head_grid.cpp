@@ -14,7 +14,7 @@ namespace {
 
 constexpr int kMaxColumns = 4;
 constexpr int kRowTarget = 1400;  // pixels the grids of one row of panels span, about
-constexpr int kMaxCell = 16;
+constexpr int kMaxHeadCell = 16;
 constexpr int kPanelSpacing = 28;
 constexpr int kTitleScale = 3;  // above the head titles, which may take scale 2
 constexpr int kBarScale = 2;
@@ -42,7 +42,7 @@ struct HeadGridFigure {
         columns((count + rows - 1) / rows),
         panel(query_labels, key_labels,
               cell_size_for(static_cast<int>(std::max(query_labels.size(), key_labels.size())),
-                            kRowTarget / columns, kMaxCell)),
+                            kRowTarget / columns, kMaxHeadCell)),
         head_title_scale(common_title_scale(head_titles, panel.grid_width())) {
     head_title_height = text_cap_height(head_title_scale) + 2 * style::kGap;
     slot_width = panel.width() + kPanelSpacing;

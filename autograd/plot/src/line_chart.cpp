@@ -11,7 +11,6 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kTextScale = 2;
 constexpr int kMaxXTicks = 8;
 constexpr int kMaxYTicks = 7;
 constexpr int kTickLength = 5;
@@ -59,21 +58,21 @@ struct PlotArea {
 
 void draw_axes(Canvas& canvas, const PlotArea& area, const AxisTicks& x_ticks,
                const AxisTicks& y_ticks) {
-  const int cap = text_cap_height(kTextScale);
+  const int cap = text_cap_height(style::kTextScale);
   for (const double v : x_ticks.values) {
     const int x = area.px(v);
     canvas.fill_rect(x, area.y, 1, area.height, style::kGridLine);
     canvas.fill_rect(x, area.y + area.height, 1, kTickLength, style::kInk);
     draw_text_centered(canvas, x, area.y + area.height + kTickLength + style::kGap,
-                       format_tick(v, x_ticks.step), style::kSoftInk, kTextScale);
+                       format_tick(v, x_ticks.step), style::kSoftInk, style::kTextScale);
   }
   for (const double v : y_ticks.values) {
     const int y = area.py(v);
     canvas.fill_rect(area.x, y, area.width, 1, style::kGridLine);
     canvas.fill_rect(area.x - kTickLength, y, kTickLength, 1, style::kInk);
     const std::string label = format_tick(v, y_ticks.step);
-    canvas.draw_text(area.x - kTickLength - style::kGap - text_size(label, kTextScale).width,
-                     y - cap / 2, label, style::kSoftInk, kTextScale);
+    canvas.draw_text(area.x - kTickLength - style::kGap - text_size(label, style::kTextScale).width,
+                     y - cap / 2, label, style::kSoftInk, style::kTextScale);
   }
   canvas.stroke_rect(area.x - 1, area.y - 1, area.width + 2, area.height + 2, style::kInk);
 }
@@ -164,11 +163,11 @@ void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSe
   }
   if (entries.empty()) return;
   constexpr int kSample = 28, kPad = 10;
-  const int cap = text_cap_height(kTextScale);
+  const int cap = text_cap_height(style::kTextScale);
   const int row = cap + 2 * style::kGap;
   int name_width = 0;
   for (const ChartSeries* e : entries) {
-    name_width = std::max(name_width, text_size(e->name, kTextScale).width);
+    name_width = std::max(name_width, text_size(e->name, style::kTextScale).width);
   }
   const int box_w = kPad + kSample + style::kGap + name_width + kPad;
   const int box_h = 2 * kPad + static_cast<int>(entries.size()) * row - 2 * style::kGap;
@@ -184,7 +183,7 @@ void draw_legend(Canvas& canvas, const PlotArea& area, const std::vector<ChartSe
       draw_marker(canvas, box_x + kPad + kSample / 2, mid_y, entries[i]->color);
     }
     canvas.draw_text(box_x + kPad + kSample + style::kGap, top, entries[i]->name, style::kInk,
-                     kTextScale);
+                     style::kTextScale);
   }
 }
 
@@ -228,7 +227,7 @@ ChartAxes axes_for(const std::vector<ChartSeries>& series, const std::string& x_
 int y_label_width(const AxisTicks& ticks) {
   int width = 0;
   for (const double v : ticks.values) {
-    width = std::max(width, text_size(format_tick(v, ticks.step), kTextScale).width);
+    width = std::max(width, text_size(format_tick(v, ticks.step), style::kTextScale).width);
   }
   return width;
 }
@@ -239,9 +238,9 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
   // Margins fit the text around the plot: tick labels and the y name at the left; tick labels
   // and the x name below; half the last x label at the right. (The x ticks are never empty:
   // with whole steps, the data's own steps are multiples of 1 inside the range.)
-  const int line = text_line_height(kTextScale);
+  const int line = text_line_height(style::kTextScale);
   const int last_x_label_width =
-      text_size(format_tick(axes.x_ticks.values.back(), axes.x_ticks.step), kTextScale).width;
+      text_size(format_tick(axes.x_ticks.values.back(), axes.x_ticks.step), style::kTextScale).width;
   PlotArea area{};
   area.xr = axes.x;
   area.yr = axes.y;
@@ -253,9 +252,9 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
 
   const int center_x = area.x + area.width / 2;
   draw_axes(canvas, area, axes.x_ticks, axes.y_ticks);
-  draw_text_centered(canvas, center_x, x_name_y, axes.x_name, style::kSoftInk, kTextScale);
+  draw_text_centered(canvas, center_x, x_name_y, axes.x_name, style::kSoftInk, style::kTextScale);
   draw_vertical_text_centered(canvas, box.x, area.y + area.height / 2, axes.y_name,
-                              style::kSoftInk, kTextScale);
+                              style::kSoftInk, style::kTextScale);
   bool any = false;
   for (const ChartSeries& s : series) {
     draw_series(canvas, area, s.points, s.color);
@@ -263,7 +262,7 @@ PixelRect draw_line_chart(Canvas& canvas, const PixelRect& box,
   }
   if (!any) {
     draw_text_centered(canvas, center_x, area.y + area.height / 2, "no data", style::kSoftInk,
-                       kTextScale);
+                       style::kTextScale);
   }
   draw_legend(canvas, area, series, axes.legend_left);
   return {area.x, area.y, area.width, area.height};
@@ -273,7 +272,6 @@ void save_two_charts(const std::string& path, int width, int height,
                      const std::vector<ChartSeries>& upper, ChartAxes upper_axes,
                      const std::vector<ChartSeries>& lower, ChartAxes lower_axes,
                      const std::string& x_name, const std::string& title) {
-  constexpr int kTextScale = 2;
   std::vector<ChartSeries> all = upper;
   all.insert(all.end(), lower.begin(), lower.end());
   const ChartAxes shared = axes_for(all, x_name, "");
@@ -282,14 +280,14 @@ void save_two_charts(const std::string& path, int width, int height,
     a->x_ticks = shared.x_ticks;
   }
   const int label_width = std::max(y_label_width(upper_axes.y_ticks), y_label_width(lower_axes.y_ticks));
-  const int top = style::kMargin + text_line_height(kTextScale) + 2 * style::kGap;  // title
+  const int top = style::kMargin + text_line_height(style::kTextScale) + 2 * style::kGap;  // title
   const int panel = (height - style::kMargin - top - style::kGap) / 2;
   Canvas canvas(width, height, style::kBackground);
   const PixelRect plot = draw_line_chart(canvas, {style::kMargin, top, width - 2 * style::kMargin, panel},
                                          upper, upper_axes, label_width);
   draw_line_chart(canvas, {style::kMargin, top + panel + style::kGap, width - 2 * style::kMargin, panel},
                   lower, lower_axes, label_width);
-  const FittedText heading = fit_text(title, width - 2 * style::kMargin, kTextScale);
+  const FittedText heading = fit_text(title, width - 2 * style::kMargin, style::kTextScale);
   draw_text_centered(canvas, plot.x + plot.width / 2, style::kMargin, heading.text, style::kInk,
                      heading.scale);
   canvas.save_png(path);

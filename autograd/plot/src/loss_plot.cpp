@@ -9,18 +9,17 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kWidth = 960;
-constexpr int kHeight = 600;
-constexpr int kTextScale = 2;
+constexpr int kLossWidth = 960;
+constexpr int kLossHeight = 600;
 
 void save_one_chart(const std::string& path, const std::vector<ChartSeries>& series,
                     const ChartAxes& axes, const std::string& title) {
-  const int top = style::kMargin + text_line_height(kTextScale) + 2 * style::kGap;  // title
-  const PixelRect box{style::kMargin, top, kWidth - 2 * style::kMargin,
-                      kHeight - style::kMargin - top};
-  Canvas canvas(kWidth, kHeight, style::kBackground);
+  const int top = style::kMargin + text_line_height(style::kTextScale) + 2 * style::kGap;  // title
+  const PixelRect box{style::kMargin, top, kLossWidth - 2 * style::kMargin,
+                      kLossHeight - style::kMargin - top};
+  Canvas canvas(kLossWidth, kLossHeight, style::kBackground);
   const PixelRect plot = draw_line_chart(canvas, box, series, axes, y_label_width(axes.y_ticks));
-  const FittedText heading = fit_text(title, kWidth - 2 * style::kMargin, kTextScale);
+  const FittedText heading = fit_text(title, kLossWidth - 2 * style::kMargin, style::kTextScale);
   draw_text_centered(canvas, plot.x + plot.width / 2, style::kMargin, heading.text, style::kInk,
                      heading.scale);
   canvas.save_png(path);

@@ -5,8 +5,8 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kWidth = 960;
-constexpr int kHeight = 900;
+constexpr int kPanelsWidth = 960;
+constexpr int kPanelsHeight = 900;
 
 std::vector<ChartSeries> chart_series(const ChartPanel& panel) {
   std::vector<ChartSeries> out;
@@ -24,7 +24,7 @@ void save_stacked_charts(const std::string& path, const ChartPanel& top, const C
   ChartAxes upper_axes = axes_for(upper, x_name, top.y_name);
   ChartAxes lower_axes = axes_for(lower, x_name, bottom.y_name);
   upper_axes.legend_left = lower_axes.legend_left = true;  // both rise as heads go: top-left is free
-  save_two_charts(path, kWidth, kHeight, upper, upper_axes, lower, lower_axes, x_name, title);
+  save_two_charts(path, kPanelsWidth, kPanelsHeight, upper, upper_axes, lower, lower_axes, x_name, title);
 }
 
 }  // namespace tinygpt::plot

@@ -11,5 +11,6 @@ constexpr Rgb kGridLine{232, 232, 232};  // loss plot grid
 constexpr Rgb kInvalid{220, 30, 30};     // a NaN or infinite attention weight: a bug to see
 constexpr int kMargin = 20;              // around the whole figure
 constexpr int kGap = 8;                  // between a label and what it labels
+constexpr int kTextScale = 2;            // titles, axis names, colour bars
 
 }  // namespace tinygpt::plot::style

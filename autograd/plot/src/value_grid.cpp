@@ -13,8 +13,7 @@
 namespace tinygpt::plot {
 namespace {
 
-constexpr int kTextScale = 2;
-constexpr int kMaxCell = 44;
+constexpr int kMaxValueCell = 44;
 constexpr int kPanelTarget = 520;  // pixels a panel's cells span, about
 
 void check_shapes(const std::vector<ValuePanel>& panels, size_t rows, size_t columns, double low,
@@ -45,14 +44,14 @@ void save_value_grid(const std::string& path, const std::vector<ValuePanel>& pan
   check_shapes(panels, row_labels.size(), column_labels.size(), low, high);
   const auto rows = static_cast<int>(row_labels.size());
   const auto cols = static_cast<int>(column_labels.size());
-  const int cell = std::clamp(kPanelTarget / std::max(rows, cols), 4, kMaxCell);
-  const int line = text_line_height(kTextScale);
+  const int cell = std::clamp(kPanelTarget / std::max(rows, cols), 4, kMaxValueCell);
+  const int line = text_line_height(style::kTextScale);
   int label_width = 0;
   for (const auto& label : row_labels) label_width = std::max(label_width, text_size(label, 1).width);
   const int grid_x = style::kMargin + label_width + style::kGap;
   const int panel_w = cell * cols + 3 * style::kGap;
   const int content_width = grid_x + panel_w * static_cast<int>(panels.size()) + style::kMargin;
-  const Heading heading = fit_heading(title, content_width, kTextScale);
+  const Heading heading = fit_heading(title, content_width, style::kTextScale);
   const int width = std::max(content_width, heading.figure_width);
   const int panel_title_y = style::kMargin + line + style::kGap;
   const int labels_y = panel_title_y + line + style::kGap;
@@ -70,7 +69,7 @@ void save_value_grid(const std::string& path, const std::vector<ValuePanel>& pan
   const bool numbers = cell >= 30;
   for (size_t p = 0; p < panels.size(); ++p) {
     const int x0 = grid_x + static_cast<int>(p) * panel_w;
-    draw_text_centered(canvas, x0 + cell * cols / 2, panel_title_y, panels[p].title, style::kInk, kTextScale);
+    draw_text_centered(canvas, x0 + cell * cols / 2, panel_title_y, panels[p].title, style::kInk, style::kTextScale);
     for (int c = 0; c < cols; ++c) {
       draw_text_centered(canvas, x0 + c * cell + cell / 2, labels_y,
                          column_labels[static_cast<size_t>(c)], style::kInk, 1);
@@ -90,7 +89,7 @@ void save_value_grid(const std::string& path, const std::vector<ValuePanel>& pan
   }
   draw_text_centered(canvas, width / 2, grid_y + cell * rows + style::kGap,
                      fmt::format("colour scale {:.2f} (dark) to {:.2f} (bright)", low, high),
-                     style::kSoftInk, kTextScale);
+                     style::kSoftInk, style::kTextScale);
   canvas.save_png(path);
 }
 
