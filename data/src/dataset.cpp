@@ -65,6 +65,14 @@ int64_t TextDataset::size(Split split) const {
   return split == Split::train ? train_size_ : n - begin(split);
 }
 
+std::vector<bool> TextDataset::occurring_ids(int64_t vocab_size) const {
+  std::vector<bool> occurs(static_cast<size_t>(std::max<int64_t>(vocab_size, 0)), false);
+  for (const int64_t id : tokens_) {
+    if (id >= 0 && id < vocab_size) occurs[static_cast<size_t>(id)] = true;
+  }
+  return occurs;
+}
+
 Batch TextDataset::sample_batch(Split split, int64_t batch_size, Generator& gen) const {
   if (batch_size < 1) {
     throw ValueError(Operation("TextDataset::sample_batch"),

@@ -10,7 +10,8 @@
 // the others with that token's attention row, whose averages are the head's previous-token,
 // current-token and first-token scores of `heads --json`; the small multiples; the layer grids;
 // the loss curve; and, on pages given the formats of a run that recorded them, the formation
-// curves and the ablation table; an encoder-decoder's page (checkSeq2seqPage).
+// curves and the ablation table; an encoder-decoder's page (checkSeq2seqPage); an encoder's page
+// and its [MASK] view (checkEncoderPage).
 //
 // With --screenshot FILE --page FILE [--layer L --head H --query I --height PX --section ID] it
 // only photographs a page, for the README.
@@ -311,6 +312,63 @@ async function checkSeq2seqPage(browser, file, report) {
   console.log("ok: " + name);
 }
 
+// An encoder's page: its special tokens shown as tokens, its heads' roles as `heads --json`
+// gives them, no greyed token, and the [MASK] view: choosing each mask position shows every
+// head's row from it (as `heads --mask-view --json` gives it, when `report` has it), each
+// summing to 1 over the tokens (the page has no padding), and the model's guesses there.
+async function checkEncoderPage(browser, file, report) {
+  const name = path.basename(file);
+  checkStaticPage(fs.readFileSync(file, "utf8"), name);
+  const { page, problems } = await open(browser, file);
+  const view = await page.evaluate(() => ({ tokens: window.tinygptExplorer.tokens, layers: window.tinygptExplorer.layers,
+    heads: window.tinygptExplorer.heads, masks: window.tinygptExplorer.masks && window.tinygptExplorer.masks.positions }));
+  const T = view.tokens.length;
+  assert.strictEqual(view.tokens[0], "[CLS]", name + ": the text starts with [CLS]");
+  assert.strictEqual(view.tokens[T - 1], "[SEP]", name + ": the text ends with [SEP]");
+  assert(view.masks && view.masks.length > 0, name + ": no [MASK] view");
+  assert.deepStrictEqual(view.masks, view.tokens.map((t, i) => (t === "[MASK]" ? i : -1)).filter((i) => i >= 0),
+    name + ": the view's positions are the [MASK] tokens");
+  const shown = await page.$$eval("#tokens .tok", (spans) => spans.map((s) => [s.textContent, s.classList.contains("special")]));
+  for (const i of [0, T - 1, ...view.masks]) {
+    assert.deepStrictEqual(shown[i], [view.tokens[i], true], name + ": token " + i + " is shown as a special token");
+  }
+  const picker = await page.$$eval("#head-picker tbody tr", (rows) => rows.map((r) => [Number(r.dataset.layer),
+    Number(r.dataset.head), r.dataset.role]));
+  assert.deepStrictEqual(picker, report.heads.map((h) => [h.layer, h.head, h.role]), name + ": the heads' roles");
+  await page.hover('#tokens .tok[data-index="1"]');
+  assert.strictEqual(await page.$$eval(".tok.future", (x) => x.length), 0, name + ": an encoder greys no token");
+  const hidden = await page.$$eval("section", (all) => all.filter((x) => x.hidden).map((x) => x.id));
+  assert.deepStrictEqual(hidden.sort(), ["ablation-section", "composition-section", "cross-section"],
+    name + ": the GPT's and the encoder-decoder's sections hidden");
+
+  const tolerance = 1 / 510 + 1e-4;
+  const expected = report.mask_view ? report.mask_view.masks : null;
+  if (expected) assert.deepStrictEqual(view.masks, expected.map((m) => m.query), name + ": the masks of heads --mask-view");
+  for (let k = 0; k < view.masks.length; ++k) {
+    await page.select("#mask-select", String(k));
+    const rows = await page.evaluate(() => window.tinygptExplorer.masks.rows());
+    assert.strictEqual(rows.length, view.layers * view.heads, name + ": a row per head");
+    rows.forEach((row, i) => {
+      assert(row.layer === Math.floor(i / view.heads) && row.head === i % view.heads, name + ": rows layer by layer");
+      const sum = row.weights.reduce((a, w) => a + w, 0);
+      assert(Math.abs(sum - 1) <= T * tolerance, name + ": mask " + k + ", head " + row.layer + "." + row.head +
+        ": its row sums to " + sum);
+      if (!expected) return;
+      row.weights.forEach((w, j) => assert(Math.abs(w - expected[k].heads[i].row[j]) <= tolerance,
+        name + ": mask " + k + ", head " + i + ", key " + j + ": " + w + ", heads --json says " + expected[k].heads[i].row[j]));
+    });
+    const marked = await page.$$eval("#mask-multiples .tokens", (strips) => strips.map((s) =>
+      [...s.children].findIndex((t) => t.classList.contains("query"))));
+    assert(marked.every((i) => i === view.masks[k]), name + ": every strip frames the chosen [MASK]");
+    const guesses = await page.$$eval("#mask-top li", (items) => items.map((li) => li.dataset.token));
+    assert.strictEqual(guesses.length, 5, name + ": the model's five guesses");
+    if (expected) assert.deepStrictEqual(guesses, expected[k].top.map((t) => t.token), name + ": the guesses of heads --json");
+  }
+  checkNoProblems(problems, name);
+  await page.close();
+  console.log("ok: " + name);
+}
+
 // A copy of the run whose log.jsonl carries head scores at every evaluation, as training writes
 // them once it records head formation: {heads: [{layer, head, role, previous_token, ...}],
 // in_context: {first_copy_loss, second_copy_loss, ratio}}.
@@ -440,6 +498,20 @@ async function main() {
     const seq2seqReport = JSON.parse(run(args.tinygpt, ["heads", "--model", seq2seqRun, "--json", "--ablate",
       "--pairs", "50", "--html", seq2seqPage, "--threads", "1"]));
     await checkSeq2seqPage(browser, seq2seqPage, seq2seqReport);
+
+    const encoderRun = path.join(work, "encoder");
+    run(args.tinygpt, ["train", "--arch", "encoder", "--out", encoderRun, "--layers", "2", "--heads", "2",
+      "--d-model", "32", "--block", "32", "--steps", "40", "--eval-every", "20", "--batch", "8", "--eval-iters", "1",
+      "--threads", "1"]);
+    const encoderPage = path.join(work, "encoder.html");
+    const encoderReport = JSON.parse(run(args.tinygpt, ["heads", "--model", encoderRun, "--json", "--text",
+      "the c[MASK]t sat on the m[MASK]t.", "--html", encoderPage, "--mask-view", path.join(work, "mask-view"),
+      "--threads", "1"]));
+    await checkEncoderPage(browser, encoderPage, encoderReport);
+    const encoderDefault = path.join(work, "encoder-default.html");
+    const encoderHeads = JSON.parse(run(args.tinygpt, ["heads", "--model", encoderRun, "--json", "--html",
+      encoderDefault, "--threads", "1"]));
+    await checkEncoderPage(browser, encoderDefault, encoderHeads);
     console.log("passed");
   } finally {
     await browser.close();

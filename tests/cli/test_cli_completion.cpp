@@ -38,6 +38,7 @@ TEST_CASE("the bash completion offers commands, flags, choices and paths", "[cli
   CHECK(complete(script, "tinygpt sa") == "sample");
   CHECK(complete(script, "tinygpt fill --top") == "--top-k");
   CHECK(complete(script, "tinygpt train --mask") == "--mask-prob");
+  CHECK(complete(script, "tinygpt heads --mask") == "--mask-view");
   CHECK(complete(script, "tinygpt train --init") == "--init-from");
   CHECK(complete(script, "tinygpt train --keep") == "--keep-best");
   CHECK(complete(script, "tinygpt train --pos \"\"") == "learned sinusoidal rope alibi none");

@@ -215,3 +215,98 @@ TEST_CASE("heads on an encoder scores its roles and copy heads, ablates them, an
     CHECK(r.exit_code == 2);
   }
 }
+
+TEST_CASE("train --init-from fine-tunes an encoder run or a Hugging Face BERT folder, which resumes",
+          "[cli][encoder][fine-tune]") {
+  ScratchDir dir;
+  const std::string base = dir.file("base"), tuned = dir.file("tuned"), hf = dir.file("hf");
+  run_ok(tiny_encoder_args(base));
+  // A learning rate so small that the weights stay the checkpoint's as far as fill can tell.
+  const auto fine_tune = [](const std::string& from, const std::string& out, const std::vector<std::string>& more) {
+    return concat({"train", "--init-from", from, "--out", out, "--steps", "2", "--eval-every", "2", "--eval-iters",
+                   "1", "--batch", "4", "--threads", "1", "--lr", "1e-12", "--warmup", "0"},
+                  more);
+  };
+  const auto best_guess = [](const std::string& model) {
+    const json filled = json::parse(run_ok({"fill", "--model", model, "--text", "the c[MASK]t", "--json"}).out);
+    return filled.at("masks").at(0).at("top").at(0).at("token").get<std::string>();
+  };
+  // The family is the checkpoint's: no --arch needed.
+  const CliResult r = run_ok(fine_tune(base, tuned, {}));
+  CHECK_THAT(r.err, Catch::Contains("fine-tuning the weights of"));
+  CHECK_THAT(r.err, Catch::Contains("(encoder, 1 layer"));
+  CHECK(best_guess(tuned) == best_guess(base));
+  CHECK(read_bytes(committed_path(tuned, "config.json")) == read_bytes(committed_path(base, "config.json")));
+  CHECK(read_bytes(committed_path(tuned, "tokenizer.json")) == read_bytes(committed_path(base, "tokenizer.json")));
+  const json state = json::parse(read_bytes(committed_path(tuned, "trainer_state.json")));
+  CHECK(state.at("step") == 2);
+  CHECK(state.at("init_from").at("step") == 20);
+  run_ok({"train", "--resume", tuned, "--steps", "4"});
+  CHECK(json::parse(read_bytes(committed_path(tuned, "trainer_state.json"))).at("init_from") == state.at("init_from"));
+
+  // Hugging Face's files alone, with --arch said and another masking and dropout.
+  std::filesystem::create_directories(hf);
+  for (const char* name : {"model.safetensors", "config.json", "tokenizer.json"}) {
+    std::filesystem::copy_file(committed_path(base, name), hf + "/" + name);
+  }
+  const std::string from_hf = dir.file("from_hf");
+  run_ok(fine_tune(hf, from_hf, {"--arch", "encoder", "--mask-prob", "0.3", "--dropout", "0.1"}));
+  const json config = json::parse(read_bytes(committed_path(from_hf, "config.json")));
+  CHECK(config.at("tinygpt_mask_probability") == 0.3);
+  CHECK(config.at("hidden_dropout_prob") == 0.1);
+  CHECK(json::parse(read_bytes(committed_path(from_hf, "trainer_state.json"))).at("init_from").at("step") == 0);
+  CHECK(best_guess(from_hf) == best_guess(base));
+}
+
+TEST_CASE("train --init-from of an encoder refuses shape flags, another family and text outside its vocabulary",
+          "[cli][encoder][fine-tune][errors]") {
+  ScratchDir dir;
+  const std::string base = dir.file("base"), gpt = dir.file("gpt"), tuned = dir.file("tuned");
+  run_ok(tiny_encoder_args(base));
+  train_tiny_model(gpt);
+  const DirSnapshot before = snapshot(base);
+  const std::vector<std::string> args = {"train", "--init-from", base, "--out", tuned, "--steps", "2"};
+  for (const std::vector<std::string>& flag :
+       {std::vector<std::string>{"--layers", "2"}, {"--block", "8"}, {"--pos", "rope"}, {"--pre-ln"}}) {
+    const CliResult r = run_cli(concat(args, flag));
+    check_one_line_error(r, {flag[0], "keeps the shape of " + base});
+    CHECK(r.exited_with(2));
+  }
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--arch", "gpt"}, "--init-from " + base + " holds an encoder; drop --arch or pass --arch encoder"},
+      {{"--tokenizer", "bpe:300"}, "--tokenizer is a GPT's flag"},
+      {{"--cross", "none"}, "--cross needs --arch encoder-decoder"}};
+  for (const auto& [flags, message] : refused) {
+    const CliResult r = run_cli(concat(args, flags));
+    check_one_line_error(r, {message});
+    CHECK(r.exited_with(2));
+  }
+  const CliResult gpt_as_encoder = run_cli({"train", "--arch", "encoder", "--init-from", gpt, "--out", tuned});
+  check_one_line_error(gpt_as_encoder, {"holds a GPT; drop --arch or pass --arch gpt"});
+  CHECK(gpt_as_encoder.exited_with(2));
+  const std::string text = dir.file("text.txt");
+  write_bytes(text, std::string(200, 'a') + "Zebra\n" + std::string(200, 'b'));
+  const CliResult foreign = run_cli(concat(args, {"--data", text}));
+  check_one_line_error(foreign, {text, "'Z'", "vocabulary of " + base});
+  CHECK(foreign.exited_with(1));
+  const std::string vocab_only = dir.file("vocab_only");
+  std::filesystem::create_directories(vocab_only);
+  for (const char* name : {"model.safetensors", "config.json"}) {
+    std::filesystem::copy_file(committed_path(base, name), vocab_only + "/" + name);
+  }
+  const CliResult no_tokenizer = run_cli({"train", "--init-from", vocab_only, "--out", tuned});
+  check_one_line_error(no_tokenizer, {"has no tokenizer.json"});
+  CHECK(no_tokenizer.exited_with(1));
+  CHECK_FALSE(std::filesystem::exists(tuned));
+  CHECK(snapshot(base) == before);
+}
+
+TEST_CASE("train --arch encoder refuses a batch far beyond the machine's memory before allocating",
+          "[cli][encoder][memory]") {
+  ScratchDir dir;
+  const std::string out = dir.file("run");
+  const CliResult r = run_cli({"train", "--arch", "encoder", "--out", out, "--batch", "100000"});
+  check_one_line_error(r, {"this run needs about", "GiB available; lower --batch/--block (activations)"});
+  CHECK(r.exited_with(1));
+  CHECK_FALSE(std::filesystem::exists(out));
+}

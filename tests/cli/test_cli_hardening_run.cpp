@@ -232,7 +232,7 @@ TEST_CASE("a shape far beyond the machine's memory is refused before allocating,
   const std::string out = dir.file("X");
   const std::vector<std::string> huge = {"--layers", "64", "--d-model", "8192", "--block", "65536"};
   const CliOptions quick{{}, false, std::chrono::milliseconds(20'000)};
-  for (const char* arch : {"gpt", "encoder-decoder"}) {
+  for (const char* arch : {"gpt", "encoder-decoder", "encoder"}) {
     CAPTURE(arch);
     // Each command names its own flags: bench's synthetic vocabulary sizes its model too.
     for (const auto& [args, model_flags] :

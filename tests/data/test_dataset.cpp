@@ -41,6 +41,14 @@ TEST_CASE("dataset splits the first part for train and the rest for val", "[data
   CHECK(no_val.num_windows(Split::val) == 0);
 }
 
+TEST_CASE("dataset says which ids occur in either split", "[data][dataset]") {
+  std::vector<int64_t> tokens(100, 1);
+  tokens.back() = 4;  // in the val split only
+  const TextDataset ds(tokens, 4, 0.1);
+  CHECK(ds.occurring_ids(6) == std::vector<bool>{false, true, false, false, true, false});
+  CHECK(ds.occurring_ids(3) == std::vector<bool>{false, true, false});  // ids past it are left out
+}
+
 TEST_CASE("dataset batches are (B, T) i64 with targets the inputs shifted by one",
           "[data][dataset]") {
   const TextDataset ds(counting_tokens(200, 1000), 8, 0.25);

@@ -1,6 +1,7 @@
 // An encoder's head roles (encoder_heads.hpp): the echo probes, the scores' arithmetic on heads
 // whose attention is known (flat: every query and key alike), and ablation that leaves the
 // model as it was.
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -119,4 +120,33 @@ TEST_CASE("ablating heads for the second-copy accuracy leaves the model as it wa
   CHECK_FALSE(a.other_heads[0] == a.copy_heads[0]);
   CHECK(copy_ablation_json(a).at("copy_heads").get<std::string>().size() == 3);
   CHECK(ablate_copy_heads(model, echoes, scores).without_head.empty());
+}
+
+TEST_CASE("the [MASK] view's rows are each head's row from each mask, and a picture without masks gets some",
+          "[heads][encoder]") {
+  using data::MaskedLMTokenizer;
+  const std::vector<int64_t> text = MaskedLMTokenizer::frame(letters(12));
+  const std::vector<int64_t> masked = with_masks(text);
+  CHECK(masked[4] == MaskedLMTokenizer::kMask);
+  CHECK(masked[11] == MaskedLMTokenizer::kMask);
+  CHECK(std::count(masked.begin(), masked.end(), MaskedLMTokenizer::kMask) == 2);
+  CHECK(masked.front() == MaskedLMTokenizer::kCls);
+  CHECK(masked.back() == MaskedLMTokenizer::kSep);
+  CHECK(with_masks(masked) == masked);  // a picture with a mask is taken as it is
+
+  const std::unique_ptr<nn::BertForMaskedLM> model = flat_bert();
+  const std::vector<Tensor> maps = encoder_attention(*model, masked);
+  const std::vector<MaskRows> rows = mask_rows(maps, masked);
+  REQUIRE(rows.size() == 2);
+  CHECK(rows[0].query == 4);
+  CHECK(rows[1].query == 11);
+  const auto t = static_cast<int64_t>(masked.size());
+  for (const MaskRows& mask : rows) {
+    REQUIRE(mask.rows.size() == 4);  // 2 layers x 2 heads
+    for (size_t k = 0; k < mask.rows.size(); ++k) {
+      const float* expected = maps[k / 2].data<float>() + ((static_cast<int64_t>(k % 2) * t + mask.query) * t);
+      CHECK(mask.rows[k] == std::vector<float>(expected, expected + t));
+      for (const float w : mask.rows[k]) CHECK(w == Approx(1.0 / static_cast<double>(t)));  // flat heads
+    }
+  }
 }

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/bpe.hpp"
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/heads/probe_set.hpp"
@@ -32,6 +33,24 @@ TEST_CASE("probes are evenly spread windows of the run's own validation split", 
     CHECK(set.picture == set.probes.texts[0]);  // not the toy corpus: its first window
     CHECK(set.probes.alphabet.size() == 26);     // the letters
   }
+}
+
+TEST_CASE("on subword tokens the random sequences are word pieces the run's text holds, never a "
+          "byte it has not seen", "[heads][probes]") {
+  const std::string text = data::generate_toy_corpus(3, 20000);
+  const data::BpeTokenizer tokenizer = data::train_bpe(text, 300);
+  const data::TextDataset dataset(tokenizer.encode(text), 32, 0.1);
+  const heads::ProbeSet set = heads::dataset_probes(dataset, tokenizer, data::kToyCorpus);
+  const std::vector<bool> occurs = dataset.occurring_ids(tokenizer.vocab_size());
+  bool subword = false;
+  for (const int64_t id : set.probes.alphabet) {
+    const std::string token = tokenizer.token(id);
+    CHECK(occurs[static_cast<size_t>(id)]);
+    CHECK(token.find_first_not_of("abcdefghijklmnopqrstuvwxyz") == std::string::npos);  // no A-Z, 0-9
+    subword = subword || token.size() > 1;
+  }
+  CHECK(subword);
+  CHECK(set.probes.alphabet.size() >= 26);  // every letter occurs in the corpus
 }
 
 TEST_CASE("a run without a validation split is probed on its training windows, and the toy corpus "

@@ -214,3 +214,17 @@ TEST_CASE("explorer: composition links are embedded, and refused unless from a h
   d.composition = {{0, 0, 1, 1, 0.31, 0.12}};
   CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("2 layers x 1 heads"));
 }
+
+TEST_CASE("explorer: an encoder's [MASK] view carries each mask's position and guesses", "[report]") {
+  ExplorerData d = small_data();
+  d.causal = false;
+  d.masks = {{1, {{"a", 0.75}, {"b", 0.125}}}};
+  const nlohmann::json data = embedded_data(explorer_html(d));
+  CHECK(data["causal"] == false);
+  REQUIRE(data["masks"].size() == 1);
+  CHECK(data["masks"][0]["position"] == 1);
+  CHECK(data["masks"][0]["top"] == nlohmann::json::parse(R"([{"token": "a", "prob": 0.75}, {"token": "b", "prob": 0.125}])"));
+  CHECK(embedded_data(explorer_html(small_data()))["masks"].empty());
+  d.masks = {{3, {}}};
+  CHECK_THROWS_MATCHES(explorer_html(d), ValueError, MessageContains("masked position 3 of 3 tokens"));
+}

@@ -58,6 +58,39 @@ TEST_CASE("an encoder-decoder's parameter_count equals the built model's", "[tra
   CHECK(estimate_training_memory(base, 16, "adamw").activation_bytes == 2 * e.activation_bytes);
 }
 
+TEST_CASE("an encoder's parameter_count equals the built model's, and its activations are the "
+          "encoder-decoder's encoder layers", "[train][memory]") {
+  nn::BertConfig base;
+  base.vocab_size = 23;
+  base.hidden_size = 32;
+  base.num_attention_heads = 4;
+  base.intermediate_size = 64;
+  base.max_position_embeddings = 12;
+  std::vector<nn::BertConfig> configs(4, base);
+  configs[1].num_hidden_layers = 3;
+  configs[1].intermediate_size = 48;
+  configs[2].position = nn::PositionEmbedding::rope;
+  configs[2].pre_layer_norm = true;
+  configs[3].hidden_size = 48;
+  configs[3].type_vocab_size = 1;
+  for (const nn::BertConfig& config : configs) {
+    CHECK(parameter_count(config) == nn::BertForMaskedLM(config, 0).num_parameters());
+  }
+  // One formula: an encoder-decoder of the same encoder layers and no decoder layer.
+  nn::EncoderDecoderConfig pairs;
+  pairs.vocab_size = base.vocab_size;
+  pairs.d_model = base.hidden_size;
+  pairs.encoder_attention_heads = base.num_attention_heads;
+  pairs.encoder_ffn_dim = base.intermediate_size;
+  pairs.max_position_embeddings = base.max_position_embeddings;
+  pairs.encoder_layers = base.num_hidden_layers;
+  pairs.decoder_layers = 0;
+  const MemoryEstimate e = estimate_training_memory(base, 8, "sgd");
+  CHECK(e.model_bytes == 8.0 * static_cast<double>(parameter_count(base)));
+  CHECK(e.activation_bytes == estimate_training_memory(pairs, 8, "sgd").activation_bytes);
+  CHECK(e.activation_bytes == 4.0 * 8 * 12 * (2 * (12 * 32 + 2 * 64 + 2 * 4 * 12) + 3 * 23));
+}
+
 TEST_CASE("the estimate counts the optimiser's copies and one micro-batch's activations",
           "[train][memory]") {
   nn::GPTConfig c = shape(2, 8, 64, 64, 65);  // the demo's

@@ -387,7 +387,7 @@ const SettingNames& flag_names() {
       {"hidden_dropout_prob", "--dropout"}, {"attention_probs_dropout_prob", "--dropout"},
       {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
       {"features", "--features"},    {"redraw_every", "--redraw-every"},
-      {"encoder_attention", "--attention"}};
+      {"encoder_attention", "--attention"}, {"mask_view", "--mask-view"}};
   return kFlags;
 }
 

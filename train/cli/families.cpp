@@ -145,6 +145,7 @@ Family encoder_family() {
       "([CLS] and [SEP] added; also --pos, --pre-ln, --mask-prob)";
   f.default_data = data::kToyCorpus;
   f.own_vocabulary = "its text's characters and BERT's specials";
+  f.takes_init_from = true;
   // An encoder's attention is full and bidirectional, one key/value head per head.
   f.own_flags = {"--pos", "--mask-prob", "--pre-ln"};
   f.defaults = non_demo_defaults();
@@ -197,9 +198,14 @@ std::vector<std::string> family_names() {
   return names;
 }
 
+void Family::check(const ModelFlags& flags, const CLI::App& cmd) const {
+  check_own_flags(cmd);
+  check_shape(flags, cmd);
+}
+
 // A flag of another family is named by its first owner: the default family's are "a GPT's flag",
 // the others' "need --arch" their family.
-void Family::check(const ModelFlags& flags, const CLI::App& cmd) const {
+void Family::check_own_flags(const CLI::App& cmd) const {
   for (const Family& owner : families()) {
     for (const std::string& flag : owner.own_flags) {
       if (cmd.count(flag) == 0 || takes(*this, flag)) continue;
@@ -209,7 +215,6 @@ void Family::check(const ModelFlags& flags, const CLI::App& cmd) const {
       throw UsageError(fmt::format("{} needs --arch {}", flag, owner.arch));
     }
   }
-  check_shape(flags, cmd);
 }
 
 }  // namespace tinygpt::cli

@@ -49,6 +49,8 @@ struct Family {
   // Refuses (UsageError, in flag terms) `flags` for this family: a flag on `cmd` that only other
   // families take, or a shape no vocabulary makes valid (e.g. --kv-heads 3 with --heads 2).
   void check(const ModelFlags& flags, const CLI::App& cmd) const;
+  // The first half of check(): a flag on `cmd` that only other families take.
+  void check_own_flags(const CLI::App& cmd) const;
 };
 
 // Every family, the default (--arch's default) first.

@@ -26,6 +26,7 @@ struct HeadsFlags {
   std::string text;
   std::string out;
   std::string html;
+  std::string mask_view;
   bool json = false;
   int threads = 0;
   std::string ablate = "zero";  // also when given without a mode
@@ -117,6 +118,7 @@ analysis::HeadsRequest heads_request(const HeadsFlags& f, const CLI::App& cmd) {
   r.text = f.text;
   r.heatmap_dir = f.out.empty() ? default_heatmap_dir(f.model) : f.out;
   r.html = f.html;
+  r.mask_view_dir = f.mask_view;
   r.json = f.json;
   r.ablate_each = cmd.count("--ablate") > 0;
   r.ablate = f.ablate;
@@ -152,8 +154,17 @@ void add_heads_command(CLI::App& app) {
   cmd->add_flag("--json", flags->json, "print the report as one JSON object instead of the table: heads (scores and role of each), in_context (first/second copy loss), and what --ablate-heads or --attribute add; an encoder's: heads (with copy scores) and copy (the second-copy masked accuracy with and without its copy heads)");
   cmd->add_option("--html", flags->html,
                   "also write the attention explorer, one self-contained HTML page, to this file (an "
-                  "encoder-decoder's shows the first held-out pair with its cross-attention)")
+                  "encoder-decoder's shows the first held-out pair with its cross-attention; an "
+                  "encoder's, bidirectional, has a [MASK] view: pick a masked position of --text (or, "
+                  "without [MASK]s in it, of every seventh character masked) and see every head's "
+                  "attention row from it and the model's guesses there)")
       ->type_name("FILE");
+  cmd->add_option("--mask-view", flags->mask_view,
+                  "an encoder: for each [MASK] of --text, draw DIR/mask_<position>.png, every head's "
+                  "attention row from it (a row per head, layer by layer) with the model's guesses; "
+                  "--json adds \"mask_view\" (the framed tokens and, per mask, its position, top "
+                  "guesses and each head's row)")
+      ->type_name("DIR");
   cmd->add_option("--ablate", flags->ablate,
                   "remove each head in turn (zero: its output set to 0; mean: to its mean output "
                   "on the text) and report the in-context ratio and text loss without it; an encoder's: "

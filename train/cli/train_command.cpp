@@ -195,7 +195,8 @@ void check_mpi_build() {
 constexpr const char* kShapeFlags[] = {"--layers", "--heads", "--d-model", "--block", "--pos",
                                        "--kv-heads", "--attention", "--window", "--global-tokens",
                                        "--stride", "--block-size", "--random-blocks",
-                                       "--no-attention-scale", "--features", "--redraw-every"};
+                                       "--no-attention-scale", "--features", "--redraw-every",
+                                       "--pre-ln"};
 
 // Calls visit(flag, default, field) for each flag a family may set, in the order --help lists them.
 template <class Visit>
@@ -210,6 +211,23 @@ void visit_family_defaults(const FamilyDefaults& d, TrainFlags& f, Visit&& visit
   visit("--beta2", d.beta2, f.options.beta2);
   visit("--eval-every", d.eval_every, f.options.eval_every);
   visit("--eval-iters", d.eval_iters, f.options.eval_iters);
+}
+
+// A fine-tune's family is its checkpoint's: --arch, when given, must name it.
+void adopt_init_from_family(TrainFlags& f, const CLI::App& cmd) {
+  if (f.init_from.empty() || !f.resume.empty()) return;
+  const std::optional<std::string> kind = train::model_kind(f.init_from);
+  const std::vector<std::string> names = family_names();
+  // A folder that cannot be read, or of a family that is not fine-tuned, is refused when loaded.
+  if (std::find(names.begin(), names.end(), kind.value_or("")) == names.end() ||
+      !family(*kind).takes_init_from || *kind == f.arch) {
+    return;
+  }
+  if (cmd.count("--arch") > 0) {
+    throw UsageError(fmt::format("--arch {}: --init-from {} holds {}; drop --arch or pass --arch {}",
+                                 f.arch, f.init_from, family(*kind).noun, *kind));
+  }
+  f.arch = *kind;
 }
 
 void apply_family_defaults(TrainFlags& f, const CLI::App& cmd) {
@@ -255,6 +273,7 @@ void check_flags(const TrainFlags& f, const CLI::App& cmd) {
                                      "{}; drop the flag", flag, f.init_from));
       }
     }
+    family.check_own_flags(cmd);
   } else {
     family.check(f.model, cmd);
   }
@@ -337,6 +356,7 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
       } else if (!f.init_from.empty()) {
         train::InitFrom init{f.init_from, {}};
         if (cmd.count("--dropout") > 0) init.dropout = f.model.dropout;
+        if (cmd.count("--mask-prob") > 0) init.mask_probability = f.model.mask_prob;
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
                                           tokenizer_choice(f.tokenizer)));
       } else {
@@ -427,6 +447,7 @@ int finish_run(train::Run& run, const train::FitResult& result, double seconds,
 }
 
 void run_train(TrainFlags f, const CLI::App& cmd) {
+  adopt_init_from_family(f, cmd);
   apply_family_defaults(f, cmd);
   if (cmd.count("--min-lr") == 0) f.options.min_lr = f.options.lr / 10;
   check_mpi_build();
@@ -499,8 +520,10 @@ void add_train_command(CLI::App& app) {
   CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");
   cmd->add_option("--init-from", flags->init_from,
                   "fine-tune: start a new run (step 0, new optimiser and schedule) from the weights "
-                  "of this checkpoint (a tinygpt run or a Hugging Face GPT-2 folder); the model's "
-                  "shape and vocabulary are its own, --dropout may change")
+                  "of this checkpoint (a GPT: a tinygpt run or a Hugging Face GPT-2 folder; an "
+                  "encoder: an encoder run or a Hugging Face BertForMaskedLM folder with a "
+                  "tokenizer.json, whose family and defaults the run takes); the model's shape "
+                  "and vocabulary are its own, --dropout (and an encoder's --mask-prob) may change")
       ->type_name("DIR")
       ->excludes(resume);
   cmd->add_option("--tokenizer", flags->tokenizer,

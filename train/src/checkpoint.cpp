@@ -569,6 +569,29 @@ LoadedModel load_model(const std::string& dir) { return read_gpt(committed(dir, 
 
 std::unique_ptr<Task> load_task(const std::string& dir) { return read_task(committed(dir, "model")); }
 
+LoadedTask load_task_to_fine_tune(const std::string& dir) {
+  const io::CommittedFiles files = committed(dir, "model");
+  LoadedTask out{read_task(files), ""};
+  out.weights_sha256 = io::sha256_hex(files.read("model.safetensors"));
+  return out;
+}
+
+std::optional<std::string> model_kind(const std::string& dir) {
+  try {
+    const io::CommittedFiles files = committed(dir, "model");
+    if (!files.contains("config.json")) return std::nullopt;
+    const std::string text = files.read("config.json");
+    switch (family_of_file(text, files.path_of("config.json"))) {
+      case ModelFamily::gpt: return "gpt";
+      case ModelFamily::encoder_decoder: return "encoder-decoder";
+      case ModelFamily::encoder: return "encoder";
+      case ModelFamily::registered: return json::parse(text).at("model_type").get<std::string>();
+    }
+  } catch (const Error&) {
+  }
+  return std::nullopt;
+}
+
 RunState load_run_state(const std::string& dir) { return read_run_state(committed(dir, "run")); }
 
 SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {

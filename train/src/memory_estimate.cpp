@@ -179,33 +179,76 @@ MemoryEstimate estimate_training_memory(const nn::GPTConfig& c, int64_t micro_ba
   return e;
 }
 
+namespace {
+
+int64_t linear_parameters(int64_t in, int64_t out) { return in * out + out; }
+
+// A post-LN encoder layer of width C, feed-forward width F: its attention's four projections,
+// the feed-forward's two and two LayerNorms (the encoder-decoder's encoder and BERT alike).
+int64_t encoder_layer_parameters(int64_t C, int64_t F) {
+  return 4 * linear_parameters(C, C) + linear_parameters(C, F) + linear_parameters(F, C) + 2 * 2 * C;
+}
+
+// Per position, what an encoder layer keeps for the backward: 12 vectors of width C, the
+// feed-forward's 2 of width F, and the unfused attention's two (P,P) maps per head.
+double encoder_layer_widths(int64_t C, int64_t F, int64_t H, int64_t P) {
+  return 12.0 * static_cast<double>(C) + 2.0 * static_cast<double>(F) +
+         2.0 * static_cast<double>(H) * static_cast<double>(P);
+}
+
+// The model's copies, and as activations `per_position` floats kept for the backward at each of
+// the P positions of `rows` sequences.
+MemoryEstimate sequence_memory(int64_t parameters, int64_t rows, int64_t P, double per_position,
+                               const std::string& optimizer, double momentum) {
+  MemoryEstimate e = model_memory(parameters, optimizer, momentum);
+  e.activation_bytes = 4.0 * static_cast<double>(rows) * static_cast<double>(P) * per_position;
+  return e;
+}
+
+}  // namespace
+
 int64_t parameter_count(const nn::EncoderDecoderConfig& c) {
   const int64_t C = c.d_model;
-  const auto linear = [&](int64_t in, int64_t out) { return in * out + out; };
-  const int64_t layer_norm = 2 * C, attention = 4 * linear(C, C);
-  const int64_t encoder_layer = attention + layer_norm + linear(C, c.encoder_ffn_dim) +
-                                linear(c.encoder_ffn_dim, C) + layer_norm;
-  const int64_t decoder_layer = 2 * (attention + layer_norm) + linear(C, c.decoder_ffn_dim) +
-                                linear(c.decoder_ffn_dim, C) + layer_norm;
+  const int64_t layer_norm = 2 * C, cross_attention = 4 * linear_parameters(C, C) + layer_norm;
   const int64_t stack = c.max_position_embeddings * C + layer_norm;  // positions, final norm
-  return c.vocab_size * C + 2 * stack + c.encoder_layers * encoder_layer +
-         c.decoder_layers * decoder_layer;
+  return c.vocab_size * C + 2 * stack + c.encoder_layers * encoder_layer_parameters(C, c.encoder_ffn_dim) +
+         c.decoder_layers * (encoder_layer_parameters(C, c.decoder_ffn_dim) + cross_attention);
 }
 
 MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& c, int64_t micro_batch_rows,
                                         const std::string& optimizer, double momentum) {
-  MemoryEstimate e = model_memory(parameter_count(c), optimizer, momentum);
-  const double C = static_cast<double>(c.d_model), P = static_cast<double>(c.max_position_embeddings);
+  const int64_t P = c.max_position_embeddings;
+  // The decoder's layer: an encoder layer's, its cross-attention's 6 C and two more (P,P) maps.
   const double per_token =
       static_cast<double>(c.encoder_layers) *
-          (12.0 * C + 2.0 * static_cast<double>(c.encoder_ffn_dim) +
-           2.0 * static_cast<double>(c.encoder_attention_heads) * P) +
+          encoder_layer_widths(c.d_model, c.encoder_ffn_dim, c.encoder_attention_heads, P) +
       static_cast<double>(c.decoder_layers) *
-          (18.0 * C + 2.0 * static_cast<double>(c.decoder_ffn_dim) +
-           4.0 * static_cast<double>(c.decoder_attention_heads) * P) +
+          (encoder_layer_widths(c.d_model, c.decoder_ffn_dim, c.decoder_attention_heads, P) +
+           6.0 * static_cast<double>(c.d_model) +
+           2.0 * static_cast<double>(c.decoder_attention_heads) * static_cast<double>(P)) +
       3.0 * static_cast<double>(c.vocab_size);
-  e.activation_bytes = 4.0 * static_cast<double>(micro_batch_rows) * P * per_token;
-  return e;
+  return sequence_memory(parameter_count(c), micro_batch_rows, P, per_token, optimizer, momentum);
+}
+
+int64_t parameter_count(const nn::BertConfig& c) {
+  const int64_t C = c.hidden_size, layer_norm = 2 * C;
+  const int64_t positions = c.position == nn::PositionEmbedding::learned ? c.max_position_embeddings : 0;
+  const int64_t embeddings = (c.vocab_size + positions + c.type_vocab_size) * C + layer_norm;
+  const int64_t final_norm = c.pre_layer_norm ? layer_norm : 0;
+  const int64_t mlm_head = linear_parameters(C, C) + layer_norm + c.vocab_size;  // tied decoder, bias
+  return embeddings + c.num_hidden_layers * encoder_layer_parameters(C, c.intermediate_size) +
+         final_norm + mlm_head;
+}
+
+MemoryEstimate estimate_training_memory(const nn::BertConfig& c, int64_t micro_batch_rows,
+                                        const std::string& optimizer, double momentum) {
+  const int64_t P = c.max_position_embeddings;
+  // The encoder-decoder's encoder layers, and the MLM head's logits, softmax and gradient.
+  const double per_token =
+      static_cast<double>(c.num_hidden_layers) *
+          encoder_layer_widths(c.hidden_size, c.intermediate_size, c.num_attention_heads, P) +
+      3.0 * static_cast<double>(c.vocab_size);
+  return sequence_memory(parameter_count(c), micro_batch_rows, P, per_token, optimizer, momentum);
 }
 
 MemoryEstimate estimate_eval_memory(const nn::GPTConfig& c, int64_t rows, int64_t block) {

@@ -292,6 +292,40 @@ std::pair<RunState, std::string> new_run_state(const std::string& dir, TrainOpti
 
 }  // namespace
 
+namespace {
+
+// What a fine-tuned run starts from: the model `init.dir` holds (a GPT or an encoder), with the
+// settings of training `init` replaces, its tokenizer and its weights.
+struct FineTuneStart {
+  ModelConfig config;
+  data::TokenizerPtr tokenizer;
+  nn::NamedTensors weights;
+  std::string weights_sha256;
+};
+
+FineTuneStart fine_tune_start(const InitFrom& init) {
+  if (model_kind(init.dir) != std::optional<std::string>("encoder")) {
+    LoadedModel gpt = load_model(init.dir);
+    nn::GPTConfig config = gpt.config;
+    if (init.dropout) config.dropout = *init.dropout;
+    return {config, gpt.tokenizer, gpt.model->state_dict(), gpt.weights_sha256};
+  }
+  LoadedTask loaded = load_task_to_fine_tune(init.dir);
+  EncoderTask& encoder = loaded.task->as<EncoderTask>();
+  EncoderConfig config{encoder.bert().config(), init.mask_probability.value_or(encoder.mask_probability())};
+  if (init.dropout) config.model.hidden_dropout_prob = config.model.attention_probs_dropout_prob = *init.dropout;
+  return {config, encoder.shared_tokenizer(), encoder.model().state_dict(), loaded.weights_sha256};
+}
+
+// The tokenizer that refuses a character outside the vocabulary: a masked LM's reads one as [UNK],
+// but a fine-tuned model must know its text's characters, an encoder's as a language model's.
+const data::Tokenizer& known_characters(const data::Tokenizer& tokenizer) {
+  const auto* masked_lm = dynamic_cast<const data::MaskedLMTokenizer*>(&tokenizer);
+  return masked_lm != nullptr ? masked_lm->characters() : tokenizer;
+}
+
+}  // namespace
+
 Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom* init,
                       TrainOptions options, const std::string& data_source, double val_fraction,
                       bool force, distributed::Communicator& world,
@@ -301,25 +335,23 @@ Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom
   }
   auto [state, text] = new_run_state(dir, std::move(options), data_source, val_fraction, force, world);
   data::TokenizerPtr chosen = chosen_tokenizer(tokenizer, text, val_fraction);
-  std::optional<LoadedModel> loaded;
+  std::optional<FineTuneStart> loaded;
   if (init != nullptr) {
     std::error_code ec;
     if (fs::equivalent(dir, init->dir, ec)) {
       throw OptionError(fmt::format("{} is the checkpoint to start from; the new run needs "
                                    "another directory", dir));
     }
-    loaded = load_model(init->dir);
+    loaded = fine_tune_start(*init);
     if (chosen) check_same_tokenizer(*loaded->tokenizer, *chosen, init->dir);
     chosen = loaded->tokenizer;
     try {
-      loaded->tokenizer->encode(text);
+      known_characters(*loaded->tokenizer).encode(text);
     } catch (const ValueError& e) {
       throw ValueError(state.data_source + ": ", e,
                        fmt::format("; a fine-tuned model keeps the vocabulary of {}", init->dir));
     }
-    nn::GPTConfig fine_tuned = loaded->config;
-    if (init->dropout) fine_tuned.dropout = *init->dropout;
-    config = fine_tuned;
+    config = loaded->config;
     state.init_from = fs::absolute(init->dir).lexically_normal().string();
     state.init_from_sha256 = loaded->weights_sha256;
     if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json", ec)) {
@@ -328,7 +360,7 @@ Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom
   }
   std::unique_ptr<Task> task = new_task(config, task_source(text, state, world), chosen);
   // A fine-tuned model takes the checkpoint's weights; the seed still drives batches and dropout.
-  if (loaded) task->model().load_state_dict(loaded->model->state_dict());
+  if (loaded) task->model().load_state_dict(loaded->weights);
   Run run(dir, std::move(state), std::move(task), world);
   // Every check has passed: only now is the directory created, so a refused run leaves nothing.
   if (world.is_root()) run.claim_directory(std::move(lock), force);

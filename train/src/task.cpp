@@ -91,13 +91,15 @@ std::unique_ptr<Task> pair_task(nn::EncoderDecoderConfig config, const TaskSourc
                                     std::move(tokenizer), std::move(pairs));
 }
 
-// An encoder's run: a masked-LM tokenizer fitted on the text (its characters after the specials),
-// the text in windows of the context less [CLS] and [SEP].
-std::unique_ptr<Task> encoder_task(EncoderConfig config, const TaskSource& source) {
-  auto tokenizer = std::make_shared<const data::MaskedLMTokenizer>(data::MaskedLMTokenizer::fit(source.text));
+// An encoder's run: a masked-LM tokenizer fitted on the text (its characters after the specials)
+// unless one is given, the text in windows of the context less [CLS] and [SEP].
+std::unique_ptr<Task> encoder_task(EncoderConfig config, const TaskSource& source,
+                                   std::shared_ptr<const data::MaskedLMTokenizer> tokenizer = nullptr) {
+  if (!tokenizer) tokenizer = std::make_shared<const data::MaskedLMTokenizer>(data::MaskedLMTokenizer::fit(source.text));
   config.model.vocab_size = tokenizer->vocab_size();
   config.model.pad_token_id = data::MaskedLMTokenizer::kPad;
   config.model.validate();
+  check_new_model_memory(config.model, source);
   auto task = std::make_unique<EncoderTask>(std::make_unique<nn::BertForMaskedLM>(config.model, source.options.seed),
                                             std::move(tokenizer), config.mask_probability, nullptr);
   task->set_data(source);
@@ -327,8 +329,9 @@ std::string EncoderTask::shape_title() const {
   return fmt::format("encoder, {}, d_model {}", count_of(c.num_hidden_layers, "layer"), c.hidden_size);
 }
 
-std::optional<MemoryEstimate> EncoderTask::training_memory(int64_t, const TrainOptions&) const {
-  return std::nullopt;  // no formula for BERT's blocks yet
+std::optional<MemoryEstimate> EncoderTask::training_memory(int64_t micro_batch_rows,
+                                                           const TrainOptions& options) const {
+  return estimate_training_memory(model_->config(), micro_batch_rows, options.optimizer, options.momentum);
 }
 
 StepShape EncoderTask::step_shape(int64_t batch, const std::string& data_name) const {
@@ -445,8 +448,12 @@ std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& sour
   if (const auto* gpt = std::get_if<nn::GPTConfig>(&config)) return gpt_task(*gpt, source, fitted());
   if (const auto* pairs = std::get_if<nn::EncoderDecoderConfig>(&config)) return pair_task(*pairs, source);
   if (const auto* encoder = std::get_if<EncoderConfig>(&config)) {
-    if (tokenizer) throw OptionError("an encoder's vocabulary is its text's characters and BERT's specials; it takes no other tokenizer");
-    return encoder_task(*encoder, source);
+    // A fine-tuned encoder keeps its checkpoint's masked-LM tokenizer; no other is taken.
+    auto masked_lm = std::dynamic_pointer_cast<const data::MaskedLMTokenizer>(tokenizer);
+    if (tokenizer && !masked_lm) {
+      throw OptionError("an encoder's vocabulary is its text's characters and BERT's specials; it takes no other tokenizer");
+    }
+    return encoder_task(*encoder, source, std::move(masked_lm));
   }
   const nlohmann::json& j = std::get<nlohmann::json>(config);
   const char* where = "the model config";

@@ -11,7 +11,9 @@
     return holder.firstChild.namespaceURI;
   })();
   const ROLE_SCORES = ["previous_token", "induction", "duplicate_token", "first_token",
-    "current_token", "local", "entropy"];
+    "current_token", "next_token", "self", "sink", "copy", "local", "entropy"];
+  // An encoder's special tokens, shown as tokens of their own.
+  const SPECIAL_TOKENS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"];
   const ABLATION_RATIO = "ablated_second_copy_ratio";
   const ABLATION_LOSS = "ablated_loss_delta";
   const PALETTE = ["#c2410c", "#1d4ed8", "#15803d", "#7e22ce", "#b91c1c", "#0e7490",
@@ -60,6 +62,7 @@
     if (token.length === 1 && token.charCodeAt(0) < 32) {
       return { text: "\\x" + token.charCodeAt(0).toString(16).padStart(2, "0"), special: true };
     }
+    if (SPECIAL_TOKENS.includes(token)) return { text: token, special: true };
     // A subword token: its spaces as middle dots, so " the" shows its leading space as "·the".
     if (token.length > 1) {
       return { text: token.replace(/ /g, "\u00b7").replace(/\n/g, "\u21b5").replace(/\t/g, "\u21e5"), special: false };
@@ -139,12 +142,18 @@
   // ---- state ---------------------------------------------------------------------------------
 
   const strongest = data.heads.reduce((best, h) => (best && roleScore(best) >= roleScore(h) ? best : h), null);
+  const masks = data.masks || [];
+  // An encoder's view starts at its first [MASK]; a language model's at its last token.
+  const firstQuery = masks.length ? masks[0].position : T - 1;
   const state = {
     layer: strongest ? strongest.layer : 0,
     head: strongest ? strongest.head : 0, // a head index, or "all" for the small multiples
-    query: T - 1,                          // the token whose attention is shown
-    pinned: T - 1,                         // where the query returns when the pointer leaves
+    query: firstQuery,                     // the token whose attention is shown
+    pinned: firstQuery,                    // where the query returns when the pointer leaves
   };
+  // The head score whose formation is drawn beside the previous-token one: an encoder's copy
+  // heads, a language model's induction heads.
+  const secondScore = data.heads.some((h) => h.scores.copy !== undefined) ? "copy" : "induction";
 
   // ---- an encoder-decoder's page: the main view is its encoder's ----------------------------
 
@@ -157,6 +166,11 @@
     document.querySelector("#grids-section .hint").textContent = "Each encoder head's attention on the " +
       "source: row = query token, column = key token (viridis, 0 dark to 1 bright). Click a head to explore it.";
     for (const id of ["formation-section", "ablation-section", "composition-section"]) document.getElementById(id).hidden = true;
+  } else if (!causal) {
+    document.querySelector("#explore .hint").textContent = "Hover over a token (click to pin it): the " +
+      "shading is the attention it pays every token, before and after it ([CLS] and [SEP] included), " +
+      "in the chosen head. Pick \u201call heads\u201d to see every head of the layer at once.";
+    for (const id of ["ablation-section", "composition-section"]) document.getElementById(id).hidden = true;
   }
 
   // ---- header --------------------------------------------------------------------------------
@@ -515,7 +529,7 @@
     for (let l = 0; l < L; ++l) {
       lines.push({ name: "best previous-token, layer " + l, points: best("previous_token", l), color: PALETTE[(2 * l) % PALETTE.length] });
     }
-    lines.push({ name: "best induction", points: best("induction"), color: PALETTE[1] });
+    lines.push({ name: "best " + secondScore, points: best(secondScore), color: PALETTE[1] });
     const ratio = snaps.filter((s) => s.in_context).map((s) => [s.step, s.in_context.ratio]);
     if (ratio.length) lines.push({ name: "in-context ratio (second / first copy loss)", points: ratio, color: "#1d1f24", dash: "5 3" });
     lineChart(container, lines, { label: "Best head scores and the in-context ratio", yMin: 0, yMax: Math.max(1, ...ratio.map((p) => p[1])) });
@@ -524,7 +538,7 @@
     // one legend entry per score and each line named on hover.
     const heads = state.head === "all" ? [...Array(H).keys()] : [state.head];
     const own = [];
-    for (const [name, color, dash] of [["previous_token", PALETTE[0], ""], ["induction", PALETTE[1], "4 2"]]) {
+    for (const [name, color, dash] of [["previous_token", PALETTE[0], ""], [secondScore, PALETTE[1], "4 2"]]) {
       heads.forEach((h, k) => {
         own.push({ name: "L" + state.layer + " H" + h + " " + name.replace("_", "-"),
           legendName: heads.length > 1 ? name.replace("_", "-") + " (each head)" : undefined,
@@ -533,7 +547,7 @@
       });
     }
     lineChart(container, own, { label: "The selected head" + (heads.length > 1 ? "s" : "") +
-      ": previous-token and induction scores", yMin: 0, yMax: 1, height: 200 });
+      ": previous-token and " + secondScore + " scores", yMin: 0, yMax: 1, height: 200 });
   }
 
   (function drawLoss() {
@@ -783,6 +797,62 @@
     };
   })();
 
+  // ---- an encoder's [MASK] view: every head's row from a chosen masked position -------------
+
+  const maskView = (function buildMaskView() {
+    if (!masks.length) return null;
+    // The section exists on an encoder's page only: the others' pages stay as they were.
+    const maskSelect = el("select", { id: "mask-select" });
+    const container = el("div", { id: "mask-multiples" });
+    document.getElementById("explore").after(el("section", { id: "mask-section" }, [
+      el("h2", { text: "[MASK] view: where a masked position looks" }),
+      el("div", { className: "controls" }, [el("label", {}, ["[MASK] at ", maskSelect]),
+        el("span", { id: "mask-label", text: "the model's guesses there, most probable first:" })]),
+      el("p", { className: "hint", text: "Pick a masked position: every head's attention from it, layer by " +
+        "layer, shaded on every token before and after it ([CLS] and [SEP] included), and the model's most " +
+        "probable tokens there. Click a head's name to explore it above." }),
+      el("ol", { id: "mask-top", className: "mask-top" }),
+      container]));
+    const view = { mask: 0 };
+    masks.forEach((m, k) => maskSelect.append(el("option", { value: k, text: "token " + m.position })));
+    const strips = [];
+    for (let l = 0; l < L; ++l) {
+      const layer = el("div", { className: "mask-layer", "data-layer": l }, [el("h3", { text: "layer " + l })]);
+      for (let h = 0; h < H; ++h) {
+        const info = headInfo(l, h);
+        const strip = el("div", { className: "tokens", "data-layer": l, "data-head": h });
+        makeStrip(strip, data.tokens);
+        const title = el("h3", {}, ["L" + l + " H" + h + " ", el("span", { text: info.role + " " + fmt(roleScore(info)) })]);
+        title.addEventListener("click", () => select(l, h));
+        layer.append(el("div", { className: "multiple", "data-layer": l, "data-head": h }, [title, strip]));
+        strips.push({ layer: l, head: h, strip: strip });
+      }
+      container.append(layer);
+    }
+    function show(k) {
+      view.mask = k;
+      maskSelect.value = String(k);
+      const m = masks[k];
+      for (const s of strips) {
+        markQuery(s.strip, m.position, -1, false);
+        shadeTokens(s.strip, (j) => weight(s.layer, s.head, m.position, j));
+      }
+      document.getElementById("mask-top").replaceChildren(...m.top.map((t) =>
+        el("li", { "data-token": t.token }, [el("b", { text: tokenLabel(t.token).text }), " " + fmt(t.prob, 3)])));
+    }
+    maskSelect.addEventListener("change", () => show(Number(maskSelect.value)));
+    show(0);
+    return {
+      positions: masks.map((m) => m.position),
+      top: (k) => masks[k].top.slice(),
+      select: show,
+      state: () => Object.assign({}, view),
+      // Each head's shading in the view: {layer, head, weights over the tokens}.
+      rows: () => strips.map((s) => ({ layer: s.layer, head: s.head,
+        weights: [...s.strip.children].map((span) => Number(span.dataset.weight)) })),
+    };
+  })();
+
   select(state.layer, state.head);
 
   // For tests and the console: the state and the values behind the shading.
@@ -797,5 +867,6 @@
     pin: pin,
     shading: () => [...tokenStrip.children].map((s) => (s.dataset.weight === undefined ? null : Number(s.dataset.weight))),
     cross: cross, // an encoder-decoder's cross-attention view, or null
+    masks: maskView, // an encoder's [MASK] view, or null
   };
 })();

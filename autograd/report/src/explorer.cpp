@@ -84,6 +84,16 @@ json attention_json(const std::vector<float>& attention, int64_t layers, int64_t
           {"data", base64(quantized)}};
 }
 
+json masks_json(const std::vector<MaskedPosition>& masks) {
+  json out = json::array();
+  for (const MaskedPosition& m : masks) {
+    json top = json::array();
+    for (const auto& [token, prob] : m.top) top.push_back({{"token", token}, {"prob", rounded(prob)}});
+    out.push_back({{"position", m.position}, {"top", top}});
+  }
+  return out;
+}
+
 json series_json(const std::vector<Point>& points) {
   json out = json::array();
   for (const Point& p : points) out.push_back({rounded(p.x), rounded(p.y)});
@@ -134,6 +144,11 @@ void check_shapes(const ExplorerData& d) {
   }
   check_attention("attention", d.attention, d.layers, d.heads, t, t, d.head_entries);
   check_links(d);
+  for (const MaskedPosition& m : d.masks) {
+    if (m.position < 0 || m.position >= t) {
+      throw ValueError(Operation("explorer_html"), fmt::format("masked position {} of {} tokens", m.position, t));
+    }
+  }
   if (!d.cross) return;
   const CrossView& c = *d.cross;
   const auto outputs = static_cast<int64_t>(c.output_tokens.size());
@@ -208,6 +223,7 @@ std::string explorer_html(const ExplorerData& d) {
                 {"val", series_json(d.eval_val_loss)}}},
       {"formation", formation_json(d.formation)},
       {"composition", composition_json(d.composition)},
+      {"masks", masks_json(d.masks)},
       {"cross", nullptr}};
   if (d.cross) {
     const CrossView& c = *d.cross;

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "tinygpt/analysis/task_commands.hpp"
+#include "tinygpt/heads/encoder_heads.hpp"
 
 namespace tinygpt::analysis {
 
@@ -21,6 +22,12 @@ class EncoderCommands : public TaskCommands {
   void report_run(train::Run& run, const heads::ProbeSet* probes, std::FILE* out) override;
 
  private:
+  // The explorer page (request.html) and the [MASK] view's pictures (request.mask_view_dir) of
+  // the framed `picture`; returns the view as heads --json gives it ("mask_view").
+  nlohmann::json write_views(const HeadsRequest& request, const std::vector<int64_t>& picture,
+                             const std::vector<heads::EncoderHeadScores>& scores,
+                             const heads::CopyAblation* each);
+
   train::EncoderTask& task_;
   std::string model_dir_;
 };

@@ -109,8 +109,12 @@ std::vector<report::HeadLink> top_links(const heads::CompositionReport& composit
   return links;
 }
 
-// The page's folder is made when missing, as --out's heatmap folder is.
-void write_page(const std::string& path, const report::ExplorerData& d) {
+// The page's folder is made when missing, as --out's heatmap folder is. A run's log gives the
+// page its last fact: the steps trained.
+void write_page(const std::string& path, report::ExplorerData& d) {
+  if (!d.step_loss.empty()) {
+    d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
+  }
   const std::string folder = std::filesystem::path(path).parent_path().string();
   try {
     if (!folder.empty()) io::create_directory(folder, "its directory");
@@ -179,9 +183,39 @@ void save_explorer_page(const std::string& path, const std::string& run_dir, con
              {"parameters", std::to_string(model.num_parameters())},
              {"vocabulary", std::to_string(tokenizer.vocab_size())},
              {"probe text", fmt::format("{} tokens", picture.size())}};
-  if (!d.step_loss.empty()) {
-    d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
+  write_page(path, d);
+}
+
+void save_encoder_explorer_page(const std::string& path, const std::string& run_dir,
+                                const nn::BertForMaskedLM& model, const data::Tokenizer& tokenizer,
+                                const std::vector<int64_t>& picture, const std::vector<Tensor>& maps,
+                                const std::vector<heads::EncoderHeadScores>& scores,
+                                const heads::CopyAblation* ablation,
+                                const std::vector<train::MaskFill>& fills) {
+  const nn::BertConfig& config = model.config();
+  report::ExplorerData d;
+  d.title = run_dir;
+  for (int64_t id : picture) d.tokens.push_back(tokenizer.token(id));
+  d.causal = false;
+  d.layers = config.num_hidden_layers;
+  d.heads = config.num_attention_heads;
+  d.attention = flatten(maps);
+  for (const json& head : heads::encoder_heads_json(scores, ablation)) d.head_entries.push_back(head_entry(head));
+  for (const train::MaskFill& fill : fills) {
+    report::MaskedPosition mask{fill.position + 1, {}};  // + 1: [CLS]
+    for (const auto& [id, prob] : fill.top) mask.top.emplace_back(tokenizer.token(id), prob);
+    d.masks.push_back(std::move(mask));
   }
+  add_log(train::LogRecords::read((std::filesystem::path(run_dir) / "log.jsonl").string()), d);
+
+  d.facts = {{"model", fmt::format("encoder, {} x {}, d_model {}, context {}",
+                                   train::count_of(config.num_hidden_layers, "layer"),
+                                   train::count_of(config.num_attention_heads, "head"), config.hidden_size,
+                                   config.max_position_embeddings)},
+             {"parameters", std::to_string(model.num_parameters())},
+             {"vocabulary", std::to_string(tokenizer.vocab_size())},
+             {"probe text", fmt::format("{} tokens, {} masked", picture.size(), fills.size())}};
+  if (ablation != nullptr) d.facts.emplace_back("second-copy masked accuracy", fmt::format("{:.3f}", ablation->accuracy));
   write_page(path, d);
 }
 
@@ -212,9 +246,6 @@ void save_pair_explorer_page(const std::string& path, const std::string& run_dir
              {"vocabulary", std::to_string(tokenizer.vocab_size())},
              {"pair", fmt::format("{} \u2192 {}", pair.source_text, pair.target_text)}};
   if (ablation != nullptr) d.facts.emplace_back("held-out exact match", fmt::format("{:.3f}", ablation->exact_match));
-  if (!d.step_loss.empty()) {
-    d.facts.emplace_back("trained", train::count_of(static_cast<int64_t>(d.step_loss.back().x), "step"));
-  }
   write_page(path, d);
 }
 

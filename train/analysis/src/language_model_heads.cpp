@@ -128,6 +128,7 @@ std::vector<heads::HeadRef> LanguageModelCommands::removed_heads(const HeadsRequ
 
 nlohmann::json LanguageModelCommands::heads(const HeadsRequest& r) {
   if (r.given.count("pairs") > 0) refuse("pairs", {fmt::format("{} is {}; it takes ", model_dir_, what()), setting("text")});
+  if (!r.mask_view_dir.empty()) refuse("mask_view", {fmt::format("{} is {}; the [MASK] view is an encoder's", model_dir_, what())});
   nn::GPT& model = gpt("heads");
   const std::string obstacle = heads::probe_obstacle(model.config());
   if (!obstacle.empty()) throw ValueError(fmt::format("{}: {}", model_dir_, obstacle));

@@ -214,6 +214,7 @@ void PairCommands::refuse_language_model_settings(const HeadsRequest& r) const {
   if (r.ablate != "zero") {
     refuse("ablate", {"an encoder-decoder's cross-attention heads are removed by zeroing (zero)"});
   }
+  if (!r.mask_view_dir.empty()) refuse("mask_view", {fmt::format("{} is an encoder-decoder; the [MASK] view is an encoder's", model_dir_)});
 }
 
 nlohmann::json PairCommands::heads(const HeadsRequest& r) {

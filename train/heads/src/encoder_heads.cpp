@@ -23,16 +23,6 @@ struct CopyTally {
   int64_t n = 0;
 };
 
-// Each layer's (1,H,T,T) weights of the model's forward pass over `ids`, as f32.
-std::vector<Tensor> attention_of(nn::BertForMaskedLM& model, const std::vector<int64_t>& ids) {
-  model.set_keep_attention_weights(true);
-  model.forward(Tensor::from_ids(ids, {1, static_cast<int64_t>(ids.size())}));
-  std::vector<Tensor> weights = model.attention_weights();
-  model.set_keep_attention_weights(false);
-  for (Tensor& w : weights) w = w.dtype() == DType::f32 ? w : w.to(DType::f32);
-  return weights;
-}
-
 // Calls f(head index, row pointer, query) for every row of every head of `weights`.
 template <typename F>
 void each_row(const std::vector<Tensor>& weights, F f) {
@@ -135,6 +125,37 @@ std::vector<std::pair<std::string, double>> named_scores(const EncoderHeadScores
           {"copy_backward", h.copy_backward}, {"local", h.local}, {"entropy", h.entropy}};
 }
 
+std::vector<Tensor> encoder_attention(nn::BertForMaskedLM& model, const std::vector<int64_t>& ids) {
+  NoGradGuard no_grad;
+  model.eval();
+  model.set_keep_attention_weights(true);
+  model.forward(Tensor::from_ids(ids, {1, static_cast<int64_t>(ids.size())}));
+  std::vector<Tensor> weights = model.attention_weights();
+  model.set_keep_attention_weights(false);
+  for (Tensor& w : weights) w = w.dtype() == DType::f32 ? w : w.to(DType::f32);
+  return weights;
+}
+
+std::vector<int64_t> with_masks(std::vector<int64_t> framed) {
+  if (std::find(framed.begin(), framed.end(), MaskedLMTokenizer::kMask) != framed.end()) return framed;
+  for (size_t i = 4; i + 1 < framed.size(); i += 7) framed[i] = MaskedLMTokenizer::kMask;
+  return framed;
+}
+
+std::vector<MaskRows> mask_rows(const std::vector<Tensor>& maps, const std::vector<int64_t>& framed) {
+  std::vector<MaskRows> out;
+  const auto t = static_cast<int64_t>(framed.size());
+  for (int64_t i = 0; i < t; ++i) {
+    if (framed[static_cast<size_t>(i)] != MaskedLMTokenizer::kMask) continue;
+    MaskRows mask{i, {}};
+    each_row(maps, [&](size_t, const float* w, int64_t query, int64_t keys) {
+      if (query == i) mask.rows.emplace_back(w, w + keys);
+    });
+    out.push_back(std::move(mask));
+  }
+  return out;
+}
+
 std::vector<EncoderHeadScores> score_encoder_heads(nn::BertForMaskedLM& model, const EncoderProbes& probes) {
   const nn::BertConfig& c = model.config();
   const size_t n = static_cast<size_t>(c.num_hidden_layers * c.num_attention_heads);
@@ -143,10 +164,10 @@ std::vector<EncoderHeadScores> score_encoder_heads(nn::BertForMaskedLM& model, c
   NoGradGuard no_grad;
   model.eval();
   for (const auto& ids : probes.texts) {
-    each_row(attention_of(model, ids), [&](size_t k, const float* w, int64_t i, int64_t t) { tallies[k].add_row(w, i, t); });
+    each_row(encoder_attention(model, ids), [&](size_t k, const float* w, int64_t i, int64_t t) { tallies[k].add_row(w, i, t); });
   }
   for (const EchoProbe& e : probes.echoes) {
-    each_row(attention_of(model, e.ids), [&](size_t k, const float* w, int64_t i, int64_t) {
+    each_row(encoder_attention(model, e.ids), [&](size_t k, const float* w, int64_t i, int64_t) {
       if (i >= 1 && i <= e.span) {
         copies[k].forward += w[i + e.period];
         ++copies[k].n;

@@ -16,17 +16,28 @@ constexpr int64_t kPictureTokens = 64;
 // characters at most, plenty for the roles' statistics.
 constexpr int64_t kProbeTokens = 512;
 
-// Random sequences for induction are drawn from the letters and digits of the vocabulary (the
-// characters random spans are made of in ordinary text), or all of it if it has few.
-std::vector<int64_t> random_alphabet(const data::Tokenizer& tokenizer) {
+// A token made of letters and digits only: a character of a word, or a subword.
+bool word_piece(const std::string& token) {
+  return !token.empty() && std::all_of(token.begin(), token.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+// Random sequences for induction are drawn from the word pieces of the vocabulary (what random
+// spans are made of in ordinary text), or all of it if it has few. Given `occurs`, only tokens
+// the run's text holds: a byte-level vocabulary has all 256 bytes, and a model cannot copy a
+// token whose embedding never trained.
+std::vector<int64_t> random_alphabet(const data::Tokenizer& tokenizer, const std::vector<bool>& occurs = {}) {
+  const auto candidate = [&](int64_t id) { return occurs.empty() || occurs[static_cast<size_t>(id)]; };
   std::vector<int64_t> alphabet;
   for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
-    const std::string token = tokenizer.token(id);
-    if (token.size() == 1 && std::isalnum(static_cast<unsigned char>(token[0]))) alphabet.push_back(id);
+    if (candidate(id) && word_piece(tokenizer.token(id))) alphabet.push_back(id);
   }
   if (alphabet.size() < 8) {
     alphabet.clear();
-    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) alphabet.push_back(id);
+    for (int64_t id = 0; id < tokenizer.vocab_size(); ++id) {
+      if (candidate(id)) alphabet.push_back(id);
+    }
   }
   return alphabet;
 }
@@ -62,7 +73,7 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer&
                                                 : set.probes.texts[0];
   const size_t longest = std::min<size_t>(kPictureTokens, set.probes.texts[0].size());  // a window
   if (set.picture.size() > longest) set.picture.resize(longest);
-  set.probes.alphabet = random_alphabet(tokenizer);
+  set.probes.alphabet = random_alphabet(tokenizer, dataset.occurring_ids(tokenizer.vocab_size()));
   return set;
 }
 

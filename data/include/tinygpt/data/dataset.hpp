@@ -44,6 +44,8 @@ class TextDataset {
 
   int64_t block_size() const { return block_size_; }
   int64_t size(Split split) const;  // tokens in the split
+  // Whether each id below vocab_size occurs anywhere in the stream (both splits).
+  std::vector<bool> occurring_ids(int64_t vocab_size) const;
 
   // batch_size random windows of the split. Draw order, which resume relies on: exactly
   // batch_size calls gen.randint(size(split) - block_size), one per row in row order, and

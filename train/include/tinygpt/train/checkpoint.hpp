@@ -86,6 +86,17 @@ LoadedModel load_model(const std::string& dir);
 // Whatever model `dir` holds, as the task of its family (config.json's model_type, family_of in
 // task.hpp): its model and tokenizer, with no data until Task::set_data. The same errors.
 std::unique_ptr<Task> load_task(const std::string& dir);
+// A checkpoint to fine-tune from: load_task's task, and the SHA-256 of the model.safetensors it
+// was read from (which weights these are).
+struct LoadedTask {
+  std::unique_ptr<Task> task;
+  std::string weights_sha256;
+};
+LoadedTask load_task_to_fine_tune(const std::string& dir);
+// The family of the model in `dir` as its config.json names it (Task::kind(): "gpt",
+// "encoder-decoder", "encoder" or a registered model_type), the weights left unread; nullopt
+// when there is no config.json to read (the loaders then say why).
+std::optional<std::string> model_kind(const std::string& dir);
 // trainer_state.json alone (what a run was trained on, for tinygpt heads).
 RunState load_run_state(const std::string& dir);
 

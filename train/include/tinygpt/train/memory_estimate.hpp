@@ -25,6 +25,9 @@
 // has two attentions). Peak RSS of bench --arch encoder-decoder over 7 shapes (C 64-512, H 4-8,
 // P 32-256, 2-4 layers) fitted 43 C + 5.6 H P per pair of layers; this says 46 C + 6 H P.
 //
+// An encoder (BERT) of L layers is the encoder-decoder's encoder with an MLM head:
+//   activation bytes  = 4 x B x P x (L x (12 C + 2 F + 2 H P) + 3 V)
+//
 // Evaluation (tinygpt eval) keeps no graph, gradients or optimiser state, and the weights are
 // loaded before it is checked, so its estimate is activations alone (model bytes 0):
 //   GPT, `rows` windows of T tokens:       activation bytes = 4 x rows x T x (kEvalWidths x C + V)
@@ -42,6 +45,7 @@
 #include <vector>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/nn/bert.hpp"
 #include "tinygpt/nn/causal_lm.hpp"
 #include "tinygpt/nn/encoder_decoder.hpp"
 #include "tinygpt/nn/gpt.hpp"
@@ -117,6 +121,12 @@ int64_t parameter_count(const nn::EncoderDecoderConfig& config);
 MemoryEstimate estimate_training_memory(const nn::EncoderDecoderConfig& config,
                                         int64_t micro_batch_rows, const std::string& optimizer,
                                         double momentum = 0.0);
+
+// The same for an encoder (exactly nn::BertForMaskedLM::num_parameters()); its micro-batch is
+// `micro_batch_rows` windows of max_position_embeddings positions.
+int64_t parameter_count(const nn::BertConfig& config);
+MemoryEstimate estimate_training_memory(const nn::BertConfig& config, int64_t micro_batch_rows,
+                                        const std::string& optimizer, double momentum = 0.0);
 
 // Any causal LM's (a model of one's own, whose shape no formula knows), measured: the parameters'
 // copies as above, and as activations the allocator's peak over one row's forward and backward

@@ -106,9 +106,12 @@ inline constexpr const char* kLogFile = "log.jsonl";
 inline constexpr const char* kBestDir = "best";  // <dir>/best: the best evaluation's weights
 
 // Fine-tuning: a new run whose model starts from a checkpoint's weights (nanoGPT's init_from).
+// `dir` holds a GPT (a tinygpt run, a GPT-2 layout: what load_model reads) or an encoder (an
+// encoder run, a Hugging Face BertForMaskedLM folder with a tokenizer.json tinygpt reads).
 struct InitFrom {
-  std::string dir;               // any directory load_model reads: a tinygpt run, a GPT-2 layout
+  std::string dir;
   std::optional<double> dropout;  // replaces the checkpoint's (a setting of the training)
+  std::optional<double> mask_probability;  // an encoder's: replaces the checkpoint's
 };
 
 // What the model in `dir` was trained on (its data source and split): the run state of the run

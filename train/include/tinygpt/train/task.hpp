@@ -281,8 +281,8 @@ void check_same_tokenizer(const data::Tokenizer& kept, const data::Tokenizer& as
                           const std::string& dir);
 
 // A new run's task: the model from `config` (initialised from options.seed) with its vocabulary
-// set from `tokenizer` (any kind, for a language model), or from a character tokenizer fitted
-// on the text for its family. Every setting is checked before anything is allocated.
+// set from `tokenizer` (any kind, for a language model; a masked-LM one, a fine-tuned encoder's,
+// for an encoder), or from a character tokenizer fitted on the text for its family. Every setting is checked before anything is allocated.
 std::unique_ptr<Task> new_task(const ModelConfig& config, const TaskSource& source,
                                data::TokenizerPtr tokenizer = nullptr);
 // A task on random data, for timing training steps (bench.hpp): a GPT's or a registered model's

@@ -5,7 +5,9 @@
 // layer grids, the role table, the head-formation and loss curves and the ablation table. For an
 // encoder-decoder the tokens are a source, the self-attention is the encoder's, and a
 // cross-attention view shades the source by where the decoder looks while writing each output
-// token.
+// token. For an encoder the tokens include [CLS], [SEP] and [MASK], every token sees every
+// other, and a [MASK] view shows every head's row from a chosen masked position beside the
+// model's guesses there.
 //
 // Takes plain data only; the caller (the CLI) gathers it from a model and a run directory.
 #include <cstdint>
@@ -68,6 +70,14 @@ struct CrossView {
   std::vector<Point> exact_match;        // held-out exact match at each evaluation
 };
 
+// An encoder's [MASK] view: a masked position of the probe text (an index into
+// ExplorerData::tokens) and the model's most probable tokens there. The page shows, for the one
+// chosen, its attention row in every head (ExplorerData::attention), layer by layer.
+struct MaskedPosition {
+  int64_t position = 0;
+  std::vector<std::pair<std::string, double>> top;  // (token, probability), most probable first
+};
+
 struct ExplorerData {
   std::string title;                      // e.g. the run directory
   std::vector<std::pair<std::string, std::string>> facts;  // shown under the title, e.g. {"layers", "2"}
@@ -84,6 +94,7 @@ struct ExplorerData {
   std::vector<Snapshot> formation;        // head scores over training (may be empty)
   std::vector<HeadLink> composition;      // the top K-composition pairs, drawn as arrows (may be empty)
   std::optional<CrossView> cross;         // an encoder-decoder's
+  std::vector<MaskedPosition> masks;      // an encoder's [MASK] view (empty: none)
 };
 
 // Attention weights are stored in the page quantised to one byte, q = round(255 * w) (w clamped
@@ -93,7 +104,7 @@ uint8_t quantize_weight(float w);
 
 // The page. Throws ValueError when the shapes do not agree (attention.size() != L*H*T*T, a head
 // entry or composition link outside L x H, no tokens; a cross view's attention.size() != L*H*Tt*T, an aligned
-// position outside the source).
+// position outside the source; a masked position outside the tokens).
 std::string explorer_html(const ExplorerData& data);
 
 }  // namespace tinygpt::report

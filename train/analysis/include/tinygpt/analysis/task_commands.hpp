@@ -54,6 +54,7 @@ struct HeadsRequest {
   std::string text;           // a language model's probe text ("": the run's own windows)
   std::string heatmap_dir;    // "" for no pictures
   std::string html;           // the attention explorer page ("" for none)
+  std::string mask_view_dir;  // an encoder's [MASK] view pictures, one per mask of text ("" for none)
   bool json = false;          // the caller prints the JSON: no tables
   std::FILE* out = stdout;    // where tables and paths are printed
   bool ablate_each = false;   // remove each head in turn

@@ -64,6 +64,22 @@ struct EncoderHeadScores {
 // A head's scores by name (the keys of `heads --json`, the log and the explorer), role_score first.
 std::vector<std::pair<std::string, double>> named_scores(const EncoderHeadScores& h);
 
+// Each layer's (1,H,T,T) attention weights of the model's forward over framed `ids`, as f32 (eval
+// mode, no gradient).
+std::vector<Tensor> encoder_attention(nn::BertForMaskedLM& model, const std::vector<int64_t>& ids);
+
+// The [MASK] view's picture: `framed` as it is when it holds a [MASK], else with every seventh
+// text position masked from the fourth on (about BERT's 15%), so that the view has masks to show.
+std::vector<int64_t> with_masks(std::vector<int64_t> framed);
+
+// Where each [MASK] of `framed` attends in `maps` (encoder_attention's over `framed`): its index
+// in `framed` (the query) and every head's row over all keys, rows[layer * heads + head].
+struct MaskRows {
+  int64_t query = 0;
+  std::vector<std::vector<float>> rows;
+};
+std::vector<MaskRows> mask_rows(const std::vector<Tensor>& maps, const std::vector<int64_t>& framed);
+
 // Every head, layer by layer (eval mode, no gradient).
 std::vector<EncoderHeadScores> score_encoder_heads(nn::BertForMaskedLM& model, const EncoderProbes& probes);
 

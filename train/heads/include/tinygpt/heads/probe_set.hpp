@@ -28,7 +28,8 @@ inline std::string probe_obstacle(const nn::GPTConfig& config) {
 // Up to 16 windows of the dataset's validation split (its training split when it has none),
 // evenly spread, each cut to its first 512 characters (the scores hold (T,T) weights per layer). The picture is a document of the toy corpus when `data_source` is it (its
 // structure shows best), else the first window; at most the context and 64 tokens (legible). A
-// TextDataset always has a training window, so there is always a probe.
+// TextDataset always has a training window, so there is always a probe. The random sequences
+// are drawn from the word pieces (letters and digits) that occur in the dataset's tokens.
 ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer& tokenizer,
                         const std::string& data_source);
 // `ids` (cut to `block`) as the only probe text and the picture; ValueError when shorter than 2.
