@@ -33,6 +33,12 @@ void BertConfig::validate() const {
     throw SettingError(op, {named("pad_token_id", pad_token_id),
                             fmt::format(" is outside the vocabulary [0, {})", vocab_size)});
   }
+  attention_pattern();
+}
+
+AttentionPattern BertConfig::attention_pattern() const {
+  return encoder_self_attention(Operation("BertConfig"), "attention", attention,
+                                max_position_embeddings);
 }
 
 DenseNorm::DenseNorm(int64_t in, int64_t out, bool with_dense, bool with_norm, double eps,
@@ -51,6 +57,7 @@ BertAttention::BertAttention(const BertConfig& config, Generator& init,
   options.dropout = config.attention_probs_dropout_prob;
   options.position = config.position;
   options.rope_theta = config.rope_theta;
+  options.pattern = config.attention_pattern();
   self = register_module("self", std::make_shared<MultiHeadAttention>(options, init, std::move(noise)));
   const int64_t c = config.hidden_size;
   output = register_module("output", std::make_shared<DenseNorm>(c, c, false, true, config.layer_norm_eps, init));

@@ -30,11 +30,7 @@ void EncoderDecoderConfig::validate() const {
     throw SettingError(op, {named("cross_score", std::string(attention_score_name(cross_score))),
                             " scores a cross-attention the decoder does not have"});
   }
-  if (!encoder_attention.is_full() && encoder_attention.kind != AttentionPattern::Kind::bigbird) {
-    throw SettingError(op, {named("encoder_attention", encoder_attention.str()),
-                            ": an encoder-decoder's encoder takes full or bigbird attention"});
-  }
-  encoder_pattern();  // BigBird's blocks must tile the source's positions
+  encoder_pattern();  // full or BigBird, whose blocks must tile the source's positions
   require_positive(op, "init_std", init_std);
   for (const auto& [name, id] : {std::pair{"pad_token_id", pad_token_id}, std::pair{"bos_token_id", bos_token_id},
                                  std::pair{"eos_token_id", eos_token_id},
@@ -46,9 +42,8 @@ void EncoderDecoderConfig::validate() const {
 }
 
 AttentionPattern EncoderDecoderConfig::encoder_pattern() const {
-  if (encoder_attention.is_full()) return encoder_attention;
-  return encoder_attention.bidirectional_over(max_position_embeddings, "max_position_embeddings",
-                                              "EncoderDecoderConfig");
+  return encoder_self_attention(Operation("EncoderDecoderConfig"), "encoder_attention",
+                                encoder_attention, max_position_embeddings);
 }
 
 namespace {

@@ -119,6 +119,11 @@ Tensor MultiHeadAttention::rotated(const Tensor& x) const {
   return rotary_embedding(x, d, x.size(2), 0, options_.rope_theta);
 }
 
+bool MultiHeadAttention::fused_bidirectional() const {
+  return options_.pattern.is_bidirectional() && options_.score == AttentionScore::dot &&
+         !keep_weights_ && head_mask_.empty() && (options_.dropout == 0.0 || !is_training());
+}
+
 Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, const Attend& how) {
   const int64_t c = options_.d_model, h = options_.n_heads, kvh = options_.kv_heads();
   const bool reuse_memory = how.cache != nullptr && !how.causal && how.cache->k.defined();
@@ -150,7 +155,13 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
                      fmt::format("{} positions run without a cache",
                                  position_embedding_name(options_.position)));
   }
-  const Tensor q = split_heads(rotated(q_proj->forward(query)), h);  // (B,H,Tq,d)
+  if (options_.pattern.is_bidirectional() && (how.cache != nullptr || memory.size(1) != tq)) {
+    throw ShapeError(Operation("MultiHeadAttention"),
+                     fmt::format("{} is self-attention without a cache; got {} queries, {} keys",
+                                 options_.pattern.str(), tq, memory.size(1)));
+  }
+  const Tensor q_rows = rotated(q_proj->forward(query));  // (B,Tq,C)
+  const Tensor q = split_heads(q_rows, h);                // (B,H,Tq,d)
   Tensor k, v;                                              // (B,Hkv,Tk,d)
   std::vector<int64_t> key_positions;
   int64_t first_query = 0;
@@ -168,8 +179,14 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
         !rope && (options_.score == AttentionScore::dot || options_.score == AttentionScore::general);
     Tensor keys = matmul(memory, k_proj->weight, false, true);  // (B,Tk,KV)
     if (k_proj->bias.defined()) keys = keys + (bias_constant_along_row ? k_proj->bias.detach() : k_proj->bias);
-    k = split_heads(rotated(keys), kvh);
-    v = split_heads(v_proj->forward(memory), kvh);
+    const Tensor k_rows = rotated(keys), v_rows = v_proj->forward(memory);  // (B,Tk,KV)
+    if (fused_bidirectional()) {
+      last_weights_ = Tensor();
+      return out_proj->forward(bidirectional_self_attention(
+          concat({q_rows, k_rows, v_rows}, 2), h, kvh, alibi, options_.pattern, how.memory_lengths));
+    }
+    k = split_heads(k_rows, kvh);
+    v = split_heads(v_rows, kvh);
     if (how.cache != nullptr && how.causal) {
       first_query = how.cache->seen;
       KVCache::Attended kept = how.cache->extend(k, v);
@@ -188,11 +205,6 @@ Tensor MultiHeadAttention::forward(const Tensor& query, const Tensor& memory, co
     mask = key_positions.empty() ? causal_mask(tq, tk)
                                  : pattern_mask(AttentionPattern{}, first_query, tq, key_positions);
   } else if (options_.pattern.is_bidirectional()) {
-    if (how.cache != nullptr || tq != tk) {
-      throw ShapeError(Operation("MultiHeadAttention"),
-                       fmt::format("{} is self-attention without a cache; got {} queries, {} keys",
-                                   options_.pattern.str(), tq, tk));
-    }
     mask = pattern_mask(options_.pattern, tq, tk);
   }
   if (!how.memory_lengths.empty()) {

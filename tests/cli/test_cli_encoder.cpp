@@ -310,3 +310,46 @@ TEST_CASE("train --arch encoder refuses a batch far beyond the machine's memory 
   CHECK(r.exited_with(1));
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("an encoder with BigBird attention saves its blocks, resumes byte-identically and its "
+          "folder runs eval, fill and heads", "[cli][encoder][bigbird][resume]") {
+  ScratchDir dir;
+  const std::string a = dir.file("a"), b = dir.file("b");
+  // --block 16: 18 positions with [CLS] and [SEP], six blocks of 3.
+  const std::vector<std::string> bigbird = {"--attention", "bigbird", "--window", "2", "--global-tokens", "1",
+                                            "--random-blocks", "1", "--block-size", "3", "--steps", "10"};
+  run_ok(tiny_encoder_args(a, bigbird));
+  run_ok({"train", "--resume", a, "--steps", "20", "--threads", "1"});
+  run_ok(tiny_encoder_args(b, concat(bigbird, {"--steps", "20"})));
+  for (const char* file : {"model.safetensors", "optimizer.safetensors", "config.json"}) {
+    INFO(file);
+    CHECK(read_bytes(committed_path(a, file)) == read_bytes(committed_path(b, file)));
+  }
+  const json config = json::parse(read_bytes(committed_path(a, "config.json")));
+  CHECK(config.at("model_type") == "tinygpt-encoder");  // BERT has no BigBird
+  const json& attention = config.at("tinygpt_encoder_attention");
+  CHECK(attention.at("attention_type") == "bigbird");
+  CHECK(attention.at("sliding_window") == 2);
+  CHECK(attention.at("bigbird_block_size") == 3);
+  CHECK(attention.at("bigbird_random_key_blocks").size() == 6);
+
+  CHECK(json::parse(run_ok({"eval", "--model", a, "--json"}).out).at("masked_loss").get<double>() > 0.0);
+  CHECK(json::parse(run_ok({"fill", "--model", a, "--text", "the c[MASK]t", "--json"}).out).at("masks").size() == 1);
+  CHECK(json::parse(run_ok({"heads", "--model", a, "--json"}).out).at("heads").size() == 2);
+
+  check_one_line_error(run_cli(tiny_encoder_args(a, concat(bigbird, {"--resume", a, "--steps", "30", "--window", "3"}))),
+                       {"--window 3 differs from the run's 2"});
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {concat(bigbird, {"--block-size", "4"}), "--block-size 4 does not divide the encoder's 18 positions"},
+      {concat(bigbird, {"--random-blocks", "7"}), "--random-blocks 7 is more than the encoder's 6 blocks"},
+      {{"--attention", "window", "--window", "2"}, "--attention window is a GPT's; --arch encoder does not take it"}};
+  for (const auto& [flags, message] : refused) {
+    INFO(message);
+    const CliResult r = run_cli(tiny_encoder_args(dir.file("m"), flags));
+    check_one_line_error(r, {message});
+    CHECK(r.exit_code == 2);
+  }
+  check_one_line_error(run_cli(tiny_encoder_args(dir.file("m"), {"--block-size", "3"})),
+                       {"--block-size needs --attention bigbird"});
+  CHECK_FALSE(std::filesystem::exists(dir.file("m")));
+}

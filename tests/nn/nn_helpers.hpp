@@ -113,4 +113,11 @@ inline void require_gpt_loss_gradcheck(const nn::GPTConfig& config, bool fused) 
   });
 }
 
+// An encoder's BigBird (bidirectional over `context` positions).
+inline AttentionPattern encoder_bigbird(int64_t window, int64_t globals, int64_t random,
+                                        int64_t block, int64_t context, uint64_t seed = 3) {
+  return AttentionPattern::bigbird(window, globals, random, block, seed)
+      .bidirectional_over(context, "context", "test");
+}
+
 }  // namespace tinygpt::testing

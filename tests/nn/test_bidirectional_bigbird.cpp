@@ -10,12 +10,6 @@ using namespace tinygpt::testing;
 
 namespace {
 
-AttentionPattern encoder_bigbird(int64_t window, int64_t globals, int64_t random, int64_t block,
-                                 int64_t context, uint64_t seed = 3) {
-  return AttentionPattern::bigbird(window, globals, random, block, seed)
-      .bidirectional_over(context, "context", "test");
-}
-
 nn::EncoderDecoderConfig bigbird_seq2seq() {
   nn::EncoderDecoderConfig c = tiny_seq2seq();
   c.max_position_embeddings = 12;
@@ -51,8 +45,8 @@ TEST_CASE("a bidirectional BigBird sees the window both ways, the global tokens 
   CHECK(p.str() == "bidirectional bigbird: window 3 + 2 global tokens + 2 random blocks of 4");
 }
 
-TEST_CASE("MultiHeadAttention with a bidirectional BigBird equals the general path with its "
-          "mask, and a hidden key changes nothing", "[nn][attention][bigbird][seq2seq]") {
+TEST_CASE("MultiHeadAttention with a bidirectional BigBird (the fused kernel) equals the general "
+          "path with its mask, padded too, and a hidden key changes nothing", "[nn][attention][bigbird][seq2seq]") {
   const AttentionPattern p = encoder_bigbird(2, 1, 1, 3, 12);
   nn::MultiHeadAttentionOptions options{8, 2, 0, 0.0, true};
   options.pattern = p;
@@ -71,6 +65,12 @@ TEST_CASE("MultiHeadAttention with a bidirectional BigBird equals the general pa
   const Tensor y = nn::scaled_dot_product_attention(heads(q), heads(k), heads(v), mask).output;
   const Tensor want = full.out_proj->forward(reshape(permute(y, {0, 2, 1, 3}), {2, 12, 8}));
   require_all_close(sparse.forward(x, x).to_vector(), want.to_vector(), 1e-12);
+  // Padded, the fused kernel (weights not kept) equals the general path `heads` reads (kept).
+  const std::vector<double> fused = sparse.forward(x, x, {false, {12, 7}}).to_vector();
+  sparse.set_keep_attention_weights(true);
+  require_all_close(sparse.forward(x, x, {false, {12, 7}}).to_vector(), fused, 1e-12);
+  REQUIRE(sparse.attention_weights().defined());
+  sparse.set_keep_attention_weights(false);
   // Query 5 (block 1, drawing block 3 or another) may not see key 11 unless drawn: a change there
   // leaves its output exactly as it was.
   if (mask.at({5, 11}) != 0.0) {
@@ -120,4 +120,10 @@ TEST_CASE("an encoder's attention refuses other patterns and blocks that do not 
   REQUIRE_THROWS_WITH(causal_self_attention(Tensor::zeros({1, 12, 24}), 2, 2, false,
                                             encoder_bigbird(2, 0, 1, 3, 12)),
                       Catch::Contains("is not causal"));
+  REQUIRE_THROWS_WITH(bidirectional_self_attention(Tensor::zeros({1, 12, 24}), 2, 2, false,
+                                                   AttentionPattern::bigbird(2, 0, 1, 3, 1), {}),
+                      Catch::Contains("is not bidirectional"));
+  REQUIRE_THROWS_WITH(bidirectional_self_attention(Tensor::zeros({1, 12, 24}), 2, 2, false,
+                                                   encoder_bigbird(2, 0, 1, 3, 12), {13}),
+                      Catch::Contains("length 13 of sequence 0 is outside [0, 12]"));
 }

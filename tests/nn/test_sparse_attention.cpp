@@ -10,13 +10,18 @@ using namespace tinygpt::testing;
 
 namespace {
 
-// The general path on packed qkv: the pattern's mask, softmax.
+// The general path on packed qkv: the pattern's mask, with the keys from lengths[b] on hidden
+// (none when empty), softmax; a bidirectional pattern's ALiBi is symmetric.
 Tensor general_attention(const Tensor& qkv, int64_t h, int64_t kvh, bool alibi,
-                         const AttentionPattern& pattern) {
+                         const AttentionPattern& pattern, const std::vector<int64_t>& lengths = {}) {
   const PackedHeads p = unpack_heads(qkv, h, kvh);
-  const Tensor mask = nn::pattern_mask(pattern, qkv.size(1), qkv.size(1)).to(qkv.dtype());
-  return merge_heads(
-      nn::scaled_dot_product_attention(p.q, p.k, p.v, mask, 0.0, false, nullptr, alibi).output);
+  const int64_t t = qkv.size(1);
+  Tensor mask = nn::pattern_mask(pattern, t, t);
+  if (!lengths.empty()) mask = mask + nn::padding_mask(lengths, t);
+  const AlibiForm form = pattern.is_bidirectional() ? AlibiForm::symmetric : AlibiForm::causal;
+  return merge_heads(nn::scaled_dot_product_attention(p.q, p.k, p.v, mask.to(qkv.dtype()), 0.0,
+                                                      false, nullptr, alibi, {}, {}, 0, form)
+                         .output);
 }
 
 }  // namespace
@@ -59,6 +64,50 @@ TEST_CASE("fused sparse attention equals the general path with the pattern's mas
       });
       const OutputAndGrad general = output_and_grad(qkv, g, [&](const Tensor& x) {
         return general_attention(x, 4, c.kv_heads, c.alibi, pattern);
+      });
+      const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
+      require_all_close(fused.y, general.y, tol);
+      require_all_close(fused.dx, general.dx, tol);
+    }
+  }
+}
+
+TEST_CASE("fused bidirectional BigBird with padded keys equals the general path with the same "
+          "mask", "[nn][attention][bigbird][seq2seq]") {
+  struct Case {
+    int64_t t;
+    AttentionPattern pattern;
+    std::vector<int64_t> lengths;  // of the batch's two sequences
+    int64_t kv_heads;
+    bool alibi;
+  };
+  // Blocks within and across the kernel's query blocks of 64 (3, 10, 13, 64), a context longer
+  // than the batch (its blocks past T drawn but never seen), 0-5 global tokens, 0-3 random
+  // blocks, every block drawn, padding from none to the whole sequence, and padded query rows
+  // far from every unpadded key (they see none: zeros).
+  const std::vector<Case> cases = {
+      {12, encoder_bigbird(2, 1, 1, 3, 12, 3), {12, 7}, 4, false},
+      {150, encoder_bigbird(8, 0, 2, 10, 200, 1), {150, 41}, 4, false},
+      {130, encoder_bigbird(16, 3, 3, 13, 130, 7), {5, 130}, 2, true},
+      {130, encoder_bigbird(1, 0, 1, 13, 130, 2), {0, 70}, 1, false},
+      {192, encoder_bigbird(32, 2, 2, 64, 192, 5), {192, 100}, 4, true},
+      {100, encoder_bigbird(5, 5, 20, 5, 100, 9), {99, 1}, 2, false},
+      {140, encoder_bigbird(3, 0, 0, 10, 140, 4), {20, 140}, 4, true},
+  };
+  for (DType dtype : {DType::f64, DType::f32}) {
+    for (const Case& c : cases) {
+      INFO(dtype_name(dtype) << ", T " << c.t << ", " << c.pattern.str() << ", lengths "
+                             << c.lengths[0] << " " << c.lengths[1] << ", kv heads " << c.kv_heads
+                             << ", alibi " << c.alibi);
+      Generator gen(static_cast<uint64_t>(c.t + c.pattern.block));
+      const int64_t d = 3;
+      const Tensor qkv = Tensor::randn({2, c.t, (4 + 2 * c.kv_heads) * d}, gen, dtype);
+      const Tensor g = Tensor::randn({2, c.t, 4 * d}, gen, dtype);
+      const OutputAndGrad fused = output_and_grad(qkv, g, [&](const Tensor& x) {
+        return bidirectional_self_attention(x, 4, c.kv_heads, c.alibi, c.pattern, c.lengths);
+      });
+      const OutputAndGrad general = output_and_grad(qkv, g, [&](const Tensor& x) {
+        return general_attention(x, 4, c.kv_heads, c.alibi, c.pattern, c.lengths);
       });
       const double tol = dtype == DType::f64 ? 1e-12 : 2e-5;
       require_all_close(fused.y, general.y, tol);
@@ -137,6 +186,19 @@ TEST_CASE("gradcheck fused sparse attention across query blocks, with global tok
           return causal_self_attention(in[0], 4, 2, c.second, c.first);
         },
         {leaf({1, 90, 12 + 2 * 2 * 3}, 7)});
+  }
+}
+
+TEST_CASE("gradcheck fused bidirectional BigBird across query blocks, padded",
+          "[gradcheck][nn][attention][bigbird][seq2seq]") {
+  for (const bool alibi : {false, true}) {
+    INFO("alibi " << alibi);
+    REQUIRE_GRADCHECK(
+        [&](const std::vector<Tensor>& in) {
+          return bidirectional_self_attention(in[0], 4, 2, alibi,
+                                              encoder_bigbird(6, 2, 2, 16, 80, 3), {80, 47});
+        },
+        {leaf({2, 80, 12 + 2 * 2 * 3}, 7)});
   }
 }
 

@@ -111,8 +111,9 @@ struct ModelFlags {
   // Sets --attention and its flags to give `p`.
   void set_attention(const AttentionPattern& p);
   // The masked-LM encoder of these flags: --block characters a window (the context adds [CLS]
-  // and [SEP]), feed-forward width 4 --d-model.
-  train::EncoderConfig encoder_config() const;
+  // and [SEP]), feed-forward width 4 --d-model, its self-attention --attention's, bidirectional
+  // (`seed` draws BigBird's random key blocks).
+  train::EncoderConfig encoder_config(uint64_t seed = 0) const;
   // The flags that give `c`: the inverses of config() and encoder_decoder_config().
   static ModelFlags of(const nn::GPTConfig& c);
   static ModelFlags of(const nn::EncoderDecoderConfig& c);

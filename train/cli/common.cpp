@@ -158,9 +158,9 @@ void ModelFlags::add_to(CLI::App& cmd) {
                  "first --global-tokens and, per block of --block-size positions, --random-blocks "
                  "key blocks at or before it, drawn from --seed) or performer (as linear, with "
                  "FAVOR+'s --features positive orthogonal random features, which estimate softmax "
-                 "attention). An encoder-decoder's encoder takes full or bigbird, bidirectional: "
-                 "--window reaches both ways, the global tokens also see every position and the "
-                 "random key blocks come from the whole source")
+                 "attention). An encoder (--arch encoder, or an encoder-decoder's) takes full or "
+                 "bigbird, bidirectional: --window reaches both ways, the global tokens also see "
+                 "every position and the random key blocks come from the whole sequence")
       ->check(CLI::IsMember({"full", "window", "strided", "linear", "bigbird", "performer"}))->capture_default_str();
   cmd.add_option("--window", window,
                  "with --attention window or bigbird: keys each query sees, itself included "
@@ -268,7 +268,7 @@ nn::EncoderDecoderConfig ModelFlags::encoder_decoder_config(uint64_t seed) const
   return c;  // the vocabulary and token ids come from the run's data
 }
 
-train::EncoderConfig ModelFlags::encoder_config() const {
+train::EncoderConfig ModelFlags::encoder_config(uint64_t seed) const {
   train::EncoderConfig c;
   c.model.hidden_size = d_model;
   c.model.num_hidden_layers = layers;
@@ -278,6 +278,7 @@ train::EncoderConfig ModelFlags::encoder_config() const {
   c.model.hidden_dropout_prob = c.model.attention_probs_dropout_prob = dropout;
   c.model.position = nn::parse_position_embedding(pos);
   c.model.pre_layer_norm = pre_ln;
+  c.model.attention = attention_pattern(seed);
   c.mask_probability = mask_prob;
   return c;  // the vocabulary comes from the run's text
 }
@@ -332,6 +333,7 @@ ModelFlags ModelFlags::of(const train::EncoderConfig& c) {
   m.pos = nn::position_embedding_name(c.model.position);
   m.pre_ln = c.model.pre_layer_norm;
   m.mask_prob = c.mask_probability;
+  m.set_attention(c.model.attention);
   return m;
 }
 
@@ -387,7 +389,8 @@ const SettingNames& flag_names() {
       {"hidden_dropout_prob", "--dropout"}, {"attention_probs_dropout_prob", "--dropout"},
       {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
       {"features", "--features"},    {"redraw_every", "--redraw-every"},
-      {"encoder_attention", "--attention"}, {"mask_view", "--mask-view"}};
+      {"encoder_attention", "--attention"}, {"attention", "--attention"},
+      {"mask_view", "--mask-view"}};
   return kFlags;
 }
 

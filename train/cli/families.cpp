@@ -49,6 +49,15 @@ void check_attention_flags(const ModelFlags& m, const CLI::App& cmd) {
   }
 }
 
+// An encoder's attention flags (`arch`'s): the sets above, and full or bigbird only.
+void check_encoder_attention(const ModelFlags& m, const CLI::App& cmd, const char* arch) {
+  check_attention_flags(m, cmd);
+  if (m.attention != "full" && m.attention != "bigbird") {
+    throw UsageError(fmt::format("--attention {} is a GPT's; --arch {} does not take it "
+                                 "(its encoder takes full or bigbird)", m.attention, arch));
+  }
+}
+
 Family gpt_family() {
   Family f;
   f.arch = "gpt";
@@ -116,11 +125,7 @@ Family encoder_decoder_family() {
     return m.encoder_decoder_config(seed);
   };
   f.check_shape = [](const ModelFlags& m, const CLI::App& cmd) {
-    check_attention_flags(m, cmd);
-    if (m.attention != "full" && m.attention != "bigbird") {
-      throw UsageError(fmt::format("--attention {} is a GPT's; --arch encoder-decoder does not take it "
-                                   "(its encoder takes full or bigbird)", m.attention));
-    }
+    check_encoder_attention(m, cmd, "encoder-decoder");
     refuse_in_flag_terms([&] {
       nn::EncoderDecoderConfig c = m.encoder_decoder_config();
       c.vocab_size = 4;  // any vocabulary with the special tokens
@@ -146,11 +151,28 @@ Family encoder_family() {
   f.default_data = data::kToyCorpus;
   f.own_vocabulary = "its text's characters and BERT's specials";
   f.takes_init_from = true;
-  // An encoder's attention is full and bidirectional, one key/value head per head.
-  f.own_flags = {"--pos", "--mask-prob", "--pre-ln"};
+  // An encoder's attention is bidirectional, full or BigBird's (as an encoder-decoder's encoder
+  // runs it), one key/value head per head.
+  f.own_flags = {"--pos", "--mask-prob", "--pre-ln", "--attention", "--window", "--global-tokens",
+                 "--block-size", "--random-blocks"};
   f.defaults = non_demo_defaults();
-  f.model_config = [](const ModelFlags& m, uint64_t) -> train::ModelConfig { return m.encoder_config(); };
-  f.check_shape = [](const ModelFlags& m, const CLI::App&) {
+  f.model_config = [](const ModelFlags& m, uint64_t seed) -> train::ModelConfig {
+    return m.encoder_config(seed);
+  };
+  f.check_shape = [](const ModelFlags& m, const CLI::App& cmd) {
+    check_encoder_attention(m, cmd, "encoder");
+    // BigBird's blocks tile the whole sequence, whose [CLS] and [SEP] --block does not count.
+    const int64_t positions = m.block + 2;
+    if (m.attention == "bigbird" && positions % m.bigbird_block != 0) {
+      throw UsageError(fmt::format("--block-size {} does not divide the encoder's {} positions "
+                                   "(--block {}, [CLS] and [SEP]) into whole blocks",
+                                   m.bigbird_block, positions, m.block));
+    }
+    if (m.attention == "bigbird" && m.random_blocks > positions / m.bigbird_block) {
+      throw UsageError(fmt::format("--random-blocks {} is more than the encoder's {} blocks ({} "
+                                   "positions / --block-size {})", m.random_blocks,
+                                   positions / m.bigbird_block, positions, m.bigbird_block));
+    }
     refuse_in_flag_terms([&] {
       nn::BertConfig c = m.encoder_config().model;
       c.vocab_size = static_cast<int64_t>(data::MaskedLMTokenizer::special_tokens().size()) + 1;  // and a character

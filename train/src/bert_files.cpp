@@ -9,6 +9,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "bigbird_json.hpp"
 #include "json_fields.hpp"
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
@@ -32,11 +33,13 @@ constexpr std::array<std::string_view, 15> kBertHonouredKeys = {
     "intermediate_size", "max_position_embeddings", "type_vocab_size", "layer_norm_eps",
     "hidden_act", "hidden_dropout_prob", "attention_probs_dropout_prob", "pad_token_id",
     "position_embedding_type", "is_decoder"};
-// tinygpt's own keys, written for a model BERT cannot express.
-constexpr std::array<std::string_view, 2> kTinyGptKeys = {"rope_theta", "pre_layer_norm"};
+// tinygpt's own keys, written for a model BERT cannot express (the BigBird attention's as an
+// encoder-decoder's encoder writes them, bigbird_json.hpp).
+constexpr std::array<std::string_view, 3> kTinyGptKeys = {"rope_theta", "pre_layer_norm",
+                                                          bigbird_json::kEncoderKey};
 
 bool expressible_as_bert(const nn::BertConfig& c) {
-  return c.position == nn::PositionEmbedding::learned && !c.pre_layer_norm;
+  return c.position == nn::PositionEmbedding::learned && !c.pre_layer_norm && c.attention.is_full();
 }
 
 // Hugging Face's spelling of position_embedding_type: "absolute" is learned.
@@ -105,6 +108,7 @@ std::string bert_config_to_json(const nn::BertConfig& c) {
     j["pre_layer_norm"] = c.pre_layer_norm;
     j["rope_theta"] = c.rope_theta;
   }
+  if (!c.attention.is_full()) j[bigbird_json::kEncoderKey] = bigbird_json::encoder_object(c.attention_pattern());
   return j.dump(2) + "\n";
 }
 
@@ -143,6 +147,10 @@ nn::BertConfig bert_config_from_json(const std::string& text, const std::string&
   c.rope_theta = number("rope_theta", 10000.0);
   c.pad_token_id = j.contains("pad_token_id") ? jf::integer(j["pad_token_id"], "pad_token_id", source, 0, jf::kMaxSize) : 0;
   if (j.contains("pre_layer_norm")) c.pre_layer_norm = jf::boolean(j["pre_layer_norm"], "pre_layer_norm", source);
+  if (j.contains(bigbird_json::kEncoderKey)) {
+    c.attention = bigbird_json::read_encoder_object(j[bigbird_json::kEncoderKey],
+                                                    c.max_position_embeddings, source);
+  }
   const std::string act = j.contains("hidden_act") ? jf::string(j["hidden_act"], "hidden_act", source) : "gelu";
   if (act != "gelu") {
     jf::fail(source, "hidden_act \"{}\" is not supported: tinygpt's encoder computes \"gelu\" (exact erf)", excerpt(act));

@@ -4,7 +4,9 @@
 // global_tokens, bigbird_block_size, bigbird_random_blocks, bigbird_seed and
 // bigbird_random_key_blocks, the blocks the seed draws for each query block of the context, so a
 // reader without tinygpt's draw has the mask.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "json_fields.hpp"
 #include "tinygpt/autograd/attention_pattern.hpp"
@@ -57,6 +59,43 @@ inline void check(const json& j, const AttentionPattern& p, int64_t context, con
     jf::fail(source, "bigbird_random_key_blocks differ from the blocks bigbird_seed {} draws",
              p.random_blocks_seed);
   }
+}
+
+// An encoder's BigBird (an encoder-decoder's or BERT's) in config.json: this object, in a GPT's
+// keys above with attention_type "bigbird"; absent for full attention.
+constexpr const char* kEncoderKey = "tinygpt_encoder_attention";
+
+// The object of an encoder's pattern `p`, bidirectional (AttentionPattern::bidirectional_over).
+inline json encoder_object(const AttentionPattern& p) {
+  return {{"attention_type", "bigbird"},
+          {"sliding_window", p.window},
+          {"global_tokens", p.global_tokens},
+          {"bigbird_block_size", p.block},
+          {"bigbird_random_blocks", p.random_blocks},
+          {"bigbird_seed", p.random_blocks_seed},
+          {"bigbird_random_key_blocks", drawn_blocks(p, p.bidirectional_blocks)}};
+}
+
+// The encoder's pattern from its object: BigBird, whose blocks tile the `context` positions of
+// max_position_embeddings.
+inline AttentionPattern read_encoder_object(const json& j, int64_t context, const std::string& source) {
+  namespace jf = json_fields;
+  static const std::vector<std::string> kKeys = {
+      "attention_type", "sliding_window", "global_tokens", "bigbird_block_size",
+      "bigbird_random_blocks", "bigbird_seed", "bigbird_random_key_blocks"};
+  if (!j.is_object()) jf::fail(source, "{} must be an object", kEncoderKey);
+  for (const auto& item : j.items()) {
+    if (std::find(kKeys.begin(), kKeys.end(), item.key()) == kKeys.end()) {
+      jf::fail(source, "unknown key '{}' in {}", excerpt(item.key()), kEncoderKey);
+    }
+  }
+  if (j.value("attention_type", json()) != "bigbird") {
+    jf::fail(source, "{}'s attention_type is {}; an encoder takes \"bigbird\" (or full, with no {})",
+             kEncoderKey, jf::shown(j.value("attention_type", json())), kEncoderKey);
+  }
+  const AttentionPattern p = read(j, source);
+  check(j, p, context, "max_position_embeddings", true, source);
+  return p;
 }
 
 }  // namespace tinygpt::train::bigbird_json

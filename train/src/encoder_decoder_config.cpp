@@ -50,43 +50,10 @@ constexpr std::array<const char*, 4> kTokenIds = {"pad_token_id", "bos_token_id"
 // tinygpt's own: whether the decoder has cross-attention, and how it scores.
 constexpr const char* kCrossAttentionKey = "tinygpt_cross_attention";
 constexpr const char* kCrossScoreKey = "tinygpt_cross_score";
-// The encoder's BigBird, in a GPT's keys (bigbird_json.hpp) with attention_type "bigbird";
-// absent for full attention.
-constexpr const char* kEncoderAttentionKey = "tinygpt_encoder_attention";
-constexpr std::array<const char*, 7> kEncoderAttentionKeys = {
-    "attention_type", "sliding_window", "global_tokens", "bigbird_block_size",
-    "bigbird_random_blocks", "bigbird_seed", "bigbird_random_key_blocks"};
+// The encoder's BigBird (bigbird_json.hpp); absent for full attention.
+constexpr const char* kEncoderAttentionKey = bigbird_json::kEncoderKey;
 constexpr std::array<const char*, 4> kDropouts = {"dropout", "attention_dropout",
                                                   "activation_dropout", "classifier_dropout"};
-
-json encoder_attention_json(const nn::EncoderDecoderConfig& c) {
-  const AttentionPattern p = c.encoder_pattern();
-  return {{"attention_type", "bigbird"},
-          {"sliding_window", p.window},
-          {"global_tokens", p.global_tokens},
-          {"bigbird_block_size", p.block},
-          {"bigbird_random_blocks", p.random_blocks},
-          {"bigbird_seed", p.random_blocks_seed},
-          {"bigbird_random_key_blocks", bigbird_json::drawn_blocks(p, p.bidirectional_blocks)}};
-}
-
-// The encoder's pattern from its object: BigBird, whose blocks tile max_position_embeddings.
-AttentionPattern encoder_attention_from_json(const json& j, int64_t context, const std::string& source) {
-  if (!j.is_object()) jf::fail(source, "{} must be an object", kEncoderAttentionKey);
-  for (const auto& item : j.items()) {
-    if (std::find(kEncoderAttentionKeys.begin(), kEncoderAttentionKeys.end(), item.key()) ==
-        kEncoderAttentionKeys.end()) {
-      jf::fail(source, "unknown key '{}' in {}", excerpt(item.key()), kEncoderAttentionKey);
-    }
-  }
-  if (j.value("attention_type", json()) != "bigbird") {
-    jf::fail(source, "{}'s attention_type is {}; an encoder takes \"bigbird\" (or full, with no {})",
-             kEncoderAttentionKey, jf::shown(j.value("attention_type", json())), kEncoderAttentionKey);
-  }
-  const AttentionPattern p = bigbird_json::read(j, source);
-  bigbird_json::check(j, p, context, "max_position_embeddings", true, source);
-  return p;
-}
 
 }  // namespace
 
@@ -116,7 +83,7 @@ std::string config_to_json(const nn::EncoderDecoderConfig& c, const std::string&
   // Written only when not the Transformer's, so such a run's config.json stays as it was.
   if (!c.cross_attention) j[kCrossAttentionKey] = false;
   if (c.cross_score != nn::AttentionScore::dot) j[kCrossScoreKey] = nn::attention_score_name(c.cross_score);
-  if (!c.encoder_attention.is_full()) j[kEncoderAttentionKey] = encoder_attention_json(c);
+  if (!c.encoder_attention.is_full()) j[kEncoderAttentionKey] = bigbird_json::encoder_object(c.encoder_pattern());
   if (!training_precision.empty()) j["tinygpt_training_precision"] = training_precision;
   return j.dump(2) + "\n";
 }
@@ -186,7 +153,7 @@ nn::EncoderDecoderConfig encoder_decoder_config_from_json(const std::string& tex
     jf::fail(source, "{} must be a string", kCrossScoreKey);
   }
   if (j.contains(kEncoderAttentionKey)) {
-    c.encoder_attention = encoder_attention_from_json(j[kEncoderAttentionKey], c.max_position_embeddings, source);
+    c.encoder_attention = bigbird_json::read_encoder_object(j[kEncoderAttentionKey], c.max_position_embeddings, source);
   }
   try {
     if (j.contains(kCrossScoreKey)) c.cross_score = nn::parse_attention_score(j[kCrossScoreKey].get<std::string>());

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "kernels/attention_products.hpp"
@@ -37,13 +39,15 @@ constexpr int64_t kBlock = 64;
 // in the columns of its score panel, in key order: full attention is the single run [0, keys), a
 // window at most two (the global keys [0, global) and the local ones [lo, keys)), BigBird also
 // its random key blocks. Keys between runs are seen by no query of the block and are skipped.
-// The last run ends at key keys - 1 and holds every query of the block, so row r's columns past
-// its own key are the last rows - 1 - r.
+// Causal, the last run ends at key keys - 1 and holds every query of the block, so row r's
+// columns past its own key are the last rows - 1 - r. A bidirectional pattern's runs end below
+// the sequence's unpadded length, and each row spans all of them.
 struct KeyRuns {
   struct Run {
     int64_t key, count;
   };
   std::vector<Run> runs;
+  bool causal = true;
   // BigBird: the random key blocks of each query block the rows reach, from first_query_block.
   int64_t first_query_block = 0;
   std::vector<std::vector<int64_t>> random_blocks;
@@ -53,11 +57,16 @@ struct KeyRuns {
     for (const Run& run : runs) n += run.count;
     return n;
   }
+  // The columns of row r of `rows` (n in all) that may hold a key it sees.
+  int64_t valid(int64_t r, int64_t rows, int64_t n) const {
+    return causal ? n - (rows - 1 - r) : n;
+  }
   const Run& local() const { return runs.back(); }
   int64_t local_column() const { return columns() - local().count; }
-  // The part of a product the block needs (block_product): all of it across several runs.
+  // The part of a product the block needs (block_product): all of it across several runs, or
+  // with no causal triangle to skip.
   kernels::Band band(kernels::Band single_run) const {
-    return runs.size() == 1 ? single_run : kernels::Band::none;
+    return runs.size() == 1 && causal ? single_run : kernels::Band::none;
   }
 
   // f(column, first key, count, first run?) for each run, in column order.
@@ -71,19 +80,24 @@ struct KeyRuns {
   }
 };
 
-// BigBird's runs: the global keys, each random key block of the rows' query blocks and the
-// window, sorted and merged where they touch.
-KeyRuns bigbird_key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
+// BigBird's runs for the queries [i0, i0 + rows): the global keys, each random key block of the
+// rows' query blocks and the window, sorted and merged where they touch, every key below `end`
+// (causal: the block's last query + 1; bidirectional: the sequence's unpadded length). A
+// bidirectional block holding a global query sees every key.
+KeyRuns bigbird_key_runs(const AttentionPattern& pattern, int64_t i0, int64_t rows, int64_t end) {
   KeyRuns out;
-  const int64_t b = pattern.block;
-  std::vector<KeyRuns::Run> spans{{0, std::min(pattern.global_tokens, keys)}};
+  out.causal = !pattern.is_bidirectional();
+  const int64_t b = pattern.block, last = i0 + rows - 1;
+  std::vector<KeyRuns::Run> spans{{0, std::min(pattern.global_tokens, end)}};
+  if (!out.causal && i0 < pattern.global_tokens) spans.push_back({0, end});
   out.first_query_block = i0 / b;
-  for (int64_t qb = i0 / b; qb <= (keys - 1) / b; ++qb) {
+  for (int64_t qb = i0 / b; qb <= last / b; ++qb) {
     out.random_blocks.push_back(pattern.random_key_blocks(qb));
-    for (int64_t kb : out.random_blocks.back()) spans.push_back({kb * b, std::min(b, keys - kb * b)});
+    for (int64_t kb : out.random_blocks.back()) spans.push_back({kb * b, std::min(b, end - kb * b)});
   }
   const int64_t lo = std::max<int64_t>(0, i0 - pattern.window + 1);
-  spans.push_back({lo, keys - lo});
+  const int64_t hi = out.causal ? end : std::min(end, last + pattern.window);
+  spans.push_back({lo, hi - lo});
   std::sort(spans.begin(), spans.end(),
             [](const KeyRuns::Run& x, const KeyRuns::Run& y) { return x.key < y.key; });
   for (const KeyRuns::Run& span : spans) {
@@ -98,8 +112,11 @@ KeyRuns bigbird_key_runs(const AttentionPattern& pattern, int64_t i0, int64_t ke
   return out;
 }
 
-KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t keys) {
-  if (pattern.kind == AttentionPattern::Kind::bigbird) return bigbird_key_runs(pattern, i0, keys);
+// The runs of the queries [i0, i0 + rows) of a sequence whose keys from `length` on are padding
+// (bidirectional patterns only; a causal block sees no key past its last query).
+KeyRuns key_runs(const AttentionPattern& pattern, int64_t i0, int64_t rows, int64_t length) {
+  const int64_t keys = pattern.is_bidirectional() ? length : i0 + rows;
+  if (pattern.kind == AttentionPattern::Kind::bigbird) return bigbird_key_runs(pattern, i0, rows, keys);
   const int64_t lo = pattern.first_local_key(i0);
   const int64_t global = std::min(pattern.global_tokens, lo);
   KeyRuns out;
@@ -160,36 +177,50 @@ void round_bf16(const T* x, int64_t rows, int64_t cols, int64_t ld, T* out) {
   if constexpr (std::is_same_v<T, float>) kernels::widen_bf16(x, rows, cols, ld, out);
 }
 
-// ALiBi: adds -slope (i - j) to the scores of query position i against its first `valid`
-// columns, column c holding key j as the runs lay them out.
+// ALiBi: adds -slope |i - j| to the scores of query position i against its first `valid`
+// columns, column c holding key j as the runs lay them out: the causal -slope (i - j), and an
+// encoder's symmetric form.
 template <class T>
 void add_alibi(T* row, int64_t valid, int64_t i, T slope, const KeyRuns& runs) {
   runs.each([&](int64_t column, int64_t key, int64_t count, bool) {
     const int64_t end = std::min(column + count, valid);
     const int64_t shift = key - column;  // key of column c: c + shift
 #pragma omp simd
-    for (int64_t c = column; c < end; ++c) row[c] += slope * static_cast<T>(c + shift - i);
+    for (int64_t c = column; c < end; ++c) row[c] -= slope * static_cast<T>(std::abs(c + shift - i));
   });
 }
 
-// BigBird's part of mask_row: the keys of the runs in [G, i - W], block by block, unless query
-// i's block drew theirs.
+// Hides the keys of the runs in [from, to), B keys at a time, unless their block is `drawn`.
 template <class T>
-void mask_bigbird_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
-  const int64_t b = pattern.block, end = i - pattern.window + 1;
-  const std::vector<int64_t>& random =
-      runs.random_blocks[static_cast<size_t>(i / b - runs.first_query_block)];
+void hide_undrawn_blocks(T* row, int64_t from, int64_t to, const std::vector<int64_t>& drawn,
+                         const KeyRuns& runs, int64_t b) {
   runs.each([&](int64_t column, int64_t key, int64_t count, bool) {
-    const int64_t stop = std::min(key + count, end);
-    for (int64_t j = std::max(key, pattern.global_tokens); j < stop;) {
+    const int64_t stop = std::min(key + count, to);
+    for (int64_t j = std::max(key, from); j < stop;) {
       const int64_t next = std::min((j / b + 1) * b, stop);
-      if (!std::binary_search(random.begin(), random.end(), j / b)) {
+      if (!std::binary_search(drawn.begin(), drawn.end(), j / b)) {
         std::fill(row + column + (j - key), row + column + (next - key),
                   -std::numeric_limits<T>::infinity());
       }
       j = next;
     }
   });
+}
+
+// BigBird's part of mask_row: the keys of the runs in [G, i - W] (bidirectional: also those in
+// [i + W, end) from G on) unless query i's block drew theirs; a bidirectional global query hides
+// none.
+template <class T>
+void mask_bigbird_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pattern) {
+  const int64_t b = pattern.block, g = pattern.global_tokens;
+  if (!runs.causal && i < g) return;
+  const std::vector<int64_t>& drawn =
+      runs.random_blocks[static_cast<size_t>(i / b - runs.first_query_block)];
+  hide_undrawn_blocks(row, g, i - pattern.window + 1, drawn, runs, b);
+  if (!runs.causal) {
+    hide_undrawn_blocks(row, std::max(g, i + pattern.window), std::numeric_limits<int64_t>::max(),
+                        drawn, runs, b);
+  }
 }
 
 // Hides the keys query i may not see by a score of -inf, so the softmax gives them exactly 0
@@ -208,16 +239,33 @@ void mask_row(T* row, int64_t i, const KeyRuns& runs, const AttentionPattern& pa
   }
 }
 
+// Rows of a block that see no key (a padded query of a bidirectional pattern far from every
+// unpadded key): y = 0 and log-sum-exp -inf, as the general path's softmax gives a row masked
+// whole; the backward gives them no gradient.
+template <class T>
+void no_key_rows(T* y, int64_t ldy, T* lse, int64_t i0, int64_t rows, int64_t d) {
+  for (int64_t i = i0; i < i0 + rows; ++i) {
+    std::fill_n(y + i * ldy, d, T(0));
+    lse[i] = -std::numeric_limits<T>::infinity();
+  }
+}
+
 // Forward of one (batch, head): y = softmax(pattern(scale Q K^T + bias)) V, and each row's
-// log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise. Q, K and V are T, or bf16
-// under Precision::bf16 (In), the scores and y T.
+// log-sum-exp; the bias is ALiBi's when slope != 0, none otherwise. Keys from `length` on are
+// padding (bidirectional patterns; causal ones pass t). Q, K and V are T, or bf16 under
+// Precision::bf16 (In), the scores and y T.
 template <class T, class In>
 void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy, T* lse,
-                  int64_t t, int64_t d, T scale, T slope, const AttentionPattern& pattern, T* s) {
+                  int64_t t, int64_t length, int64_t d, T scale, T slope,
+                  const AttentionPattern& pattern, T* s) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
-    const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
+    const KeyRuns runs = key_runs(pattern, i0, rows, length);
     const int64_t n = runs.columns();
+    if (n == 0) {
+      no_key_rows(y, ldy, lse, i0, rows, d);
+      continue;
+    }
     const In* q = hd.q + i0 * hd.ld;
     runs.each([&](int64_t col, int64_t key, int64_t count, bool) {  // s (rows, n) = scale Q K^T
       block_product<In>(backend, runs.band(Band::columns), rows, n, false, true, rows, count, d,
@@ -226,7 +274,7 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
     for (int64_t r = 0; r < rows; ++r) {
       T* row = s + r * n;
       const int64_t i = i0 + r;
-      const int64_t valid = n - (rows - 1 - r);  // query i sees no column past key i
+      const int64_t valid = runs.valid(r, rows, n);  // causal: no column past key i
       if (slope != T(0)) add_alibi(row, valid, i, slope, runs);
       mask_row(row, i, runs, pattern);
       T top = row[0];
@@ -234,6 +282,11 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
       // this loop runs once per score.
 #pragma omp simd reduction(max : top)
       for (int64_t j = 1; j < valid; ++j) top = row[j] > top ? row[j] : top;
+      if (top == -std::numeric_limits<T>::infinity()) {  // every key hidden: P's row is 0
+        std::fill(row, row + n, T(0));
+        lse[i] = top;
+        continue;
+      }
       T sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int64_t j = 0; j < valid; ++j) {
@@ -260,15 +313,23 @@ void forward_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_
 // dK += dS^T Q. dK and dV are added to (the caller zeroes them, then runs the query heads that
 // share them one after another), summed over the blocks in order, so the result does not depend
 // on the thread count. dQ is overwritten, or added to with add_to_dq. With hd.bf16_values the
-// products read the block's dY rounded into `dy16` (kBlock d values).
+// products read the block's dY rounded into `dy16` (kBlock d values). Keys from `length` on are
+// padding, as in forward_head.
 template <class T, class In>
 void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh, const T* y,
-                   const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d, T scale, T slope,
-                   const AttentionPattern& pattern, T* p, T* ds, T* dy16, bool add_to_dq = false) {
+                   const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t length, int64_t d,
+                   T scale, T slope, const AttentionPattern& pattern, T* p, T* ds, T* dy16,
+                   bool add_to_dq = false) {
   for (int64_t i0 = 0; i0 < t; i0 += kBlock) {
     const int64_t rows = std::min(kBlock, t - i0);
-    const KeyRuns runs = key_runs(pattern, i0, i0 + rows);
+    const KeyRuns runs = key_runs(pattern, i0, rows, length);
     const int64_t n = runs.columns();
+    if (n == 0) {
+      if (!add_to_dq) {
+        for (int64_t i = i0; i < i0 + rows; ++i) std::fill_n(dh.q + i * dh.ld, d, T(0));
+      }
+      continue;
+    }
     const In* q = hd.q + i0 * hd.ld;
     const T* dy_block = dy + i0 * ldy;
     const T* dy_product = dy_block;  // dY as the products read it
@@ -297,11 +358,16 @@ void backward_head(ProductBackend backend, const Head<const In>& hd, const Head<
     }
     for (int64_t r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
-      const int64_t valid = n - (rows - 1 - r);
+      const int64_t valid = runs.valid(r, rows, n);
       const T row_lse = lse[i];
       const T delta = deltas[r];
       T* prow = p + r * n;
       T* dsrow = ds + r * n;
+      if (row_lse == -std::numeric_limits<T>::infinity()) {  // a row that sees no key
+        std::fill(prow, prow + n, T(0));
+        std::fill(dsrow, dsrow + n, T(0));
+        continue;
+      }
       if (slope != T(0)) add_alibi(prow, valid, i, slope, runs);
       mask_row(prow, i, runs, pattern);
 #pragma omp simd
@@ -356,13 +422,13 @@ template <class T, class In>
 void forward_strided_head(ProductBackend backend, const Head<const In>& hd, T* y, int64_t ldy,
                           T* lse, int64_t t, int64_t d, T scale, T slope, int64_t stride, T* s,
                           T* class_y) {
-  forward_head(backend, hd, y, ldy, lse, t, d, scale, slope,
+  forward_head(backend, hd, y, ldy, lse, t, t, d, scale, slope,
                AttentionPattern::sliding_window(stride), s);
   T* class_lse = class_y + (t / stride + 1) * d;
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
-    forward_head(backend, strided_class(hd, r, stride), class_y, d, class_lse, rows, d, scale,
-                 slope * static_cast<T>(stride), AttentionPattern{}, s);
+    forward_head(backend, strided_class(hd, r, stride), class_y, d, class_lse, rows, rows, d,
+                 scale, slope * static_cast<T>(stride), AttentionPattern{}, s);
     for (int64_t a = 0; a < rows; ++a) {
       const int64_t i = r + (a + 1) * stride;
       const T band = lse[i], columns = class_lse[a] - slope * static_cast<T>(stride);
@@ -384,7 +450,7 @@ template <class T, class In>
 void backward_strided_head(ProductBackend backend, const Head<const In>& hd, const Head<T>& dh,
                            const T* y, const T* dy, int64_t ldy, const T* lse, int64_t t, int64_t d,
                            T scale, T slope, int64_t stride, T* p, T* ds, T* class_lse, T* dy16) {
-  backward_head(backend, hd, dh, y, dy, ldy, lse, t, d, scale, slope,
+  backward_head(backend, hd, dh, y, dy, ldy, lse, t, t, d, scale, slope,
                 AttentionPattern::sliding_window(stride), p, ds, dy16);
   for (int64_t r = 0; r < stride && r + stride < t; ++r) {
     const int64_t rows = strided_class_rows(t, r, stride);
@@ -393,7 +459,7 @@ void backward_strided_head(ProductBackend backend, const Head<const In>& hd, con
     }
     const int64_t first = (r + stride) * ldy;
     backward_head(backend, strided_class(hd, r, stride), strided_class(dh, r, stride), y + first,
-                  dy + first, ldy * stride, class_lse, rows, d, scale,
+                  dy + first, ldy * stride, class_lse, rows, rows, d, scale,
                   slope * static_cast<T>(stride), AttentionPattern{}, p, ds, dy16, true);
   }
 }
@@ -447,6 +513,11 @@ struct AttentionSaved {
   AttentionPattern pattern;
   int64_t panel, extra;  // one (block, T) score panel, and the strided pattern's scratch
   bool widen;            // bf16_f32_fma: each head's q, k, v widened back to f32 once
+  std::vector<int64_t> lengths;  // bidirectional: each sequence's unpadded keys; empty: all T
+
+  int64_t length(int64_t bi) const {
+    return lengths.empty() ? layout.t : lengths[static_cast<size_t>(bi)];
+  }
 };
 
 // y (B,T,C) = softmax(pattern(scale Q K^T + ALiBi)) V per head, Q K V read from qkv
@@ -470,7 +541,8 @@ void attention_forward(const Tensor& qkv, AttentionSaved& sv) {
           forward_strided_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern.stride, s,
                                s + sv.panel);
         } else {
-          forward_head(sv.backend, hd, yh, c, lh, t, d, scale, slope, sv.pattern, s);
+          forward_head(sv.backend, hd, yh, c, lh, t, sv.length(bi), d, scale, slope, sv.pattern,
+                       s);
         }
       };
       if constexpr (std::is_same_v<T, float>) {
@@ -515,8 +587,8 @@ Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
           backward_strided_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope,
                                 sv.pattern.stride, s, s + panel, s + 2 * panel, dy16);
         } else {
-          backward_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, d, scale, slope, sv.pattern,
-                        s, s + panel, dy16);
+          backward_head(sv.backend, hd, dh, py + yo, pg + yo, c, lh, t, sv.length(bi), d, scale,
+                        slope, sv.pattern, s, s + panel, dy16);
         }
       };
       if constexpr (std::is_same_v<T, float>) {
@@ -531,20 +603,11 @@ Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
   return dqkv;
 }
 
-}  // namespace
-
-Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
-                             const AttentionPattern& pattern) {
-  pattern.validate("causal_self_attention");
-  if (pattern.is_bidirectional()) {
-    throw ValueError(Operation("causal_self_attention"),
-                     fmt::format("{} is not causal", pattern.str()));
-  }
-  if (pattern.is_linear()) {
-    throw ValueError("causal_self_attention: linear attention has no softmax; it is "
-                     "causal_linear_attention");
-  }
-  const Layout layout = packed_layout(qkv, n_heads, n_kv_heads, "causal_self_attention");
+// The fused kernel's forward, recorded under `op` with its backward.
+Tensor fused_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
+                            const AttentionPattern& pattern, std::vector<int64_t> lengths,
+                            const char* op) {
+  const Layout layout = packed_layout(qkv, n_heads, n_kv_heads, op);
   const int64_t b = qkv.size(0), t = layout.t, c = layout.c;
   AttentionSaved sv{kernels::product_backend(qkv.dtype()),
                     Tensor{},
@@ -559,7 +622,8 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
                     pattern,
                     std::min(kBlock, t) * t,
                     strided_scratch(t, layout.d, pattern),
-                    false};
+                    false,
+                    std::move(lengths)};
   // On a bf16 backend the products read q, k and v rounded to bf16 once, here, in place of qkv.
   const bool keep_bf16 = qkv.dtype() == DType::f32 && kernels::rounds_to_bf16(sv.backend);
   if (keep_bf16 && qkv.numel() > 0) sv.qkv16 = rounded(qkv);
@@ -568,8 +632,48 @@ Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_he
   if (b * t * c > 0) attention_forward(qkv, sv);
   const Tensor y = sv.y;
   sv.y = y.detach();
-  return record("causal_self_attention", y, {qkv},
+  return record(op, y, {qkv},
                 [sv](const Tensor& g) { return std::vector<Tensor>{attention_backward(g, sv)}; });
+}
+
+}  // namespace
+
+Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
+                             const AttentionPattern& pattern) {
+  pattern.validate("causal_self_attention");
+  if (pattern.is_bidirectional()) {
+    throw ValueError(Operation("causal_self_attention"),
+                     fmt::format("{} is not causal; it is bidirectional_self_attention's",
+                                 pattern.str()));
+  }
+  if (pattern.is_linear()) {
+    throw ValueError("causal_self_attention: linear attention has no softmax; it is "
+                     "causal_linear_attention");
+  }
+  return fused_self_attention(qkv, n_heads, n_kv_heads, alibi, pattern, {},
+                              "causal_self_attention");
+}
+
+Tensor bidirectional_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads,
+                                    bool alibi, const AttentionPattern& pattern,
+                                    const std::vector<int64_t>& lengths) {
+  const Operation op("bidirectional_self_attention");
+  pattern.validate("bidirectional_self_attention");
+  if (!pattern.is_bidirectional()) {
+    throw ValueError(op, fmt::format("{} is not bidirectional; it is causal_self_attention's",
+                                     pattern.str()));
+  }
+  if (!lengths.empty() && (qkv.ndim() != 3 || static_cast<int64_t>(lengths.size()) != qkv.size(0))) {
+    throw ShapeError(op, fmt::format("{} lengths for qkv {}", lengths.size(), qkv.shape().str()));
+  }
+  for (size_t i = 0; i < lengths.size(); ++i) {
+    if (lengths[i] < 0 || lengths[i] > qkv.size(1)) {
+      throw IndexError(op, fmt::format("length {} of sequence {} is outside [0, {}]", lengths[i], i,
+                                       qkv.size(1)));
+    }
+  }
+  return fused_self_attention(qkv, n_heads, n_kv_heads, alibi, pattern, lengths,
+                              "bidirectional_self_attention");
 }
 
 }  // namespace tinygpt

@@ -113,6 +113,14 @@ Tensor repeat_heads(const Tensor& x, int64_t repeats);
 // skipped, not computed and masked.
 Tensor causal_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads = 0,
                              bool alibi = false, const AttentionPattern& pattern = {});
+// The same kernel for an encoder's bidirectional pattern (AttentionPattern::bidirectional_over):
+// query i sees the keys j with pattern.visible(i, j) and j < lengths[b] (padded keys get weight
+// 0; empty lengths: none padded), ALiBi's bias symmetric, -m_h |i - j|. A padded query row
+// attends as any other; a row that sees no key gives 0, as scaled_dot_product_attention does
+// with the same mask. O(T (W + G + R B)) time, no (T,T) buffer.
+Tensor bidirectional_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads,
+                                    bool alibi, const AttentionPattern& pattern,
+                                    const std::vector<int64_t>& lengths);
 
 // Causal linear attention (Katharopoulos et al. 2020; ops/linear_attention.cpp) on the same packed
 // qkv: with phi(x) = elu(x) + 1, out_i = sum_{j<=i} (phi(q_i).phi(k_j)) v_j / sum_{j<=i}

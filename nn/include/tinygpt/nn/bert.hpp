@@ -46,8 +46,13 @@ struct BertConfig {
   PositionEmbedding position = PositionEmbedding::learned;
   double rope_theta = 10000.0;
   bool pre_layer_norm = false;  // BERT's blocks are post-LN
+  // The self-attention: full, or BigBird's window, global tokens and random key blocks, made
+  // bidirectional over max_position_embeddings (attention_pattern()), as an encoder-decoder's
+  // encoder runs it.
+  AttentionPattern attention{};
 
   void validate() const;  // SettingError naming the first bad field
+  AttentionPattern attention_pattern() const;  // the keys each query sees; validate's errors
 };
 
 // A dense layer and/or a LayerNorm, registered under BERT's names "dense" and "LayerNorm" (either may

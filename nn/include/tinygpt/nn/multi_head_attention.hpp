@@ -87,6 +87,10 @@ class MultiHeadAttention : public Module {
   Tensor split_heads(const Tensor& x, int64_t n) const;
   // Projected queries or keys (B,T,n d) turned by RoPE at positions 0..T-1; x itself otherwise.
   Tensor rotated(const Tensor& x) const;
+  // Whether a bidirectional pattern runs on the fused kernel (bidirectional_self_attention):
+  // with dot scores and no weights to keep, head mask or attention dropout in play. It equals
+  // the general path with the same mask, which `heads` (keeping the weights) still runs.
+  bool fused_bidirectional() const;
 
   MultiHeadAttentionOptions options_;
   std::shared_ptr<Generator> noise_;
