@@ -354,7 +354,8 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
       if (!f.resume.empty()) {
         started.emplace(resume_run(f, cmd, world));
       } else if (!f.init_from.empty()) {
-        train::InitFrom init{f.init_from, {}};
+        train::InitFrom init;
+        init.dir = f.init_from;
         if (cmd.count("--dropout") > 0) init.dropout = f.model.dropout;
         if (cmd.count("--mask-prob") > 0) init.mask_probability = f.model.mask_prob;
         started.emplace(train::Run::start(f.out, init, f.options, data, f.val_fraction, f.force, world,
