@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "tinygpt/data/masked_lm.hpp"
+#include "tinygpt/nn/bert.hpp"
 
 namespace tinygpt::testing {
 
@@ -21,5 +22,17 @@ struct MaskedText {
     masking.vocab_size = tok.vocab_size();
   }
 };
+
+// A BERT small enough to train in a blink: heads of width 8, a feed-forward twice the width.
+inline nn::BertConfig small_bert(int64_t vocab, int64_t layers, int64_t hidden, int64_t positions) {
+  nn::BertConfig c;
+  c.vocab_size = vocab;
+  c.hidden_size = hidden;
+  c.num_hidden_layers = layers;
+  c.num_attention_heads = hidden / 8;
+  c.intermediate_size = 2 * hidden;
+  c.max_position_embeddings = positions;
+  return c;
+}
 
 }  // namespace tinygpt::testing

@@ -9,26 +9,10 @@
 
 using namespace tinygpt;
 
-namespace {
-
-// 1 layer of 2 heads of width 8, windows of 8 (10 positions with [CLS] and [SEP]).
-nn::BertConfig one_layer_bert(int64_t vocab) {
-  nn::BertConfig c;
-  c.vocab_size = vocab;
-  c.hidden_size = 16;
-  c.num_hidden_layers = 1;
-  c.num_attention_heads = 2;
-  c.intermediate_size = 32;
-  c.max_position_embeddings = 10;
-  return c;
-}
-
-}  // namespace
-
 TEST_CASE("score_masked_lm gives the same numbers twice and counts the masked positions", "[train][bert]") {
   const testing::MaskedText s(10);
   const data::TextDataset dataset(s.ids, 8, 0.2);
-  nn::BertForMaskedLM model(one_layer_bert(s.tok.vocab_size()), 2);
+  nn::BertForMaskedLM model(testing::small_bert(s.tok.vocab_size(), 1, 16, 10), 2);
   const train::MaskedLMScore a = train::score_masked_lm(model, dataset, data::Split::val, s.masking, 4);
   const train::MaskedLMScore b = train::score_masked_lm(model, dataset, data::Split::val, s.masking, 7);
   CHECK(a.windows == dataset.num_windows(data::Split::val));
@@ -45,7 +29,7 @@ TEST_CASE("score_masked_lm gives the same numbers twice and counts the masked po
 TEST_CASE("a model whose every distribution is uniform scores log V and pseudo-perplexity V", "[train][bert]") {
   const testing::MaskedText s(10);
   const data::TextDataset dataset(s.ids, 8, 0.2);
-  nn::BertForMaskedLM model(one_layer_bert(s.tok.vocab_size()), 2);
+  nn::BertForMaskedLM model(testing::small_bert(s.tok.vocab_size(), 1, 16, 10), 2);
   // A zero decoder (the tied word embeddings) and bias: every logit 0.
   for (auto& [name, tensor] : model.state_dict()) {
     if (name == "bert.embeddings.word_embeddings.weight" || name == "cls.predictions.bias") {

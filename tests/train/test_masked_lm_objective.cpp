@@ -9,26 +9,11 @@
 
 using namespace tinygpt;
 
-namespace {
-
-nn::BertConfig two_layer_bert(int64_t vocab) {
-  nn::BertConfig c;
-  c.vocab_size = vocab;
-  c.hidden_size = 32;
-  c.num_hidden_layers = 2;
-  c.num_attention_heads = 4;
-  c.intermediate_size = 64;
-  c.max_position_embeddings = 18;
-  return c;
-}
-
-}  // namespace
-
 TEST_CASE("MaskedLMObjective draws framed windows, masks them and counts the chosen positions",
           "[train][bert]") {
   const testing::MaskedText s(20);
   const data::TextDataset dataset(s.ids, 16, 0.1);
-  nn::BertForMaskedLM model(two_layer_bert(s.tok.vocab_size()), 1);
+  nn::BertForMaskedLM model(testing::small_bert(s.tok.vocab_size(), 2, 32, 18), 1);
   train::MaskedLMObjective objective(model, dataset, s.masking);
   Generator gen(3);
   const Generator::State start = gen.state();
@@ -54,7 +39,7 @@ TEST_CASE("a masked LM trained by the Trainer predicts masked characters better"
           "[train][bert][slow]") {
   const testing::MaskedText s(20);
   const data::TextDataset dataset(s.ids, 16, 0.1);
-  nn::BertForMaskedLM model(two_layer_bert(s.tok.vocab_size()), 1);
+  nn::BertForMaskedLM model(testing::small_bert(s.tok.vocab_size(), 2, 32, 18), 1);
   train::TrainOptions options;
   options.steps = 60;
   options.batch = 8;
