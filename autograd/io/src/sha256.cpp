@@ -1,5 +1,8 @@
 #include "tinygpt/io/sha256.hpp"
 
+#include <cpuid.h>
+#include <immintrin.h>
+
 #include <cstring>
 
 namespace tinygpt::io {
@@ -22,6 +25,48 @@ uint32_t load_be32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
+// The CPU's SHA extensions (CPUID.(7,0):EBX bit 29), which run the rounds several times faster
+// than the portable code: a half-gigabyte checkpoint is hashed on every load.
+bool has_sha_extensions() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  return __get_cpuid_count(7, 0, &a, &b, &c, &d) != 0 && (b & (1u << 29)) != 0;
+}
+
+// The rounds of `count` blocks on the SHA extensions. They hold the state as ABEF and CDGH
+// halves and take the message schedule four words at a time (Intel's published scheme).
+__attribute__((target("sha,sse4.1"))) void compress_with_sha_extensions(uint32_t* state, const uint8_t* blocks,
+                                                                          size_t count) {
+  const __m128i byte_swap = _mm_set_epi64x(0x0c0d0e0f08090a0bULL, 0x0405060700010203ULL);
+  const __m128i dcba = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state)), 0xB1);
+  const __m128i hgfe = _mm_shuffle_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(state + 4)), 0x1B);
+  __m128i abef = _mm_alignr_epi8(dcba, hgfe, 8);
+  __m128i cdgh = _mm_blend_epi16(hgfe, dcba, 0xF0);
+  for (const uint8_t* block = blocks; block < blocks + 64 * count; block += 64) {
+    const __m128i abef_before = abef, cdgh_before = cdgh;
+    __m128i w[4];  // the schedule's last 16 words, four per vector
+    for (int i = 0; i < 16; ++i) {
+      __m128i& words = w[i % 4];  // replaces the four words 16 back
+      if (i < 4) {
+        words = _mm_shuffle_epi8(_mm_loadu_si128(reinterpret_cast<const __m128i*>(block + 16 * i)), byte_swap);
+      } else {
+        const __m128i& last = w[(i + 3) % 4];
+        words = _mm_sha256msg2_epu32(_mm_add_epi32(_mm_sha256msg1_epu32(words, w[(i + 1) % 4]),
+                                                   _mm_alignr_epi8(last, w[(i + 2) % 4], 4)),
+                                     last);
+      }
+      const __m128i sum = _mm_add_epi32(words, _mm_loadu_si128(reinterpret_cast<const __m128i*>(kRound + 4 * i)));
+      cdgh = _mm_sha256rnds2_epu32(cdgh, abef, sum);
+      abef = _mm_sha256rnds2_epu32(abef, cdgh, _mm_shuffle_epi32(sum, 0x0E));
+    }
+    abef = _mm_add_epi32(abef, abef_before);
+    cdgh = _mm_add_epi32(cdgh, cdgh_before);
+  }
+  const __m128i feba = _mm_shuffle_epi32(abef, 0x1B);
+  const __m128i dchg = _mm_shuffle_epi32(cdgh, 0xB1);
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state), _mm_blend_epi16(feba, dchg, 0xF0));
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(state + 4), _mm_alignr_epi8(dchg, feba, 8));
+}
+
 }  // namespace
 
 // The first 32 bits of the fractional parts of the square roots of the first 8 primes.
@@ -29,7 +74,13 @@ Sha256::Sha256()
     : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
              0x5be0cd19} {}
 
-void Sha256::compress(const uint8_t* block) {
+void Sha256::compress(const uint8_t* blocks, size_t count) {
+  static const bool kShaExtensions = has_sha_extensions();
+  if (kShaExtensions) return compress_with_sha_extensions(state_.data(), blocks, count);
+  for (size_t i = 0; i < count; ++i) compress_portably(blocks + 64 * i);
+}
+
+void Sha256::compress_portably(const uint8_t* block) {
   uint32_t w[64];
   for (int i = 0; i < 16; ++i) w[i] = load_be32(block + 4 * i);
   for (int i = 16; i < 64; ++i) {
@@ -73,10 +124,12 @@ void Sha256::update(std::string_view bytes) {
     p += take;
     n -= take;
     if (buffered_ < buffer_.size()) return;
-    compress(buffer_.data());
+    compress(buffer_.data(), 1);
     buffered_ = 0;
   }
-  for (; n >= 64; p += 64, n -= 64) compress(p);
+  compress(p, n / 64);
+  p += n / 64 * 64;
+  n %= 64;
   std::memcpy(buffer_.data(), p, n);
   buffered_ = n;
 }

@@ -17,7 +17,10 @@ class Sha256 {
   std::string hex_digest();
 
  private:
-  void compress(const uint8_t* block);
+  // The rounds of `count` consecutive 64-byte blocks: on the CPU's SHA extensions where it has
+  // them, else compress_portably's, one block at a time.
+  void compress(const uint8_t* blocks, size_t count);
+  void compress_portably(const uint8_t* block);
 
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> buffer_{};
