@@ -2,7 +2,10 @@
 // statistics it keeps (tinygpt/autograd/memory.hpp).
 #include "caching_allocator.hpp"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -51,6 +54,7 @@ void* hand_out(void* p, std::size_t bytes, std::size_t size) {
 }
 
 constexpr std::size_t kAlignment = 64;  // a cache line; also what AVX-512 loads like
+constexpr std::size_t kHugePage = std::size_t{2} << 20;
 // The cache holds at most twice the peak bytes in use (at least 256 MiB, at most 4 GiB). A loop
 // that repeats its shapes never reaches that: everything it frees, it held at once. A loop whose
 // shapes keep changing, as generation's growing key/value cache does one position at a time,
@@ -105,8 +109,12 @@ void* cached_allocate(std::size_t bytes) {
     }
     ++c.stats.system_allocations;
   }
-  void* p = std::aligned_alloc(kAlignment, size);
+  // A large buffer starts on a huge page, so that all of it but its tail can be one.
+  const bool huge = size >= kHugePageMinBytes;
+  void* p = huge ? std::aligned_alloc(kHugePage, (size + kHugePage - 1) / kHugePage * kHugePage)
+                 : std::aligned_alloc(kAlignment, size);
   if (p == nullptr) throw std::bad_alloc();
+  if (huge) advise_huge_pages(p, size);
   return hand_out(p, bytes, size);
 }
 
@@ -136,6 +144,14 @@ void cached_deallocate(void* p, std::size_t bytes) noexcept {
 }  // namespace tinygpt::detail
 
 namespace tinygpt {
+
+void advise_huge_pages(void* p, std::size_t bytes) {
+  if (bytes < kHugePageMinBytes) return;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + detail::kHugePage - 1) / detail::kHugePage * detail::kHugePage;
+  const std::uintptr_t last = (begin + bytes) / detail::kHugePage * detail::kHugePage;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+}
 
 MemoryStats memory_stats() {
   auto& c = detail::cache();

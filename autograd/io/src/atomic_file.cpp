@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "tinygpt/autograd/file_kind.hpp"
+#include "tinygpt/autograd/memory.hpp"
 
 namespace tinygpt::io {
 namespace {
@@ -236,7 +237,10 @@ FileReader::~FileReader() { ::close(fd_); }
 std::string FileReader::read(uint64_t max_bytes) {
   // The size it was opened with straight into the string (a model's half gigabyte copied once),
   // then whatever it has grown by since, a chunk at a time.
-  std::string bytes(static_cast<size_t>(std::min(size_, max_bytes)), '\0');
+  std::string bytes;
+  bytes.reserve(static_cast<size_t>(std::min(size_, max_bytes)));
+  advise_huge_pages(bytes.data(), bytes.capacity());  // before the zeros below touch its pages
+  bytes.resize(static_cast<size_t>(std::min(size_, max_bytes)));
   size_t filled = 0;
   while (filled < bytes.size()) {
     const ssize_t n = ::read(fd_, bytes.data() + filled, bytes.size() - filled);
