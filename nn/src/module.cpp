@@ -88,7 +88,7 @@ NamedTensors Module::state_dict() const {
   return out;
 }
 
-void Module::load_state_dict(const NamedTensors& state) {
+std::unordered_map<std::string, Tensor> Module::checked_own_tensors(const NamedTensors& state) const {
   std::unordered_map<std::string, Tensor> own;
   for (auto& [name, p] : state_dict()) own.emplace(name, p);
   std::unordered_set<std::string> seen;
@@ -116,7 +116,24 @@ void Module::load_state_dict(const NamedTensors& state) {
                                    p.shape().str()));
     }
   }
+  return own;
+}
+
+void Module::load_state_dict(const NamedTensors& state) {
+  std::unordered_map<std::string, Tensor> own = checked_own_tensors(state);
   for (const auto& [name, t] : state) own.at(name).copy_(t);
+}
+
+void Module::take_state_dict(const NamedTensors& state) {
+  std::unordered_map<std::string, Tensor> own = checked_own_tensors(state);
+  for (const auto& [name, t] : state) {
+    Tensor& p = own.at(name);
+    if (p.dtype() == t.dtype()) {
+      p.set_data(t);
+    } else {
+      p.copy_(t);
+    }
+  }
 }
 
 }  // namespace tinygpt::nn

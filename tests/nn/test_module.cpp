@@ -84,6 +84,23 @@ TEST_CASE("load_state_dict copies values and round-trips through another model",
   REQUIRE(a.forward(ids).to_vector() == b.forward(ids).to_vector());
 }
 
+TEST_CASE("take_state_dict gives the parameters the tensors' own data, or a copy of another dtype",
+          "[nn][module]") {
+  nn::GPT a(tiny_config(1), 1), b(tiny_config(1), 2);
+  const Tensor ids = random_ids({1, 8}, 11, 3);
+  nn::NamedTensors state;
+  for (const auto& [name, p] : a.state_dict()) state.emplace_back(name, p.clone());
+  state[0].second = state[0].second.to(DType::f64);
+  b.take_state_dict(state);
+  REQUIRE(a.forward(ids).to_vector() == b.forward(ids).to_vector());
+  const nn::NamedTensors taken = b.state_dict();
+  CHECK(taken[0].second.dtype() == DType::f32);  // converted, so copied
+  for (size_t i = 1; i < state.size(); ++i) CHECK(taken[i].second.data<float>() == state[i].second.data<float>());
+  auto wrong = state;
+  wrong[1].second = Tensor::zeros({12, 8});
+  REQUIRE_THROWS_AS(b.take_state_dict(wrong), ShapeError);
+}
+
 TEST_CASE("train and eval propagate to every submodule", "[nn][module]") {
   nn::GPT model(tiny_config(2), 1);
   model.eval();

@@ -324,10 +324,12 @@ std::unique_ptr<Model> model_to_load(const Config& config) {
   return std::make_unique<Model>(config, 0);
 }
 
-// The weights given to `model`, a refusal naming the file.
-void load_weights(nn::Module& model, const NamedTensors& weights, const std::string& weights_path) {
+// The weights given to `model` by `give`, a refusal naming the file. The loaders hold the decoded
+// tensors only to give them, so by default the parameters take their data rather than a copy.
+void load_weights(nn::Module& model, const NamedTensors& weights, const std::string& weights_path,
+                  void (nn::Module::*give)(const NamedTensors&) = &nn::Module::take_state_dict) {
   try {
-    model.load_state_dict(weights);
+    (model.*give)(weights);
   } catch (const Error& e) {
     throw FormatError(weights_path + ": ", e);
   }
@@ -415,7 +417,9 @@ ModelFamily family_of_file(const std::string& config_text, const std::string& co
 std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, const std::string& config_text) {
   const NamedTensors weights = read_weights(files);
   std::unique_ptr<nn::CausalLM> model = build_registered(json::parse(config_text), 0);
-  load_weights(*model, weights, files.path_of("model.safetensors"));
+  // Copied: a registered model may tie two of its parameters by sharing one buffer, which
+  // taking each tensor's own data would untie.
+  load_weights(*model, weights, files.path_of("model.safetensors"), &nn::Module::load_state_dict);
   return model;
 }
 

@@ -10,6 +10,7 @@
 //   };
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -52,6 +53,10 @@ class Module {
   // ValueError on a missing or unexpected name or integers for a float parameter, and ShapeError
   // on a shape mismatch, before changing anything.
   void load_state_dict(const NamedTensors& state);
+  // load_state_dict's checks, then each parameter takes its tensor's data where the dtypes agree
+  // (set_data) instead of copying it: for a loader whose tensors nothing else holds, such as a
+  // checkpoint's just decoded, so that half a gigabyte of weights is not copied a second time.
+  void take_state_dict(const NamedTensors& state);
 
  protected:
   // Registers `value` as a leaf that requires grad; returns the handle to keep as a member.
@@ -69,6 +74,8 @@ class Module {
   // The tensors of this module and its submodules, of `params_` or of `buffers_`.
   void collect(const std::string& prefix, NamedTensors Module::*kind, NamedTensors& out) const;
   void check_new_name(const std::string& name, const char* op) const;
+  // name -> own tensor, once load_state_dict's checks on `state` have passed.
+  std::unordered_map<std::string, Tensor> checked_own_tensors(const NamedTensors& state) const;
 
   NamedTensors params_;
   NamedTensors buffers_;
