@@ -188,6 +188,16 @@ GPT::GPT(const GPTConfig& config, uint64_t seed)
 
 Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
                     std::vector<KVCache>* cache) {
+  return head(hidden(tokens, lengths, cache));
+}
+
+Tensor GPT::next_logits(const Tensor& tokens, std::vector<KVCache>* cache) {
+  const Tensor x = hidden(tokens, {}, cache);
+  return head(x.size(1) == 1 ? x : narrow(x, 1, x.size(1) - 1, 1));
+}
+
+Tensor GPT::hidden(const Tensor& tokens, const std::vector<int64_t>& lengths,
+                   std::vector<KVCache>* cache) {
   if (tokens.ndim() != 2 || tokens.dtype() != DType::i64) {
     throw ShapeError(fmt::format("GPT: expects tokens (B,T) of i64, got {} {}",
                                  tokens.shape().str(), dtype_name(tokens.dtype())));
@@ -201,9 +211,12 @@ Tensor GPT::forward(const Tensor& tokens, const std::vector<int64_t>& lengths,
   for (size_t i = 0; i < transformer->h->size(); ++i) {
     x = (*transformer->h)[i].forward(x, lengths, cache != nullptr ? &(*cache)[i] : nullptr);
   }
-  x = transformer->ln_f->forward(x);
-  const Tensor& head = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
-  return matmul(x, head, false, true);                                       // (B,T,V)
+  return transformer->ln_f->forward(x);
+}
+
+Tensor GPT::head(const Tensor& x) const {
+  const Tensor& weight = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
+  return matmul(x, weight, false, true);                                        // (B,T,V)
 }
 
 Tensor GPT::embed(const Tensor& tokens, int64_t past) {

@@ -73,8 +73,8 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
     const bool warm = options.use_cache && !cache.empty();
     const std::vector<int64_t> feed = warm ? std::vector<int64_t>{window.back()} : window;
     if (options.use_cache && cache.empty()) cache = model.make_cache();
-    const Tensor out_logits = model.forward(Tensor::from_ids(feed, {1, static_cast<int64_t>(feed.size())}),
-                                        {}, options.use_cache ? &cache : nullptr);  // (1,T,V)
+    const Tensor out_logits = model.next_logits(Tensor::from_ids(feed, {1, static_cast<int64_t>(feed.size())}),
+                                                options.use_cache ? &cache : nullptr);  // (1,1,V)
     const int64_t next = sample_next(out_logits, options, gen, static_cast<int64_t>(out.size()));
     window.push_back(next);
     if (out.empty() && next == options.skip_leading && skipped < block) {

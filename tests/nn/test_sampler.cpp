@@ -120,3 +120,20 @@ TEST_CASE("generate with skip_leading drops the leading run of that token and st
     CHECK(skipped.front() != skip);
   }
 }
+
+TEST_CASE("next_logits is forward's last position, with and without the KV cache", "[sample]") {
+  const auto model = random_model(8, 5);
+  model->eval();
+  const Tensor prompt = Tensor::from_ids({3, 1, 4, 1, 5}, {1, 5});
+  const std::vector<double> all = model->forward(prompt).to_vector();
+  const std::vector<double> last(all.end() - 11, all.end());
+  std::vector<nn::KVCache> cache = model->make_cache();
+  model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
+  const Tensor whole = model->next_logits(prompt), cached = model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache);
+  CHECK(whole.shape() == Shape{1, 1, 11});
+  // The head's product of one row may sum in another order than that of five: equal to rounding.
+  for (size_t i = 0; i < last.size(); ++i) {
+    CHECK(whole.to_vector()[i] == Approx(last[i]).margin(1e-5));
+    CHECK(cached.to_vector()[i] == Approx(last[i]).margin(1e-5));
+  }
+}

@@ -118,6 +118,10 @@ class GPT : public CausalLM {
   // the length to block_size; the other schemes run on any length.
   Tensor forward(const Tensor& tokens, const std::vector<int64_t>& lengths = {},
                  std::vector<KVCache>* cache = nullptr);
+  // forward's logits of the last position only, (B,1,V): all that generation samples from. A
+  // prompt's other positions skip the LM head, whose product over the whole vocabulary is the
+  // largest of the forward.
+  Tensor next_logits(const Tensor& tokens, std::vector<KVCache>* cache = nullptr);
   // CausalLM: logits are forward(tokens); the loss is the base's cross-entropy.
   Tensor logits(const Tensor& tokens) override { return forward(tokens); }
   CausalLMShape shape() const override;
@@ -163,6 +167,9 @@ class GPT : public CausalLM {
  private:
   // Token embeddings plus the positions' (learned or sinusoidal) of tokens (B,T) at past..: (B,T,C).
   Tensor embed(const Tensor& tokens, int64_t past);
+  // The blocks' output after ln_f, (B,T,C), and the LM head's product of it, (B,T,V).
+  Tensor hidden(const Tensor& tokens, const std::vector<int64_t>& lengths, std::vector<KVCache>* cache);
+  Tensor head(const Tensor& x) const;
 
   GPTConfig config_;
   std::shared_ptr<Generator> noise_;
