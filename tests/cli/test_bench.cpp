@@ -1,6 +1,7 @@
 // tinygpt bench, run as a user would: a tiny model, two timed steps, the JSON report.
 #include <array>
 #include <cstdio>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -226,6 +227,13 @@ TEST_CASE("bench --generate times a saved GPT's generation: load, first token, d
     INFO(key);
     CHECK(j[key].get<double>() > 0.0);
   }
+  // The same keys on every host (docs/PERFORMANCE.md lists them): none depends on the CPU.
+  std::set<std::string> keys;
+  for (const auto& item : j.items()) keys.insert(item.key());
+  CHECK(keys == std::set<std::string>{"mode", "model", "threads", "prompt_tokens", "new_tokens", "top_k", "seed",
+                                      "load_s", "first_token_s", "decode_tokens_per_s", "decode_ms_per_token",
+                                      "peak_rss_mb", "weight_bytes_per_token", "kv_cache_bytes_per_token",
+                                      "read_bandwidth_gb_s", "bandwidth_bound_tokens_per_s", "fraction_of_bound"});
   const CliResult table = run_ok({"bench", "--generate", model, "--new-tokens", "2", "--threads", "1"});
   CHECK(table.out.find("bandwidth bound") != std::string::npos);
 
