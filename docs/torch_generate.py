@@ -14,6 +14,12 @@ side-by-side decode speed with `tinygpt sample` on the same weights and threads.
                                    seconds, time to the first token, decode tokens/s (the new
                                    tokens after the first over their time), peak RSS, the ids
 
+The defaults are the fastest loop found for PyTorch 1.13 on OpenBLAS (docs/PERFORMANCE.md,
+"Generation", has each variant's figures): torch.inference_mode, keys and values written into
+buffers of the context's length, a decode step's products as matrix-vector products (addmv) on
+GPT-2's (in, out) weights and on a transposed copy of the tied embedding, OpenBLAS on one thread
+beside PyTorch's. --products and --cache select the other variants.
+
 There is no `transformers` package here: the GPT-2 forward (pre-LayerNorm blocks, tanh GELU, tied
 LM head) is written out below. --precision bf16 converts the weights to bfloat16 once, as a user of
 `model.to(torch.bfloat16)` would. Needs Debian's python3-torch; run it with /usr/bin/python3.
@@ -28,8 +34,11 @@ import struct
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
+# OpenBLAS reads its thread count once, when torch loads it. One unless the caller sets it: its
+# threads beside PyTorch's own (--threads) oversubscribe the cores.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+import torch  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
 
 PROMPT = ("It was the best of times, it was the worst of times, it was the age of wisdom, it was the "
           "age of foolishness, it was the epoch of belief, it was the epoch of incredulity, it was "
@@ -106,20 +115,61 @@ def read_safetensors(path):
 
 
 class GPT2:
-    def __init__(self, w, config, dtype):
+    """The forward with its products and its key/value cache done one of several ways
+    (--products, --cache), so that the comparison is against PyTorch's fastest."""
+
+    def __init__(self, w, config, dtype, products, cache):
         self.w = {k.removeprefix("transformer."): v.to(dtype) for k, v in w.items()}
         self.n_layer, self.n_head = config["n_layer"], config["n_head"]
         self.eps = config.get("layer_norm_epsilon", 1e-5)
+        self.products, self.preallocated = products, cache == "preallocated"
+        self.positions = config["n_positions"]
+        matrices = [k for k in self.w if k.endswith("_attn.weight") or k.endswith("c_proj.weight")
+                    or k.endswith("c_fc.weight")]
+        if products == "linear":  # nn.Linear's layout, (out, in), transposed once here
+            for k in matrices:
+                self.w[k] = self.w[k].t().contiguous()
+        # The tied LM head as a product of the same kind: (V, C) is (out, in) already; the
+        # (in, out) layouts keep a transposed copy (the gemv one reads it column by column).
+        self.head = self.w["wte.weight"] if products == "linear" else self.w["wte.weight"].t().contiguous()
+        self.zero_bias = torch.zeros(self.head.shape[0 if products == "linear" else 1], dtype=dtype)
 
     def ln(self, x, name):
         return F.layer_norm(x, x.shape[-1:], self.w[name + ".weight"], self.w[name + ".bias"], self.eps)
 
-    def conv1d(self, x, name):  # GPT-2's Conv1D: x @ W + b with W stored (in, out)
-        return torch.addmm(self.w[name + ".bias"], x, self.w[name + ".weight"])
+    def product(self, x, weight, bias):
+        """x @ W + b for x of shape (T, in)."""
+        if self.products == "linear":
+            return F.linear(x, weight, bias)
+        if self.products == "gemv" and x.shape[0] == 1:
+            # OpenBLAS's sgemv on the (in, out) matrix read as column-major (out, in): its fastest
+            # matrix-vector kernel, where a (1, in) matrix product runs as a general gemm.
+            return torch.addmv(bias, weight.t(), x[0]).unsqueeze(0)
+        return torch.addmm(bias, x, weight)
 
-    def forward(self, ids, cache):
-        """Logits of the last position of `ids` (T,) after the cache's positions; extends the cache."""
-        past = cache[0][0].shape[1] if cache else 0
+    def conv1d(self, x, name):  # GPT-2's Conv1D: x @ W + b with W stored (in, out)
+        return self.product(x, self.w[name + ".weight"], self.w[name + ".bias"])
+
+    def attend(self, i, k, v, past, cache):
+        """Keys and values of positions [0, past + T) of layer i, the new ones (H,T,hd) stored."""
+        if self.preallocated:
+            if len(cache) == i:
+                shape = (k.shape[0], self.positions, k.shape[2])
+                cache.append((k.new_empty(shape), v.new_empty(shape)))
+            keys, values = cache[i]
+            keys[:, past:past + k.shape[1]] = k
+            values[:, past:past + k.shape[1]] = v
+            return keys[:, :past + k.shape[1]], values[:, :past + k.shape[1]]
+        if len(cache) > i:
+            k = torch.cat([cache[i][0], k], dim=1)
+            v = torch.cat([cache[i][1], v], dim=1)
+            cache[i] = (k, v)
+        else:
+            cache.append((k, v))
+        return k, v
+
+    def forward(self, ids, past, cache):
+        """Logits of the last position of `ids` (T,) after `past` cached positions; extends the cache."""
         t = ids.shape[0]
         x = self.w["wte.weight"][ids] + self.w["wpe.weight"][past:past + t]  # (T,C)
         c = x.shape[1]
@@ -128,12 +178,7 @@ class GPT2:
             p = f"h.{i}."
             q, k, v = self.conv1d(self.ln(x, p + "ln_1"), p + "attn.c_attn").split(c, dim=1)
             q, k, v = (z.view(t, self.n_head, hd).transpose(0, 1) for z in (q, k, v))  # (H,T,hd)
-            if cache is not None and len(cache) > i:
-                k = torch.cat([cache[i][0], k], dim=1)
-                v = torch.cat([cache[i][1], v], dim=1)
-                cache[i] = (k, v)
-            elif cache is not None:
-                cache.append((k, v))
+            k, v = self.attend(i, k, v, past, cache)
             att = (q @ k.transpose(1, 2)) / math.sqrt(hd)  # (H,T,past+T)
             if t > 1:
                 mask = torch.ones(t, past + t, dtype=torch.bool).triu(past + 1)
@@ -143,7 +188,7 @@ class GPT2:
             hmid = F.gelu(self.conv1d(self.ln(x, p + "ln_2"), p + "mlp.c_fc"), approximate="tanh")
             x = x + self.conv1d(hmid, p + "mlp.c_proj")
         x = self.ln(x[-1:], "ln_f")
-        return (x @ self.w["wte.weight"].t()).float()[0]  # (V,)
+        return self.product(x, self.head, self.zero_bias).float()[0]  # (V,)
 
 
 def next_token(logits, top_k, temperature, gen):
@@ -160,7 +205,8 @@ def generate(args):
     weights = read_safetensors(os.path.join(args.model, "model.safetensors"))
     with open(os.path.join(args.model, "config.json")) as f:
         config = json.load(f)
-    model = GPT2(weights, config, torch.bfloat16 if args.precision == "bf16" else torch.float32)
+    model = GPT2(weights, config, torch.bfloat16 if args.precision == "bf16" else torch.float32,
+                 args.products, args.cache)
     load = time.perf_counter() - start
     index = {ch: i for i, ch in enumerate(vocabulary(config["vocab_size"]))}
     prompt = torch.tensor([index[ch] for ch in (PROMPT * 4)[:args.prompt_tokens]])
@@ -169,15 +215,18 @@ def generate(args):
     with torch.inference_mode():
         start = time.perf_counter()
         cache = []
-        out.append(next_token(model.forward(prompt, cache), args.top_k, args.temperature, gen))
+        out.append(next_token(model.forward(prompt, 0, cache), args.top_k, args.temperature, gen))
         first = time.perf_counter() - start
-        for _ in range(args.tokens - 1):
-            out.append(next_token(model.forward(torch.tensor(out[-1:]), cache), args.top_k, args.temperature, gen))
+        for past in range(args.prompt_tokens, args.prompt_tokens + args.tokens - 1):
+            logits = model.forward(torch.tensor(out[-1:]), past, cache)
+            out.append(next_token(logits, args.top_k, args.temperature, gen))
         total = time.perf_counter() - start
     print(json.dumps({"load_s": round(load, 4), "first_token_s": round(first, 4),
                       "decode_tokens_per_s": round((args.tokens - 1) / (total - first), 2),
                       "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-                      "precision": args.precision, "threads": args.threads, "top_k": args.top_k,
+                      "precision": args.precision, "products": args.products, "cache": args.cache,
+                      "threads": args.threads, "blas_threads": int(os.environ["OPENBLAS_NUM_THREADS"]),
+                      "openblas_coretype": os.environ.get("OPENBLAS_CORETYPE", ""), "top_k": args.top_k,
                       "prompt_tokens": args.prompt_tokens, "tokens": args.tokens, "ids": out}))
 
 
@@ -192,6 +241,13 @@ def main():
     ap.add_argument("--top-k", type=int, default=0, help="0: greedy")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32")
+    ap.add_argument("--products", choices=("gemv", "addmm", "linear"), default="gemv",
+                    help="gemv: a decode step's products as OpenBLAS matrix-vector products on GPT-2's "
+                         "(in, out) weights (the fastest); addmm: x @ W as (1, in) matrix products; "
+                         "linear: F.linear on weights transposed to (out, in) as nn.Linear keeps them")
+    ap.add_argument("--cache", choices=("preallocated", "cat"), default="preallocated",
+                    help="keys and values written into buffers of the context's length, or torch.cat "
+                         "onto the cache at every step")
     args = ap.parse_args()
     if args.write:
         write_folder(args.write, args.seed)
