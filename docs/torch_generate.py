@@ -16,9 +16,10 @@ side-by-side decode speed with `tinygpt sample` on the same weights and threads.
 
 The defaults are the fastest loop found for PyTorch 1.13 on OpenBLAS (docs/PERFORMANCE.md,
 "Generation", has each variant's figures): torch.inference_mode, keys and values written into
-buffers of the context's length, a decode step's products as matrix-vector products (addmv) on
-GPT-2's (in, out) weights and on a transposed copy of the tied embedding, OpenBLAS on one thread
-beside PyTorch's. --products and --cache select the other variants.
+buffers of the context's length, OpenBLAS on one thread beside PyTorch's, and in f32 a decode
+step's products as matrix-vector products (addmv) on GPT-2's (in, out) weights and on a transposed
+copy of the tied embedding; in bf16, F.linear on (out, in) weights. --products and --cache select
+the other variants.
 
 There is no `transformers` package here: the GPT-2 forward (pre-LayerNorm blocks, tanh GELU, tied
 LM head) is written out below. --precision bf16 converts the weights to bfloat16 once, as a user of
@@ -241,14 +242,16 @@ def main():
     ap.add_argument("--top-k", type=int, default=0, help="0: greedy")
     ap.add_argument("--temperature", type=float, default=1.0)
     ap.add_argument("--precision", choices=("f32", "bf16"), default="f32")
-    ap.add_argument("--products", choices=("gemv", "addmm", "linear"), default="gemv",
+    ap.add_argument("--products", choices=("gemv", "addmm", "linear"),
                     help="gemv: a decode step's products as OpenBLAS matrix-vector products on GPT-2's "
-                         "(in, out) weights (the fastest); addmm: x @ W as (1, in) matrix products; "
-                         "linear: F.linear on weights transposed to (out, in) as nn.Linear keeps them")
+                         "(in, out) weights (the fastest in f32, the default there); addmm: x @ W as "
+                         "(1, in) matrix products; linear: F.linear on weights transposed to (out, in) "
+                         "as nn.Linear keeps them (the fastest in bf16, the default there)")
     ap.add_argument("--cache", choices=("preallocated", "cat"), default="preallocated",
                     help="keys and values written into buffers of the context's length, or torch.cat "
                          "onto the cache at every step")
     args = ap.parse_args()
+    args.products = args.products or ("linear" if args.precision == "bf16" else "gemv")
     if args.write:
         write_folder(args.write, args.seed)
     elif args.model:
