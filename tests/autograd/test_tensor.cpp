@@ -293,6 +293,16 @@ TEST_CASE("memory_stats shows cache hits when the same shapes are allocated agai
   REQUIRE(memory_stats().peak_bytes_in_use == memory_stats().bytes_in_use);
 }
 
+TEST_CASE("a tensor buffer of 4 MiB or more starts on a 2 MiB boundary, for huge pages", "[tensor]") {
+  const Tensor large = Tensor::full({int64_t{1} << 20}, 1.5f);  // 4 MiB of f32
+  CHECK(reinterpret_cast<std::uintptr_t>(large.data<float>()) % (std::uintptr_t{2} << 20) == 0);
+  CHECK(large.data<float>()[(int64_t{1} << 20) - 1] == 1.5f);
+  const int64_t bytes = int64_t{5} << 20;
+  std::vector<char> plain(static_cast<size_t>(bytes), 'x');
+  advise_huge_pages(plain.data(), plain.size());  // an unaligned range: its whole 2 MiB pages only
+  CHECK(std::count(plain.begin(), plain.end(), 'x') == bytes);
+}
+
 TEST_CASE("shapes that never repeat keep the cache bounded, not every freed block",
           "[tensor]") {
   // As generation's growing key/value cache does: each step frees a block one size larger than
