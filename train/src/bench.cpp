@@ -56,7 +56,7 @@ TimedSteps time_steps(Trainer& trainer, const BenchSettings& s) {
   }
   set_op_profiling(false);
   out.end = memory_stats();
-  if (s.profile) out.profile = read_step_profile(parse_precision(s.precision));
+  if (s.profile) out.profile = read_step_profile();
   const auto [fastest, slowest] = std::minmax_element(seconds.begin(), seconds.end());
   out.median_ms = 1000.0 * median(seconds);
   out.min_ms = 1000.0 * *fastest;
@@ -276,7 +276,8 @@ BenchReport bench(Task& task, const BenchSettings& settings, const std::string& 
     }
   }
   m.timed = time_steps(trainer, settings);
-  m.rss = peak_rss_mb();  // before the product probe's buffers
+  m.rss = peak_rss_mb();  // before the product probe's and the profile's buffers
+  if (settings.profile) time_products_alone(m.timed.profile, m.precision);
   const double tokens_per_step = static_cast<double>(settings.batch * m.shape.positions_per_row);
   m.tokens_per_s = tokens_per_step / (m.timed.median_ms / 1000.0);
   if (before) {

@@ -58,14 +58,15 @@ std::string op_text(const std::vector<OpProfileEntry>& ops, int64_t steps) {
 
 }  // namespace
 
-StepProfile read_step_profile(Precision precision) {
-  StepProfile out{op_profile(), product_profile(), {}};
+StepProfile read_step_profile() { return {op_profile(), product_profile(), {}}; }
+
+void time_products_alone(StepProfile& profile, Precision precision) {
   const PrecisionGuard guard(precision);
-  for (const auto& e : out.products) {
-    out.alone_seconds.push_back(time_product_alone(e, kAloneRuns));
+  profile.alone_seconds.clear();
+  for (const auto& e : profile.products) {
+    profile.alone_seconds.push_back(time_product_alone(e, kAloneRuns));
     empty_cache();  // each shape's operands are freed before the next one's
   }
-  return out;
 }
 
 json step_profile_json(const StepProfile& profile, int64_t steps, double peak_gflops) {

@@ -19,9 +19,12 @@ struct StepProfile {
   std::vector<double> alone_seconds;  // per product: the best of a few runs alone
 };
 
-// What the op profiler gathered since its reset, with every product shape then timed alone in
-// `precision`. Call after the timed steps, before anything else runs products.
-StepProfile read_step_profile(Precision precision);
+// What the op profiler gathered since its reset (alone_seconds still empty).
+StepProfile read_step_profile();
+
+// Times every product shape of `profile` alone in `precision`, filling alone_seconds. Its
+// buffers count in the peak RSS: read that first.
+void time_products_alone(StepProfile& profile, Precision precision);
 
 // `steps`: the timed steps the profile covers; `peak_gflops`: the peak of the units the products
 // ran on (NaN: none measured). The json holds "profile" (the ops) and "products".
