@@ -150,19 +150,32 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
     REQUIRE(j["profile"].is_array());
     CHECK_FALSE(j["profile"].empty());
     for (const auto& op : j["profile"]) CHECK(op["forward_ms_per_step"].get<double>() >= 0.0);
+    REQUIRE(j["products"].is_array());
+    CHECK_FALSE(j["products"].empty());
+    for (const auto& product : j["products"]) {
+      for (const char* key : {"op", "pass", "form", "batch", "m", "n", "k", "calls_per_step",
+                              "ms_per_step", "gflops", "gflops_alone", "peak_fraction",
+                              "peak_fraction_alone"}) {
+        CHECK(product.contains(key));
+      }
+    }
     for (const char* key : {"ms_per_step", "ms_min", "ms_max", "threads", "flush_denormals",
                             "precision", "bf16_products", "gemm_backend", "gemm_kernel"}) {
       CHECK(j.contains(key));
     }
     CHECK(j["gomp_spincount"] == "77");
     CHECK(j["omp_wait_policy"] == "");
+    // Which CPU the figures came from, as /proc/cpuinfo names it.
+    CHECK(j["cpu"]["family"].get<int>() > 0);
+    CHECK_FALSE(j["cpu"]["vendor"].get<std::string>().empty());
     CHECK(j["ms_min"].get<double>() <= j["ms_per_step"].get<double>());
     CHECK(j["ms_per_step"].get<double>() <= j["ms_max"].get<double>());
     const Run table = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --profile");
     INFO(table.out);
     REQUIRE(table.status == 0);
     for (const char* text : {"GOMP_SPINCOUNT=77", "OMP_WAIT_POLICY=unset", "products        f32",
-                             "ms/step", "median (min", "per-op time, ms per step"}) {
+                             "ms/step", "median (min", "per-op time, ms per step",
+                             "per-product time"}) {
       CHECK(table.out.find(text) != std::string::npos);
     }
   }
