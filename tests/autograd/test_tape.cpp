@@ -238,6 +238,45 @@ TEST_CASE("op profiler: charges forward and backward time per op, only when on",
   CHECK(op_profile().empty());
 }
 
+TEST_CASE("op profiler: times each product whole and charges it to its op and pass", "[tape]") {
+  reset_op_profile();
+  Generator gen(3);
+  Tensor x = Tensor::randn({6, 5}, gen).set_requires_grad();
+  Tensor w = Tensor::randn({5, 4}, gen).set_requires_grad();
+  Tensor b = Tensor::randn({4}, gen).set_requires_grad();
+  set_op_profiling(true);
+  profile_mark(nullptr);
+  sum(linear(x, w, b)).backward();
+  set_op_profiling(false);
+  const auto products = product_profile();
+  auto find = [&](bool backward, bool ta, bool tb) -> const ProductProfileEntry* {
+    for (const auto& e : products) {
+      if (e.op == "linear" && e.backward == backward && e.ta == ta && e.tb == tb) return &e;
+    }
+    return nullptr;
+  };
+  const ProductProfileEntry* forward = find(false, false, false);  // x W + b
+  const ProductProfileEntry* dx = find(true, false, true);         // g W^T
+  const ProductProfileEntry* dw = find(true, true, false);         // x^T g
+  REQUIRE(forward != nullptr);
+  REQUIRE(dx != nullptr);
+  REQUIRE(dw != nullptr);
+  CHECK(products.size() == 3);
+  CHECK((forward->m == 6 && forward->n == 4 && forward->k == 5 && forward->bias));
+  CHECK((dx->m == 6 && dx->n == 5 && dx->k == 4));
+  CHECK((dw->m == 5 && dw->n == 4 && dw->k == 6));
+  CHECK(forward->calls == 1);
+  CHECK(forward->flops() == 2.0 * 6 * 4 * 5);
+  const auto ops = op_profile();
+  const auto linear_op = std::find_if(ops.begin(), ops.end(), [](const auto& e) { return e.name == "linear"; });
+  REQUIRE(linear_op != ops.end());
+  CHECK(linear_op->forward_flops == forward->flops());
+  CHECK(linear_op->backward_flops == dx->flops() + dw->flops());
+  CHECK(time_product_alone(*dw, 2) > 0.0);
+  reset_op_profile();
+  CHECK(product_profile().empty());
+}
+
 TEST_CASE("leaf gradients never share a buffer, even when one op hands both the same one",
           "[tape]") {
   // add's backward passes its incoming gradient to both inputs; the leaves must still get

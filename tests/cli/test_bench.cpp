@@ -149,6 +149,15 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
     REQUIRE(j["profile"].is_array());
     CHECK_FALSE(j["profile"].empty());
     for (const auto& op : j["profile"]) CHECK(op["forward_ms_per_step"].get<double>() >= 0.0);
+    REQUIRE(j["products"].is_array());
+    CHECK_FALSE(j["products"].empty());
+    for (const auto& product : j["products"]) {
+      for (const char* key : {"op", "pass", "form", "batch", "m", "n", "k", "calls_per_step",
+                              "ms_per_step", "gflops", "gflops_alone", "peak_fraction",
+                              "peak_fraction_alone"}) {
+        CHECK(product.contains(key));
+      }
+    }
     for (const char* key : {"ms_per_step", "ms_min", "ms_max", "threads", "flush_denormals",
                             "precision", "bf16_products", "gemm_backend", "gemm_kernel"}) {
       CHECK(j.contains(key));
@@ -161,7 +170,8 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
     INFO(table.out);
     REQUIRE(table.status == 0);
     for (const char* text : {"GOMP_SPINCOUNT=77", "OMP_WAIT_POLICY=unset", "products        f32",
-                             "ms/step", "median (min", "per-op time, ms per step"}) {
+                             "ms/step", "median (min", "per-op time, ms per step",
+                             "per-product time"}) {
       CHECK(table.out.find(text) != std::string::npos);
     }
   }

@@ -16,6 +16,7 @@
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/flop_estimate.hpp"
 #include "tinygpt/train/machine_peak.hpp"
+#include "step_profile.hpp"
 
 namespace tinygpt::train {
 namespace {
@@ -40,7 +41,7 @@ struct TimedSteps {
   double median_ms = NAN, min_ms = NAN, max_ms = NAN;
   double last_loss = NAN;
   MemoryStats warm, end;
-  std::vector<OpProfileEntry> profile;
+  StepProfile profile;
 };
 TimedSteps time_steps(Trainer& trainer, const BenchSettings& s) {
   for (int64_t i = 0; i < s.warmup; ++i) trainer.step();
@@ -55,7 +56,7 @@ TimedSteps time_steps(Trainer& trainer, const BenchSettings& s) {
   }
   set_op_profiling(false);
   out.end = memory_stats();
-  if (s.profile) out.profile = op_profile();
+  if (s.profile) out.profile = read_step_profile();
   const auto [fastest, slowest] = std::minmax_element(seconds.begin(), seconds.end());
   out.median_ms = 1000.0 * median(seconds);
   out.min_ms = 1000.0 * *fastest;
@@ -146,17 +147,6 @@ json settings_json(Precision precision) {
           {"gemm_kernel", backend.kernel}};
 }
 
-// Per op, the forward and backward time of the timed steps, largest first.
-json profile_json(const std::vector<OpProfileEntry>& profile, int64_t steps) {
-  json ops = json::array();
-  for (const auto& e : profile) {
-    ops.push_back({{"op", e.name},
-                   {"forward_ms_per_step", 1000.0 * e.forward_seconds / steps},
-                   {"backward_ms_per_step", 1000.0 * e.backward_seconds / steps}});
-  }
-  return ops;
-}
-
 std::string settings_text(Precision precision) {
   const GemmBackend backend = gemm_backend(DType::f32);
   const std::string kind =
@@ -170,19 +160,6 @@ std::string settings_text(Precision precision) {
       "single-threaded inside it){}\n  products        {}: {} ({} kernel)\n",
       num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
       flush_denormals() ? "; subnormals flushed to zero" : "", kind, backend.library, backend.kernel);
-}
-
-std::string profile_text(const std::vector<OpProfileEntry>& profile, int64_t steps) {
-  std::string out = "\n  per-op time, ms per step (forward | backward | total), largest first:\n";
-  double total = 0.0;
-  for (const auto& e : profile) total += e.forward_seconds + e.backward_seconds;
-  for (const auto& e : profile) {
-    const double fw = 1000.0 * e.forward_seconds / steps;
-    const double bw = 1000.0 * e.backward_seconds / steps;
-    out += fmt::format("  {:<28} {:9.3f} {:9.3f} {:9.3f}  {:5.1f}%\n", e.name, fw, bw, fw + bw,
-                       100.0 * (e.forward_seconds + e.backward_seconds) / total);
-  }
-  return out;
 }
 
 std::string utilization_text(const Utilization& u, int64_t matmul_parameters, int64_t peak_size) {
@@ -232,6 +209,9 @@ struct Measured {
   std::optional<Utilization> utilization;
 };
 
+// The peak the profile's products are put against: the one MFU uses.
+double products_peak(const Measured& m) { return m.utilization ? m.utilization->peak : NAN; }
+
 json report_json(const Measured& m, const BenchSettings& s) {
   json j = {{"tokens_per_s", m.tokens_per_s}, {"peak_rss_mb", m.rss},  {"params", m.params},
             {"steps", s.steps},               {"warmup", s.warmup},    {"final_loss", m.timed.last_loss},
@@ -243,7 +223,7 @@ json report_json(const Measured& m, const BenchSettings& s) {
     j["kv_cache_bytes"] = state->kv_cache_bytes;
     j["recurrent_state_bytes"] = state->recurrent_state_bytes;
   }
-  if (s.profile) j["profile"] = profile_json(m.timed.profile, s.steps);
+  if (s.profile) j.update(step_profile_json(m.timed.profile, s.steps, products_peak(m)));
   return j;
 }
 
@@ -258,7 +238,7 @@ std::string report_text(const Measured& m, const BenchSettings& s) {
   if (m.utilization) out += utilization_text(*m.utilization, m.shape.flops->matmul_parameters, s.peak_size);
   out += memory_text(m.shape, m.timed, m.rss);
   out += fmt::format("  final loss      {:.6f}\n", m.timed.last_loss);
-  if (s.profile) out += profile_text(m.timed.profile, s.steps);
+  if (s.profile) out += step_profile_text(m.timed.profile, s.steps, products_peak(m));
   return out;
 }
 
@@ -296,7 +276,8 @@ BenchReport bench(Task& task, const BenchSettings& settings, const std::string& 
     }
   }
   m.timed = time_steps(trainer, settings);
-  m.rss = peak_rss_mb();  // before the product probe's buffers
+  m.rss = peak_rss_mb();  // before the product probe's and the profile's buffers
+  if (settings.profile) time_products_alone(m.timed.profile, m.precision);
   const double tokens_per_step = static_cast<double>(settings.batch * m.shape.positions_per_row);
   m.tokens_per_s = tokens_per_step / (m.timed.median_ms / 1000.0);
   if (before) {

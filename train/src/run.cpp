@@ -290,10 +290,6 @@ std::pair<RunState, std::string> new_run_state(const std::string& dir, TrainOpti
   return {std::move(state), std::move(text)};
 }
 
-}  // namespace
-
-namespace {
-
 // What a fine-tuned run starts from: the model `init.dir` holds (a GPT or an encoder), with the
 // settings of training `init` replaces, its tokenizer and its weights.
 struct FineTuneStart {

@@ -17,6 +17,7 @@
 #include "rounded.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "tinygpt/autograd/profile.hpp"
 #include "tinygpt/autograd/simd_math.hpp"
 #include "tinygpt/autograd/tape.hpp"
 
@@ -603,6 +604,19 @@ Tensor attention_backward(const Tensor& g, const AttentionSaved& sv) {
   return dqkv;
 }
 
+// The FLOPs of one of the fused kernel's products over every head, for profiling: a causal
+// full pattern's useful terms only (each query against its keys up to itself), 0 for the other
+// patterns. The forward runs two products (S = Q K^T, Y = P V), the backward five (S again, then
+// dV, dP, dQ, dK).
+double causal_product_flops(const AttentionSaved& sv) {
+  if (!detail::g_op_profiling || sv.pattern.kind != AttentionPattern::Kind::full ||
+      sv.pattern.is_bidirectional()) {
+    return 0.0;
+  }
+  const double t = static_cast<double>(sv.layout.t);
+  return 2.0 * static_cast<double>(sv.shape[0] * sv.n_heads * sv.layout.d) * t * (t + 1) / 2;
+}
+
 // The fused kernel's forward, recorded under `op` with its backward.
 Tensor fused_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_heads, bool alibi,
                             const AttentionPattern& pattern, std::vector<int64_t> lengths,
@@ -630,10 +644,14 @@ Tensor fused_self_attention(const Tensor& qkv, int64_t n_heads, int64_t n_kv_hea
   sv.widen = keep_bf16 && sv.backend == ProductBackend::bf16_f32_fma;
   if (!keep_bf16) sv.qkv = qkv.detach();
   if (b * t * c > 0) attention_forward(qkv, sv);
+  detail::profile_flops(2 * causal_product_flops(sv));
   const Tensor y = sv.y;
   sv.y = y.detach();
-  return record(op, y, {qkv},
-                [sv](const Tensor& g) { return std::vector<Tensor>{attention_backward(g, sv)}; });
+  return record(op, y, {qkv}, [sv](const Tensor& g) {
+    Tensor dqkv = attention_backward(g, sv);
+    detail::profile_flops(5 * causal_product_flops(sv));
+    return std::vector<Tensor>{dqkv};
+  });
 }
 
 }  // namespace

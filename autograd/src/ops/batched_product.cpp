@@ -1,11 +1,16 @@
 #include "batched_product.hpp"
 
+#include <omp.h>
+
 #include <algorithm>
+#include <chrono>
 #include <type_traits>
 
 #include "rounded.hpp"
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/autograd/profile.hpp"
 
 namespace tinygpt::detail {
 namespace {
@@ -176,9 +181,11 @@ MatmulPlan plain_plan(int64_t m, int64_t n, int64_t k) {
   return p;
 }
 
+namespace {
+
 template <class T>
-void gemm_batched(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb,
-                  ProductInput<T> a, ProductInput<T> b, T* c, const T* bias) {
+void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, ProductInput<T> a,
+                ProductInput<T> b, T* c, const T* bias) {
   const Pieces pieces = pieces_of(p);
   PieceOperands<T> o;
   o.a = a, o.b = b;
@@ -204,9 +211,61 @@ void gemm_batched(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb,
   }
 }
 
+}  // namespace
+
+template <class T>
+void gemm_batched(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb,
+                  ProductInput<T> a, ProductInput<T> b, T* c, const T* bias) {
+  // Products inside a parallel region belong to an op's own loop, not to the step's table.
+  if (!g_op_profiling || omp_in_parallel()) return run_pieces(backend, p, ta, tb, a, b, c, bias);
+  const auto start = std::chrono::steady_clock::now();
+  run_pieces(backend, p, ta, tb, a, b, c, bias);
+  ProductProfileEntry e;
+  e.ta = ta, e.tb = tb, e.batch = p.batch, e.m = p.m, e.n = p.n, e.k = p.k;
+  e.bias = bias != nullptr;
+  e.a_rounded = a.rounded != nullptr, e.b_rounded = b.rounded != nullptr;
+  e.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  e.calls = 1;
+  profile_product(e);
+}
+
 template void gemm_batched(ProductBackend, const MatmulPlan&, bool, bool, ProductInput<float>,
                            ProductInput<float>, float*, const float*);
 template void gemm_batched(ProductBackend, const MatmulPlan&, bool, bool, ProductInput<double>,
                            ProductInput<double>, double*, const double*);
 
 }  // namespace tinygpt::detail
+
+namespace tinygpt {
+
+double time_product_alone(const ProductProfileEntry& e, int repeats) {
+  using namespace detail;
+  const ProductBackend backend = kernels::product_backend(DType::f32);
+  const MatmulPlan p = [&] {
+    MatmulPlan plan = plain_plan(e.m, e.n, e.k);
+    plan.batch = e.batch;
+    plan.a_stride = e.m * e.k, plan.b_stride = e.k * e.n;
+    return plan;
+  }();
+  Generator gen(1);
+  const Tensor a = Tensor::randn({e.batch * e.m * e.k}, gen);
+  const Tensor b = Tensor::randn({e.batch * e.k * e.n}, gen);
+  const Tensor bias = Tensor::randn({e.n}, gen);
+  Tensor c = Tensor::empty({e.batch * e.m * e.n});
+  const bool bf16 = kernels::rounds_to_bf16(backend);
+  // Rounded as the step hands them over, outside the timing, as the step rounds them elsewhere.
+  const Rounded a16 = bf16 && e.a_rounded ? rounded(a) : Rounded{};
+  const Rounded b16 = bf16 && e.b_rounded ? rounded(b) : Rounded{};
+  const ProductInput<float> in_a{a.data<float>(), a16.data}, in_b{b.data<float>(), b16.data};
+  double best = 0.0;
+  for (int i = 0; i <= repeats; ++i) {  // the first run makes the kernels and warms the caches
+    const auto start = std::chrono::steady_clock::now();
+    run_pieces<float>(backend, p, e.ta, e.tb, in_a, in_b, c.data<float>(),
+                      e.bias ? bias.data<float>() : nullptr);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0 && (best == 0.0 || s < best)) best = s;
+  }
+  return best;
+}
+
+}  // namespace tinygpt

@@ -206,9 +206,11 @@ GeluValues gelu_values(const Tensor& h) {
   return out;
 }
 
-// gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row. With `grad`
-// (count values), also grad *= gelu'(h) in the same pass, from the same exp.
-Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* grad = nullptr) {
+// gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row, row i's values
+// given by h16_row(i) as the pass reaches it. With `grad` (count values), also grad *= gelu'(h) in
+// the same pass, from the same exp.
+template <class RowH16>
+Rounded gelu_rounded(int64_t count, int64_t cols, float* grad, RowH16 h16_row) {
   bf16* out = nullptr;
   Rounded r = Rounded::room(count, out);
   const int64_t rows = count / cols;
@@ -218,8 +220,7 @@ Rounded gelu_rounded(const Rounded& h16, int64_t count, int64_t cols, float* gra
     row.resize(static_cast<size_t>(cols));
 #pragma omp for schedule(static)
     for (int64_t i = 0; i < rows; ++i) {
-      kernels::gelu_bf16(h16.data + i * cols, row.data(),
-                         grad != nullptr ? grad + i * cols : nullptr, cols);
+      kernels::gelu_bf16(h16_row(i), row.data(), grad != nullptr ? grad + i * cols : nullptr, cols);
       kernels::to_bf16(row.data(), 1, cols, cols, out + i * cols);
     }
   }
@@ -250,9 +251,17 @@ struct GeluLinearSaved {
 Tensor gelu_linear_forward(const MatmulPlan& p, const Tensor& h, const Tensor& weight,
                            const Tensor& bias, GeluLinearSaved& saved) {
   if (bf16_product(saved.backend, h, p)) {
-    saved.h16 = rounded(h);
-    return product_bf16(saved.backend, p, gelu_rounded(saved.h16, saved.count, saved.k), weight,
-                        bias);
+    // h16 (kept for the backward pass) and gelu's rounding in one pass over h: each row of h16 is
+    // rounded as the pass reaches it and read back from L1.
+    bf16* h16 = nullptr;
+    saved.h16 = Rounded::room(saved.count, h16);
+    const float* pf = h.data<float>();
+    const int64_t k = saved.k;
+    const Rounded gelu16 = gelu_rounded(saved.count, k, nullptr, [pf, h16, k](int64_t i) {
+      kernels::to_bf16(pf + i * k, 1, k, k, h16 + i * k);
+      return static_cast<const bf16*>(h16 + i * k);
+    });
+    return product_bf16(saved.backend, p, gelu16, weight, bias);
   }
   saved.gelu = gelu_values(h);
   return product(saved.backend, p, saved.gelu.values, weight, bias, "gelu_linear");
@@ -263,7 +272,10 @@ Grads gelu_linear_backward(const Tensor& g, const GeluLinearSaved& s) {
   if (s.h16.data != nullptr) {
     // gelu'(h) multiplies dh as gelu(h) is evaluated again for dW.
     auto input16 = [&s](Tensor& gh) {
-      return gelu_rounded(s.h16, s.count, s.k, gh.defined() ? gh.data<float>() : nullptr);
+      const bf16* h16 = s.h16.data;
+      const int64_t k = s.k;
+      return gelu_rounded(s.count, k, gh.defined() ? gh.data<float>() : nullptr,
+                          [h16, k](int64_t i) { return h16 + i * k; });
     };
     return linear_backward_bf16(s.backend, g, s.w, input16, s.needs);
   }

@@ -7,6 +7,11 @@
 // each node's backward function is timed on its own, and the gradient accumulation between
 // nodes goes to "(accumulate)". Only ops recorded with grad mode on are counted, so backward's
 // inner ops are not counted twice. Main thread only, like the tape.
+//
+// Products: each product the ops run through the panels of their matrix products (linear,
+// gelu_linear, matmul) is timed on its own, whole (all its panels, and the rounding or packing of
+// its operands), and charged like the time to the op that ran it, forward or backward. Its FLOPs,
+// and those a fused op reports (profile_flops), also go to the op's entry.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -19,6 +24,24 @@ struct OpProfileEntry {
   double backward_seconds = 0.0;
   int64_t forward_calls = 0;
   int64_t backward_calls = 0;
+  double forward_flops = 0.0;  // of the products counted (0: none)
+  double backward_flops = 0.0;
+  // Of the op's time, what its products took, timed one by one (the rest is its other passes).
+  double forward_product_seconds = 0.0;
+  double backward_product_seconds = 0.0;
+};
+
+// One product shape of one op and direction: C (m, n) = op(A) op(B), `batch` of them.
+struct ProductProfileEntry {
+  std::string op;
+  bool backward = false;
+  bool ta = false, tb = false;
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+  bool bias = false;
+  bool a_rounded = false, b_rounded = false;  // handed to the product rounded to bf16 already
+  double seconds = 0.0;
+  int64_t calls = 0;
+  double flops() const { return 2.0 * static_cast<double>(batch * m * n * k) * calls; }
 };
 
 void set_op_profiling(bool on);
@@ -27,11 +50,22 @@ void set_op_profiling(bool on);
 void profile_mark(const char* name);
 // Everything charged since the last reset, largest total first.
 std::vector<OpProfileEntry> op_profile();
+// The products since the last reset, largest total time first.
+std::vector<ProductProfileEntry> product_profile();
 void reset_op_profile();
+
+// The best of `repeats` runs of one product of `e`'s shape and operand forms on random values,
+// alone, on the backend the current precision picks, in seconds: the rate the product's kernel
+// reaches outside a step, for comparing with its rate inside it.
+double time_product_alone(const ProductProfileEntry& e, int repeats);
 
 namespace detail {
 extern bool g_op_profiling;
 void profile_backward(const char* name, double seconds);
+// A product that just ran, for the op recorded (or backward function finished) next.
+void profile_product(const ProductProfileEntry& product);
+// FLOPs a fused op ran (e.g. attention's products), for its entry likewise.
+void profile_flops(double flops);
 }  // namespace detail
 
 }  // namespace tinygpt
