@@ -164,6 +164,9 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
     }
     CHECK(j["gomp_spincount"] == "77");
     CHECK(j["omp_wait_policy"] == "");
+    // Which CPU the figures came from, as /proc/cpuinfo names it.
+    CHECK(j["cpu"]["family"].get<int>() > 0);
+    CHECK_FALSE(j["cpu"]["vendor"].get<std::string>().empty());
     CHECK(j["ms_min"].get<double>() <= j["ms_per_step"].get<double>());
     CHECK(j["ms_per_step"].get<double>() <= j["ms_max"].get<double>());
     const Run table = run_tinygpt_env("env -u OMP_WAIT_POLICY GOMP_SPINCOUNT=77", command + " --profile");

@@ -132,6 +132,17 @@ json utilization_json(const Utilization& u, const TimedSteps& timed) {
             {"bytes_cached", timed.end.bytes_cached}}}};
 }
 
+json cpu_json() {
+  const CpuIdentity cpu = cpu_identity();
+  return {{"vendor", cpu.vendor}, {"family", cpu.family}, {"model", cpu.model}, {"brand", cpu.brand}};
+}
+
+std::string cpu_text() {
+  const CpuIdentity cpu = cpu_identity();
+  return fmt::format("  cpu             {} family {} model {} ({})\n", cpu.vendor, cpu.family, cpu.model,
+                     cpu.brand);
+}
+
 // How the steps ran: the threads, their idle spinning (which the environment may choose) and
 // whether subnormals are flushed -- each moves the timings; and what ran the products.
 json settings_json(Precision precision) {
@@ -144,7 +155,8 @@ json settings_json(Precision precision) {
           {"bf16_products", precision == Precision::bf16 ? json(bf16_products_name(bf16_products()))
                                                           : json(nullptr)},
           {"gemm_backend", backend.library},
-          {"gemm_kernel", backend.kernel}};
+          {"gemm_kernel", backend.kernel},
+          {"cpu", cpu_json()}};
 }
 
 std::string settings_text(Precision precision) {
@@ -157,9 +169,10 @@ std::string settings_text(Precision precision) {
                         bf16_products_name(bf16_products()));
   return fmt::format(
       "  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
-      "single-threaded inside it){}\n  products        {}: {} ({} kernel)\n",
+      "single-threaded inside it){}\n  products        {}: {} ({} kernel)\n{}",
       num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
-      flush_denormals() ? "; subnormals flushed to zero" : "", kind, backend.library, backend.kernel);
+      flush_denormals() ? "; subnormals flushed to zero" : "", kind, backend.library, backend.kernel,
+      cpu_text());
 }
 
 std::string utilization_text(const Utilization& u, int64_t matmul_parameters, int64_t peak_size) {

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <vector>
 
 #include <fmt/format.h>
@@ -109,42 +110,59 @@ __attribute__((target("amx-tile,amx-bf16"))) float dot_amx(long iterations) {
   return out[0];
 }
 
-// Seconds for every OpenMP thread to run `kernel(iterations)`; `threads` gets the team's size.
-template <class Kernel>
-double time_round(Kernel kernel, long iterations, int& threads, volatile float& sink) {
-  const auto start = std::chrono::steady_clock::now();
-#pragma omp parallel
-  {
-    const float v = kernel(iterations);
-#pragma omp single
-    threads = omp_get_num_threads();
-#pragma omp critical
-    sink = sink + v;
-  }
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// The CPU time of the calling thread. A probe's round is timed by what each of its threads ran,
+// not by the wall clock: on a shared host a thread waits descheduled for slices of several
+// milliseconds, and a wall-clock round then reads a fraction of what the units do while they run.
+double thread_cpu_seconds() {
+  timespec now{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+  return static_cast<double>(now.tv_sec) + 1e-9 * static_cast<double>(now.tv_nsec);
 }
 
-// The best of 5 rounds of ~30 ms: a peak is what the machine can do, and on a shared host a round
-// can only lose time to others. Rounds are sized by time, not by a count of instructions: the
-// same count takes twice as long on a CPU that runs vdpbf16ps at half rate, and many times
-// longer in a sanitizer build, whose kernels keep their accumulators in memory. Short rounds of
-// growing size size them and warm the units up.
+// One round of every OpenMP thread running `kernel(iterations)`: the team's rate (each thread's
+// iterations over its own CPU seconds, summed) and the CPU seconds of its slowest thread.
+struct Round {
+  double iterations_per_second = 0.0;
+  double seconds = 0.0;
+};
+
+template <class Kernel>
+Round time_round(Kernel kernel, long iterations, volatile float& sink) {
+  Round round;
+#pragma omp parallel
+  {
+    const double start = thread_cpu_seconds();
+    const float v = kernel(iterations);
+    const double seconds = std::max(thread_cpu_seconds() - start, 1e-9);
+#pragma omp critical
+    {
+      sink = sink + v;
+      round.iterations_per_second += static_cast<double>(iterations) / seconds;
+      round.seconds = std::max(round.seconds, seconds);
+    }
+  }
+  return round;
+}
+
+// The best of 5 rounds of ~30 ms of CPU time: a peak is what the units can do, and a round can
+// only lose to the cache and the frequency the other work on the host leaves it. Rounds are
+// sized by time, not by a count of instructions: the same count takes twice as long on a CPU
+// that runs vdpbf16ps at half rate, and many times longer in a sanitizer build, whose kernels
+// keep their accumulators in memory. Short rounds of growing size size them and warm the units up.
 template <class Kernel>
 double measure(Kernel kernel, double flops_per_iteration) {
   constexpr double kRoundSeconds = 0.03;
   volatile float sink = 0.0f;  // keeps the loops from being optimised away
-  int threads = 1;
   long iterations = 1L << 12;
-  double seconds = time_round(kernel, iterations, threads, sink);
+  double seconds = time_round(kernel, iterations, sink).seconds;
   while (seconds < kRoundSeconds / 8 && iterations < (1L << 40)) {
     iterations *= 4;
-    seconds = time_round(kernel, iterations, threads, sink);
+    seconds = time_round(kernel, iterations, sink).seconds;
   }
   iterations = std::max(1L, static_cast<long>(iterations * (kRoundSeconds / seconds)));
   double best = 0.0;
   for (int round = 0; round < 5; ++round) {
-    seconds = time_round(kernel, iterations, threads, sink);
-    best = std::max(best, threads * iterations * flops_per_iteration / seconds / 1e9);
+    best = std::max(best, time_round(kernel, iterations, sink).iterations_per_second * flops_per_iteration / 1e9);
   }
   return best;
 }
@@ -166,6 +184,34 @@ bool cpu_has_avx512_bf16() {
   return (a & (1u << 5)) != 0;  // CPUID.(7,1):EAX bit 5 = AVX512_BF16
 }
 
+CpuIdentity cpu_identity() {
+  CpuIdentity id;
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (__get_cpuid(0, &a, &b, &c, &d) == 0) return id;
+  for (const unsigned word : {b, d, c}) {
+    for (int byte = 0; byte < 4; ++byte) id.vendor += static_cast<char>((word >> (8 * byte)) & 0xff);
+  }
+  __get_cpuid(1, &a, &b, &c, &d);
+  const int base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
+  id.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
+  id.model = base_family == 0x6 || base_family == 0xf ? base_model + static_cast<int>(((a >> 16) & 0xf) << 4)
+                                                      : base_model;
+  unsigned top = 0;
+  __get_cpuid(0x80000000, &top, &b, &c, &d);
+  if (top < 0x80000004) return id;
+  std::string brand;
+  for (unsigned leaf = 0x80000002; leaf <= 0x80000004; ++leaf) {
+    unsigned r[4] = {};
+    __get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]);
+    for (const unsigned word : r) {
+      for (int byte = 0; byte < 4; ++byte) brand += static_cast<char>((word >> (8 * byte)) & 0xff);
+    }
+  }
+  brand.resize(brand.find('\0') == std::string::npos ? brand.size() : brand.find('\0'));
+  const size_t first = brand.find_first_not_of(' '), last = brand.find_last_not_of(' ');
+  if (first != std::string::npos) id.brand = brand.substr(first, last - first + 1);
+  return id;
+}
 
 MachinePeak measure_f32_peak() {
   if (__builtin_cpu_supports("avx512f")) {

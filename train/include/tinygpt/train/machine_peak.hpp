@@ -28,6 +28,17 @@ MachinePeak higher_reading(MachinePeak a, const MachinePeak& b);
 
 bool cpu_has_avx512_bf16();
 
+// Which CPU this is, from CPUID: a peak and a step time mean something only beside it (one cloud
+// name can stand for guests of different generations, e.g. AMD EPYC family 25, Zen 4, with
+// 256-bit multiply-add units, and family 26, Zen 5, with 512-bit ones: twice the f32 peak).
+struct CpuIdentity {
+  std::string vendor;  // e.g. "AuthenticAMD", "GenuineIntel"
+  int family = 0;      // the display family and model, as /proc/cpuinfo gives them
+  int model = 0;
+  std::string brand;   // the brand string, as the host chose to show it
+};
+CpuIdentity cpu_identity();
+
 // The CPU has amx_tile and amx_bf16 and Linux grants this process their state: autograd's
 // amx_tiles_usable() (precision.hpp), which the fused attention's AMX products ask too.
 bool amx_usable();
