@@ -70,13 +70,14 @@ __attribute__((target("sha,sse4.1"))) void compress_with_sha_extensions(uint32_t
 }  // namespace
 
 // The first 32 bits of the fractional parts of the square roots of the first 8 primes.
-Sha256::Sha256()
-    : state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+Sha256::Sha256(Rounds rounds)
+    : rounds_(rounds),
+      state_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
              0x5be0cd19} {}
 
 void Sha256::compress(const uint8_t* blocks, size_t count) {
   static const bool kShaExtensions = has_sha_extensions();
-  if (kShaExtensions) return compress_with_sha_extensions(state_.data(), blocks, count);
+  if (kShaExtensions && rounds_ == Rounds::fastest) return compress_with_sha_extensions(state_.data(), blocks, count);
   for (size_t i = 0; i < count; ++i) compress_portably(blocks + 64 * i);
 }
 

@@ -11,7 +11,10 @@ namespace tinygpt::io {
 // Incremental: update() any number of times, then hex_digest() once.
 class Sha256 {
  public:
-  Sha256();
+  // Where the rounds run: on the CPU's SHA extensions where it has them, or in portable code on
+  // every CPU (which the tests hold against the extensions on a CPU that has both).
+  enum class Rounds { fastest, portable };
+  explicit Sha256(Rounds rounds = Rounds::fastest);
   void update(std::string_view bytes);
   // The 64 lowercase hex digits of the digest. The object is spent afterwards.
   std::string hex_digest();
@@ -22,6 +25,7 @@ class Sha256 {
   void compress(const uint8_t* blocks, size_t count);
   void compress_portably(const uint8_t* block);
 
+  Rounds rounds_;
   std::array<uint32_t, 8> state_;
   std::array<uint8_t, 64> buffer_{};
   size_t buffered_ = 0;
