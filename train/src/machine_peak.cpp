@@ -144,8 +144,8 @@ Round time_round(Kernel kernel, long iterations, volatile float& sink) {
   return round;
 }
 
-// The best of 5 rounds of ~30 ms of CPU time: a peak is what the units can do, and a round can
-// only lose to the cache and the frequency the other work on the host leaves it. Rounds are
+// The best of a few rounds of kRoundSeconds of CPU time each: a peak is what the units can do,
+// and a round can only lose to the cache and the frequency the other work on the host leaves it. Rounds are
 // sized by time, not by a count of instructions: the same count takes twice as long on a CPU
 // that runs vdpbf16ps at half rate, and many times longer in a sanitizer build, whose kernels
 // keep their accumulators in memory. Short rounds of growing size size them and warm the units up.
@@ -184,13 +184,20 @@ bool cpu_has_avx512_bf16() {
   return (a & (1u << 5)) != 0;  // CPUID.(7,1):EAX bit 5 = AVX512_BF16
 }
 
+namespace {
+
+// The four bytes of a CPUID register, lowest first: how CPUID spells its vendor and brand strings.
+void append_register_bytes(std::string& text, unsigned word) {
+  for (int byte = 0; byte < 4; ++byte) text += static_cast<char>((word >> (8 * byte)) & 0xff);
+}
+
+}  // namespace
+
 CpuIdentity cpu_identity() {
   CpuIdentity id;
   unsigned a = 0, b = 0, c = 0, d = 0;
   if (__get_cpuid(0, &a, &b, &c, &d) == 0) return id;
-  for (const unsigned word : {b, d, c}) {
-    for (int byte = 0; byte < 4; ++byte) id.vendor += static_cast<char>((word >> (8 * byte)) & 0xff);
-  }
+  for (const unsigned word : {b, d, c}) append_register_bytes(id.vendor, word);
   __get_cpuid(1, &a, &b, &c, &d);
   const int base_family = (a >> 8) & 0xf, base_model = (a >> 4) & 0xf;
   id.family = base_family == 0xf ? base_family + static_cast<int>((a >> 20) & 0xff) : base_family;
@@ -203,9 +210,7 @@ CpuIdentity cpu_identity() {
   for (unsigned leaf = 0x80000002; leaf <= 0x80000004; ++leaf) {
     unsigned r[4] = {};
     __get_cpuid(leaf, &r[0], &r[1], &r[2], &r[3]);
-    for (const unsigned word : r) {
-      for (int byte = 0; byte < 4; ++byte) brand += static_cast<char>((word >> (8 * byte)) & 0xff);
-    }
+    for (const unsigned word : r) append_register_bytes(brand, word);
   }
   brand.resize(brand.find('\0') == std::string::npos ? brand.size() : brand.find('\0'));
   const size_t first = brand.find_first_not_of(' '), last = brand.find_last_not_of(' ');

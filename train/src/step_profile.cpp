@@ -31,6 +31,15 @@ std::string product_shape(const ProductProfileEntry& e) {
   return e.batch > 1 ? fmt::format("{} x ({})", e.batch, mnk) : mnk;
 }
 
+// A product's GFLOP/s in the step and alone.
+struct ProductRates {
+  double step, alone;
+};
+ProductRates product_rates(const StepProfile& profile, size_t i) {
+  const ProductProfileEntry& e = profile.products[i];
+  return {gflops_of(e.flops(), e.seconds), gflops_of(e.flops() / e.calls, profile.alone_seconds[i])};
+}
+
 std::string op_text(const std::vector<OpProfileEntry>& ops, int64_t steps) {
   std::string out = "\n  per-op time, ms per step (forward | backward | total), largest first; "
                     "for ops with products,\n  the ms outside the products timed (forward | "
@@ -84,8 +93,7 @@ json step_profile_json(const StepProfile& profile, int64_t steps, double peak_gf
   json products = json::array();
   for (size_t i = 0; i < profile.products.size(); ++i) {
     const ProductProfileEntry& e = profile.products[i];
-    const double step = gflops_of(e.flops(), e.seconds);
-    const double alone = gflops_of(e.flops() / e.calls, profile.alone_seconds[i]);
+    const auto [step, alone] = product_rates(profile, i);
     products.push_back({{"op", e.op}, {"pass", e.backward ? "backward" : "forward"},
                         {"form", product_form(e)}, {"batch", e.batch}, {"m", e.m}, {"n", e.n},
                         {"k", e.k}, {"calls_per_step", static_cast<double>(e.calls) / steps},
@@ -111,8 +119,7 @@ std::string step_profile_text(const StepProfile& profile, int64_t steps, double 
       "alone", "of peak");
   for (size_t i = 0; i < profile.products.size(); ++i) {
     const ProductProfileEntry& e = profile.products[i];
-    const double step = gflops_of(e.flops(), e.seconds);
-    const double alone = gflops_of(e.flops() / e.calls, profile.alone_seconds[i]);
+    const auto [step, alone] = product_rates(profile, i);
     out += fmt::format("  {:<20} {:<8} {:<7} {:<22} {:5.1f} {:8.3f} {:8.1f} {:8.1f}  {:.2f} | {:.2f}\n",
                        e.op, e.backward ? "backward" : "forward", product_form(e),
                        product_shape(e), static_cast<double>(e.calls) / steps,
