@@ -2,6 +2,8 @@
 // Helpers shared by the autograd test files: leaves with values in a chosen range, exact-valued
 // tensors, and a check that a call throws the right exception with a message naming the op and
 // the shapes.
+#include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "gradcheck_helpers.hpp"
@@ -33,6 +35,17 @@ inline Tensor away_from_zero_leaf(const Shape& shape, uint64_t seed) {
 // Exact f64 values, not requiring grad.
 inline Tensor f64(const std::vector<double>& values, const Shape& shape) {
   return Tensor::from(values, shape, DType::f64);
+}
+
+// x as f32, rounded to bfloat16 (nearest even).
+inline double bf16_of(double x) {
+  const float f = static_cast<float>(x);
+  uint32_t bits;
+  std::memcpy(&bits, &f, sizeof bits);
+  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  float r;
+  std::memcpy(&r, &bits, sizeof r);
+  return r;
 }
 
 }  // namespace tinygpt::testing

@@ -11,10 +11,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "autograd_test_utils.hpp"
 #include "tinygpt/autograd.hpp"
 #include "tinygpt/autograd/precision.hpp"
 
 using namespace tinygpt;
+using tinygpt::testing::bf16_of;
 
 namespace {
 
@@ -35,17 +37,6 @@ void check_bf16_product(const Tensor& got, const Tensor& f32, const Tensor& exac
 }
 
 Tensor f64(const Tensor& x) { return x.to(DType::f64); }
-
-// x as f32, rounded to bfloat16 (nearest even).
-double bf16_of(double x) {
-  const float f = static_cast<float>(x);
-  uint32_t bits;
-  std::memcpy(&bits, &f, sizeof bits);
-  bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  float r;
-  std::memcpy(&r, &bits, sizeof r);
-  return r;
-}
 
 // x rounded to bfloat16 (nearest even), held in f32.
 Tensor round_bf16(const Tensor& x) {

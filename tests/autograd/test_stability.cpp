@@ -12,7 +12,7 @@ using Values = std::vector<double>;
 
 namespace {
 
-constexpr double kInf = std::numeric_limits<double>::infinity();
+constexpr double kInfinity = std::numeric_limits<double>::infinity();
 
 void require_finite(const Tensor& t) {
   for (double v : t.to_vector()) REQUIRE(std::isfinite(v));
@@ -65,7 +65,7 @@ TEST_CASE("a fully masked softmax row gives zeros and no NaN, forward and backwa
     CAPTURE(dtype_name(dtype));
     const Tensor x = Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}, dtype).set_requires_grad();
     const Tensor mask = Tensor::from_ids({1, 1, 1, 0, 1, 0}, {2, 3});
-    const Tensor p = softmax(masked_fill(x, mask, -kInf));
+    const Tensor p = softmax(masked_fill(x, mask, -kInfinity));
     REQUIRE(p.to_vector() == Values{0, 0, 0, p.at({1, 0}), 0, p.at({1, 2})});
     REQUIRE(p.at({1, 0}) + p.at({1, 2}) == Approx(1.0));
     p.backward(Tensor::from({1, -2, 3, 4, 5, -6}, {2, 3}, dtype));
@@ -78,9 +78,9 @@ TEST_CASE("a fully masked softmax row gives zeros and no NaN, forward and backwa
 TEST_CASE("a fully masked log_softmax row is -inf without NaN, backward finite", "[ops]") {
   const Tensor x = Tensor::from({1, 2, 3, 4}, {2, 2}, DType::f64).set_requires_grad();
   const Tensor mask = Tensor::from_ids({1, 1, 0, 0}, {2, 2});
-  const Tensor lp = log_softmax(masked_fill(x, mask, -kInf));
-  REQUIRE(lp.at({0, 0}) == -kInf);
-  REQUIRE(lp.at({0, 1}) == -kInf);
+  const Tensor lp = log_softmax(masked_fill(x, mask, -kInfinity));
+  REQUIRE(lp.at({0, 0}) == -kInfinity);
+  REQUIRE(lp.at({0, 1}) == -kInfinity);
   REQUIRE(lp.at({1, 1}) == Approx(-std::log1p(std::exp(-1.0))));
   lp.backward(Tensor::ones({2, 2}, DType::f64));
   require_finite(x.grad());

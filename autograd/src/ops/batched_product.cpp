@@ -6,6 +6,7 @@
 #include <chrono>
 #include <type_traits>
 
+#include "kernels/gemv.hpp"
 #include "rounded.hpp"
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/generator.hpp"
@@ -186,6 +187,13 @@ namespace {
 template <class T>
 void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, ProductInput<T> a,
                 ProductInput<T> b, T* c, const T* bias) {
+  if constexpr (std::is_same_v<T, float>) {
+    // One row (a decode step's products): the matrix-vector loops read the weight at the
+    // memory's rate, which sgemm's blocking does not reach on a single row.
+    if (backend == ProductBackend::onednn_f32 && p.batch == 1 && p.m == 1) {
+      return kernels::gemv(a.values, b.values, tb, p.k, p.n, bias, c);
+    }
+  }
   const Pieces pieces = pieces_of(p);
   PieceOperands<T> o;
   o.a = a, o.b = b;
