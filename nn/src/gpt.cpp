@@ -215,8 +215,25 @@ Tensor GPT::hidden(const Tensor& tokens, const std::vector<int64_t>& lengths,
 }
 
 Tensor GPT::head(const Tensor& x) const {
+  if (head_bf16_ != nullptr && x.numel() == config_.n_embd) return linear_bf16(x, *head_bf16_);
   const Tensor& weight = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
   return matmul(x, weight, false, true);                                        // (B,T,V)
+}
+
+namespace {
+
+void keep_bf16_weights(Module& module, bool keep) {
+  if (auto* linear = dynamic_cast<Linear*>(&module)) linear->keep_bf16_weight(keep);
+  for (const auto& child : module.children()) keep_bf16_weights(*child.second, keep);
+}
+
+}  // namespace
+
+void GPT::set_generation_precision(Precision precision) {
+  const bool keep = precision == Precision::bf16;
+  keep_bf16_weights(*this, keep);
+  const Tensor& weight = lm_head ? lm_head->weight : transformer->wte->weight;  // (V,C)
+  head_bf16_ = keep ? std::make_shared<const Bf16Weight>(weight, true) : nullptr;
 }
 
 Tensor GPT::embed(const Tensor& tokens, int64_t past) {

@@ -28,6 +28,7 @@ Tensor Linear::forward(const Tensor& x) const {
     throw ShapeError(Operation("Linear"), fmt::format("input {} does not end in in_features={} (weight {})",
                                  x.shape().str(), in_features(), weight.shape().str()));
   }
+  if (weight_bf16_ != nullptr && x.numel() == in_features()) return linear_bf16(x, *weight_bf16_, bias);
   if (x.ndim() == 1) return reshape(forward(reshape(x, {1, -1})), {-1});
   if (layout_ == WeightLayout::in_out) return linear(x, weight, bias);
   const Tensor y = matmul(x, weight, false, true);  // (..., in) @ (out, in)^T
@@ -35,10 +36,16 @@ Tensor Linear::forward(const Tensor& x) const {
 }
 
 Tensor Linear::forward_gelu(const Tensor& h) const {
-  if (layout_ == WeightLayout::in_out && h.ndim() >= 2 && h.size(-1) == in_features()) {
+  if (layout_ == WeightLayout::in_out && weight_bf16_ == nullptr && h.ndim() >= 2 &&
+      h.size(-1) == in_features()) {
     return gelu_linear(h, weight, bias);
   }
   return forward(gelu(h));  // which also names a bad shape
+}
+
+void Linear::keep_bf16_weight(bool keep) {
+  weight_bf16_ = keep ? std::make_shared<const Bf16Weight>(weight, layout_ == WeightLayout::out_in)
+                      : nullptr;
 }
 
 }  // namespace tinygpt::nn

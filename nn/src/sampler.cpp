@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -53,6 +54,7 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
   const int64_t block = model.config().block_size;
   NoGradGuard no_grad;
   model.eval();
+  model.set_generation_precision(options.precision);
   Generator gen(options.seed);
   // A model that generates past its context keeps one cache (a window's ring, linear attention's
   // running sums) for the whole text.
@@ -73,6 +75,10 @@ std::vector<int64_t> generate(nn::GPT& model, const std::vector<int64_t>& prompt
     const bool warm = options.use_cache && !cache.empty();
     const std::vector<int64_t> feed = warm ? std::vector<int64_t>{window.back()} : window;
     if (options.use_cache && cache.empty()) cache = model.make_cache();
+    std::optional<PrecisionGuard> prompt_products;
+    if (options.precision == Precision::bf16 && !warm && bf16_unsupported_reason().empty()) {
+      prompt_products.emplace(Precision::bf16);
+    }
     const Tensor out_logits = model.next_logits(Tensor::from_ids(feed, {1, static_cast<int64_t>(feed.size())}),
                                                 options.use_cache ? &cache : nullptr);  // (1,1,V)
     const int64_t next = sample_next(out_logits, options, gen, static_cast<int64_t>(out.size()));

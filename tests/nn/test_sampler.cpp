@@ -2,12 +2,14 @@
 // model, prompt and options give the same token ids, including past the context length, where
 // both restart their window by the same rule.
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <vector>
 
 #include <catch2/catch.hpp>
 
 #include "tinygpt/autograd/generator.hpp"
+#include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/nn/gpt.hpp"
 #include "tinygpt/nn/sampler.hpp"
 
@@ -136,4 +138,31 @@ TEST_CASE("next_logits is forward's last position, with and without the KV cache
     CHECK(whole.to_vector()[i] == Approx(last[i]).margin(1e-5));
     CHECK(cached.to_vector()[i] == Approx(last[i]).margin(1e-5));
   }
+}
+
+TEST_CASE("generation in bf16 reads weights rounded once, within bf16's rounding of f32", "[sample][bf16]") {
+  const auto model = random_model(8, 5);
+  model->eval();
+  NoGradGuard no_grad;
+  const Tensor prompt = Tensor::from_ids({3, 1, 4, 1, 5}, {1, 5});
+  std::vector<nn::KVCache> cache = model->make_cache();
+  model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
+  const std::vector<double> f32 = model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache).to_vector();
+
+  model->set_generation_precision(Precision::bf16);
+  CHECK(model->generation_precision() == Precision::bf16);
+  cache = model->make_cache();
+  model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
+  const std::vector<double> bf16 = model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache).to_vector();
+  size_t differs = 0;
+  for (size_t i = 0; i < f32.size(); ++i) {
+    CHECK(bf16[i] == Approx(f32[i]).margin(0.05 * (std::abs(f32[i]) + 1.0)));
+    differs += bf16[i] != f32[i] ? 1 : 0;
+  }
+  CHECK(differs > 0);  // the one-position step did run on the rounded weights
+
+  model->set_generation_precision(Precision::f32);  // drops the copies: f32 again, to the bit
+  cache = model->make_cache();
+  model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
+  CHECK(model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache).to_vector() == f32);
 }

@@ -11,6 +11,7 @@
 #include <memory>
 #include <vector>
 
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/nn/attention.hpp"
 #include "tinygpt/nn/embedding.hpp"
 #include "tinygpt/nn/causal_lm.hpp"
@@ -133,6 +134,12 @@ class GPT : public CausalLM {
   std::string config_json() const override;  // gpt_config_json(config())
 
   const GPTConfig& config() const { return config_; }
+  // Generation in bf16: every weight matrix (the blocks' Linears and the LM head) rounded to bf16
+  // once and kept beside the f32 parameters; a forward of one position (next_logits on a warm KV
+  // cache) then reads those, half the bytes. Precision::f32 drops them. The copies are taken now,
+  // so weights changed afterwards (training, loading) need another call.
+  void set_generation_precision(Precision precision);
+  Precision generation_precision() const { return head_bf16_ != nullptr ? Precision::bf16 : Precision::f32; }
   // One KVCache per layer: a ring of W + G slots for a sliding window, linear attention's
   // running sums for linear attention, else one that grows.
   std::vector<KVCache> make_cache() const;
@@ -172,6 +179,7 @@ class GPT : public CausalLM {
   Tensor head(const Tensor& x) const;
 
   GPTConfig config_;
+  std::shared_ptr<const Bf16Weight> head_bf16_;  // the LM head's weight in bf16, or null
   std::shared_ptr<Generator> noise_;
   std::vector<std::unique_ptr<LayerHooks>> hooks_;  // one per block; blocks point into them
   HookId next_hook_id_ = 0;

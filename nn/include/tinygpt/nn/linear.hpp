@@ -1,4 +1,7 @@
 #pragma once
+#include <memory>
+
+#include "tinygpt/autograd/bf16_weight.hpp"
 #include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/nn/module.hpp"
 
@@ -21,12 +24,18 @@ class Linear : public Module {
   Tensor forward_gelu(const Tensor& h) const;
   int64_t in_features() const { return weight.size(layout_ == WeightLayout::in_out ? 0 : 1); }
   WeightLayout layout() const { return layout_; }
+  // Keeps the weight rounded to bf16 beside the f32 parameter (generation in bf16): a forward of
+  // one row then runs on it (linear_bf16, inference only); false drops it. The copy is taken now,
+  // so a weight changed afterwards needs another call.
+  void keep_bf16_weight(bool keep);
+  bool keeps_bf16_weight() const { return weight_bf16_ != nullptr; }
 
   Tensor weight;  // (in, out), or (out, in) for WeightLayout::out_in
   Tensor bias;    // (out), undefined without bias
 
  private:
   WeightLayout layout_;
+  std::shared_ptr<const Bf16Weight> weight_bf16_;
 };
 
 }  // namespace tinygpt::nn

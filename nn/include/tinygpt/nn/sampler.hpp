@@ -17,6 +17,10 @@ struct SampleOptions {
   // window but is neither returned nor counted: text starts at its first other token. At most a
   // context's worth are skipped, so a model that draws nothing else still ends. -1: none.
   int64_t skip_leading = -1;
+  // bf16: the model's weight matrices rounded to bf16 once (GPT::set_generation_precision), each
+  // one-position step's products on them, and the prompt's forward on Precision::bf16's products
+  // where the CPU has them (elsewhere in f32). Attention and the KV cache stay f32.
+  Precision precision = Precision::f32;
 };
 
 // The next id drawn from the last position's logits of `logits` (..., V) as `options` say: the
