@@ -243,12 +243,19 @@ TEST_CASE("bench --generate times a saved GPT's generation: load, first token, d
   // The same keys on every host (docs/PERFORMANCE.md lists them): none depends on the CPU.
   std::set<std::string> keys;
   for (const auto& item : j.items()) keys.insert(item.key());
-  CHECK(keys == std::set<std::string>{"mode", "model", "threads", "prompt_tokens", "new_tokens", "top_k", "seed",
+  CHECK(keys == std::set<std::string>{"mode", "model", "threads", "prompt_tokens", "new_tokens", "top_k", "precision", "seed",
                                       "load_s", "first_token_s", "decode_tokens_per_s", "decode_ms_per_token",
                                       "peak_rss_mb", "weight_bytes_per_token", "kv_cache_bytes_per_token",
                                       "read_bandwidth_gb_s", "bandwidth_bound_tokens_per_s", "fraction_of_bound"});
   const CliResult table = run_ok({"bench", "--generate", model, "--new-tokens", "2", "--threads", "1"});
   CHECK(table.out.find("bandwidth bound") != std::string::npos);
+  // In bf16 the weight matrices are read as bf16: half their bytes per token; the other key
+  // values keep their meaning. The portable products run where the CPU lacks avx512_bf16.
+  const nlohmann::json bf16 = nlohmann::json::parse(
+      run_ok({"bench", "--generate", model, "--new-tokens", "3", "--threads", "1", "--precision", "bf16", "--json"}).out);
+  CHECK(j["precision"] == "f32");
+  CHECK(bf16["precision"] == "bf16");
+  CHECK(bf16["weight_bytes_per_token"].get<double>() < 0.6 * j["weight_bytes_per_token"].get<double>());
 
   // The step flags and the generation ones do not mix.
   check_one_line_error(run_cli({"bench", "--generate", model, "--batch", "2"}), {"--batch", "--generate"});

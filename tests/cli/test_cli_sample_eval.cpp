@@ -134,6 +134,10 @@ TEST_CASE("sample --json is one object holding the text sample prints", "[cli][s
   CHECK(j["seed"] == 7);
   CHECK(j["temperature"] == 1.0);
   CHECK(j["seconds"].get<double>() >= 0.0);
+  CHECK(j["precision"] == "f32");
+  const json bf16 = json::parse(run_ok(concat(args, {"--json", "--precision", "bf16"})).out);
+  CHECK(bf16["precision"] == "bf16");
+  CHECK(bf16["text"].get<std::string>().size() == 30);
 }
 
 TEST_CASE("sample without a prompt starts at a character, not at the blank lines between documents",

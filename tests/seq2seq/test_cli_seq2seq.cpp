@@ -74,6 +74,9 @@ TEST_CASE("train --arch encoder-decoder writes a BART-style checkpoint that eval
   CHECK(sampled.at("text").get<std::string>().size() <= 19);  // the decoder's positions
   CHECK(run_ok({"sample", "--model", model, "--source", "abcdefgh"}).out ==
         sampled.at("text").get<std::string>() + "\n");
+  // bf16 generation keeps a GPT's weights in bf16; an encoder-decoder refuses it in one line.
+  const CliResult bf16 = run_cli({"sample", "--model", model, "--source", "abcdefgh", "--precision", "bf16"});
+  check_one_line_error(bf16, {"--precision", "encoder-decoder"});
 
   const json heads = parse_json(run_ok({"heads", "--model", model, "--json", "--pairs", "50", "--ablate"}).out);
   CHECK(heads.at("pairs") == 50);

@@ -31,7 +31,7 @@ struct BenchFlags {
 // generation flags go unused without it.
 void check_generate_flags(const BenchFlags& f, const CLI::App& cmd) {
   const std::set<std::string> generation = {"--generate", "--prompt-tokens", "--new-tokens", "--top-k"};
-  const std::set<std::string> shared = {"--threads", "--seed", "--json", "--help"};
+  const std::set<std::string> shared = {"--threads", "--seed", "--json", "--help", "--precision"};
   for (const CLI::Option* opt : cmd.get_options()) {
     const std::string name = opt->get_name();
     if (opt->count() == 0 || shared.count(name) > 0) continue;
@@ -49,6 +49,7 @@ void run_generation_bench(const BenchFlags& f) {
   set_num_threads(f.threads);
   train::GenerationSettings settings = f.generation;
   settings.seed = f.settings.seed;
+  settings.precision = parse_precision(f.settings.precision);
   const train::BenchReport report = train::bench_generation(f.generate, settings);
   fmt::print("{}", f.json ? report.json.dump() + "\n" : report.text);
 }
@@ -149,7 +150,8 @@ void add_bench_command(CLI::App& app) {
                   "precision of the products: f32, or bf16 (bf16 inputs, f32 accumulation; all "
                   "else f32, as torch.autocast); MFU is against the peak of the units that run the "
                   "products: the bf16 dot products, or the f32 FMAs where those are faster "
-                  "(TINYGPT_BF16_PRODUCTS)")
+                  "(TINYGPT_BF16_PRODUCTS); with --generate, as sample --precision (a GPT's weight "
+                  "matrices kept in bf16)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
   cmd->add_flag("--profile", flags->settings.profile, "also print the time per op (forward and backward) of the timed steps");

@@ -7,6 +7,7 @@
 #include "commands.hpp"
 #include "process.hpp"
 #include "tinygpt/analysis/task_commands.hpp"
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/autograd/threads.hpp"
 #include "tinygpt/train/checkpoint.hpp"
 
@@ -15,6 +16,7 @@ namespace {
 
 struct SampleFlags {
   std::string model;
+  std::string precision = "f32";
   std::string prompt;
   std::string source;  // an encoder-decoder's input
   bool temperature_given = false;
@@ -31,6 +33,7 @@ void run_sample(const SampleFlags& f) {
   request.prompt = f.prompt;
   request.source = f.source;
   request.options = f.options;
+  request.options.precision = parse_precision(f.precision);
   request.temperature_given = f.temperature_given;
   request.json = f.json;
   request.on_text = [](const std::string& text) {
@@ -58,6 +61,11 @@ void add_sample_command(CLI::App& app) {
   cmd->add_option("--temperature", flags->options.temperature, "softmax temperature (0: greedy; an encoder-decoder's default is 0)")->check(number_in(0.0, 100.0))->capture_default_str();
   cmd->add_option("--top-k", flags->options.top_k, "sample among the k likeliest tokens (0: all)")->check(integer_in(0, std::numeric_limits<int64_t>::max()))->capture_default_str();
   cmd->add_option("--seed", flags->options.seed, "sampling seed")->check(seed_value())->capture_default_str();
+  cmd->add_option("--precision", flags->precision,
+                  "a GPT's products: f32, or bf16 (its weight matrices rounded to bf16 once, half "
+                  "the bytes each token reads; sums in f32; attention and its cache stay f32)")
+      ->check(CLI::IsMember({"f32", "bf16"}))
+      ->capture_default_str();
   add_threads_flag(*cmd, flags->threads, "1 by default: decoding one position is too small to share");
   cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");
   cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");

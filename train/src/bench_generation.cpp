@@ -53,25 +53,27 @@ double measure_read_bandwidth_gb_s() {
 }
 
 // Bytes a decode step reads: every weight matrix once (the tied embedding as the LM head), one
-// row of each embedding table aside; and the cache's keys and values at its mean length.
+// row of each embedding table aside, at 2 bytes a value in bf16 (the vectors, biases and layer
+// norms, stay f32); and the cache's keys and values at its mean length.
 struct DecodeBytes {
   double weights = 0.0, kv_cache = 0.0;
 };
-DecodeBytes decode_bytes(const nn::GPT& model, int64_t prompt_tokens, int64_t new_tokens) {
+DecodeBytes decode_bytes(const nn::GPT& model, const GenerationSettings& s) {
   DecodeBytes out;
   for (const auto& [name, p] : model.named_parameters()) {
-    if (name != "transformer.wpe.weight") out.weights += static_cast<double>(p.numel()) * dtype_size(p.dtype());
+    const bool rounded = s.precision == Precision::bf16 && p.ndim() == 2;
+    if (name != "transformer.wpe.weight") out.weights += static_cast<double>(p.numel()) * (rounded ? 2 : dtype_size(p.dtype()));
   }
   const nn::GPTConfig& c = model.config();
   const double mean_positions =
-      static_cast<double>(std::min(prompt_tokens + new_tokens / 2, c.block_size));
+      static_cast<double>(std::min(s.prompt_tokens + s.new_tokens / 2, c.block_size));
   out.kv_cache = 2.0 * c.n_layer * c.kv_heads() * (c.n_embd / c.n_head) * mean_positions * sizeof(float);
   return out;
 }
 
 std::string generation_text(const json& j) {
   return fmt::format(
-      "model {}: {} threads, prompt {} tokens, {} new ({}), seed {}\n"
+      "model {}: {} threads, prompt {} tokens, {} new ({}, {}), seed {}\n"
       "load                {:.3f} s\n"
       "first token         {:.3f} s (the prompt's forward)\n"
       "decode              {:.2f} tokens/s ({:.2f} ms/token)\n"
@@ -81,6 +83,7 @@ std::string generation_text(const json& j) {
       "bandwidth bound     {:.2f} tokens/s; decode reaches {:.2f} of it\n",
       j["model"].get<std::string>(), j["threads"].get<int>(), j["prompt_tokens"].get<int64_t>(),
       j["new_tokens"].get<int64_t>(), j["top_k"].get<int64_t>() > 0 ? fmt::format("top-k {}", j["top_k"].get<int64_t>()) : "greedy",
+      j["precision"].get<std::string>(),
       j["seed"].get<uint64_t>(), j["load_s"].get<double>(), j["first_token_s"].get<double>(),
       j["decode_tokens_per_s"].get<double>(), j["decode_ms_per_token"].get<double>(),
       j["peak_rss_mb"].get<double>(), j["weight_bytes_per_token"].get<double>() / 1e6,
@@ -108,13 +111,14 @@ BenchReport bench_generation(const std::string& model_dir, const GenerationSetti
   options.top_k = s.top_k;
   options.temperature = s.top_k > 0 ? 1.0 : 0.0;
   options.seed = s.seed;
+  options.precision = s.precision;
   const Clock::time_point start = Clock::now();
   double first_token_s = 0.0;
   nn::generate(*model, prompt, options, [&](int64_t) {
     if (first_token_s == 0.0) first_token_s = seconds_since(start);
   });
   const double decode_s = seconds_since(start) - first_token_s;
-  const DecodeBytes bytes = decode_bytes(*model, s.prompt_tokens, s.new_tokens);
+  const DecodeBytes bytes = decode_bytes(*model, s);
   const double bandwidth = measure_read_bandwidth_gb_s();
   const double bound = bandwidth * 1e9 / (bytes.weights + bytes.kv_cache);
   const double tokens_per_s = static_cast<double>(s.new_tokens - 1) / decode_s;
@@ -124,6 +128,7 @@ BenchReport bench_generation(const std::string& model_dir, const GenerationSetti
             {"prompt_tokens", s.prompt_tokens},
             {"new_tokens", s.new_tokens},
             {"top_k", s.top_k},
+            {"precision", precision_name(s.precision)},
             {"seed", s.seed},
             {"load_s", load_s},
             {"first_token_s", first_token_s},

@@ -99,7 +99,8 @@ SampleOutput LanguageModelCommands::sample(const SampleRequest& r) {
   out.json = {{"prompt", r.prompt},           {"text", generated},
               {"tokens", r.options.tokens},   {"temperature", r.options.temperature},
               {"top_k", r.options.top_k},     {"seed", r.options.seed},
-              {"seconds", seconds},           {"model", model_dir_}};
+              {"seconds", seconds},           {"model", model_dir_},
+              {"precision", precision_name(r.options.precision)}};
   out.speed = speed_lines(static_cast<int64_t>(prompt.size()), r.options.tokens, seconds);
   return out;
 }

@@ -148,6 +148,10 @@ SampleOutput PairCommands::sample(const SampleRequest& r) {
     throw SettingError(Operation("TaskCommands"),
                        {fmt::format("{} is an encoder-decoder: pass ", model_dir_), setting("source"), " TEXT"});
   }
+  if (r.options.precision != Precision::f32) {
+    refuse("precision", {fmt::format("{} is an encoder-decoder, which samples in f32 (bf16 generation keeps a GPT's "
+                                     "weights in bf16)", model_dir_)});
+  }
   const data::Tokenizer& tokenizer = task_.tokenizer();
   const std::vector<int64_t> source = encode_setting("source", r.source, tokenizer);
   const int64_t positions = task_.encoder_decoder().config().max_position_embeddings;

@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/autograd/precision.hpp"
 #include "tinygpt/train/task.hpp"
 #include "tinygpt/train/trainer.hpp"
 
@@ -53,6 +54,7 @@ struct GenerationSettings {
   int64_t new_tokens = 256;
   int64_t top_k = 0;  // 0: greedy; else top-k sampling at temperature 1
   uint64_t seed = 1;
+  Precision precision = Precision::f32;  // as sample --precision (nn::SampleOptions::precision)
 };
 
 // Loads `model_dir` and continues a prompt of ids 0, 1, 2, ...: the load's time, the first
