@@ -22,18 +22,24 @@ Bf16Weight::Bf16Weight(const Tensor& weight, bool transposed) {
   words_.assign(static_cast<size_t>(n_ * stride_), 0);
   const float* pw = weight.data<float>();
   if (transposed) {
+#pragma omp parallel for schedule(static)
     for (int64_t j = 0; j < n_; ++j) {
       for (int64_t i = 0; i < k_; ++i) words_[j * stride_ + i] = kernels::round_to_bf16(pw[j * k_ + i]);
     }
     return;
   }
-  // Row j of the layout is column j of W (K, N), written 32 values at a time: the 32 rows of W
-  // a stretch reads stay in L1 across the next columns, where a whole column per row would
-  // miss the cache at every value.
-  for (int64_t i0 = 0; i0 < k_; i0 += 32) {
-    const int64_t i1 = std::min(k_, i0 + 32);
-    for (int64_t j = 0; j < n_; ++j) {
-      for (int64_t i = i0; i < i1; ++i) words_[j * stride_ + i] = kernels::round_to_bf16(pw[i * n_ + j]);
+  // Row j of the layout is column j of W (K, N), taken 16 columns by 32 rows at a time: one cache
+  // line of each of the 32 rows of W serves all 16, where a whole column per row would miss the
+  // cache at every value.
+  const int64_t strips = (n_ + 15) / 16;
+#pragma omp parallel for schedule(static)
+  for (int64_t strip = 0; strip < strips; ++strip) {
+    const int64_t j1 = std::min(n_, 16 * strip + 16);
+    for (int64_t i0 = 0; i0 < k_; i0 += 32) {
+      const int64_t i1 = std::min(k_, i0 + 32);
+      for (int64_t j = 16 * strip; j < j1; ++j) {
+        for (int64_t i = i0; i < i1; ++i) words_[j * stride_ + i] = kernels::round_to_bf16(pw[i * n_ + j]);
+      }
     }
   }
 }
