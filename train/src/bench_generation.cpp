@@ -54,7 +54,7 @@ double measure_read_bandwidth_gb_s() {
 
 // Bytes a decode step reads: every weight matrix once (the tied embedding as the LM head), one
 // row of each embedding table aside, at 2 bytes a value in bf16 (the vectors, biases and layer
-// norms, stay f32); and the cache's keys and values at its mean length.
+// norms, stay f32), and the cache's keys and values at its mean length.
 struct DecodeBytes {
   double weights = 0.0, kv_cache = 0.0;
 };

@@ -11,7 +11,8 @@
 #endif
 
 // Built for 16 lanes as well (avx512_clones.hpp): twice the bytes per load keeps more of the
-// weight's stream in flight per instruction. test_gemv holds both builds against float64.
+// weight's stream in flight per instruction. test_gemv holds the loops this CPU runs against
+// float64.
 
 namespace tinygpt::kernels {
 namespace {

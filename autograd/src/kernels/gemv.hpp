@@ -1,9 +1,9 @@
 #pragma once
 // Products with one row, x (k) times a weight: every product of a decode step at batch 1 (one new
-// position). Such a product does two flops per weight it reads, so the memory decides its speed;
-// a blocked matrix-matrix kernel (oneDNN's sgemm) loses about half of that rate on a single row.
-// These loops read the weight once, in the order it is stored, and split the outputs over the
-// OpenMP team.
+// position). Such a product does two flops per weight it reads, so the memory decides its speed,
+// and a matrix-matrix kernel's blocking (oneDNN's sgemm) only stands between the weight and the
+// sums. These loops read the weight once, in the order it is stored, and split the outputs over
+// the OpenMP team.
 #include <cstdint>
 
 namespace tinygpt::kernels {
