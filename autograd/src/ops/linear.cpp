@@ -60,14 +60,16 @@ constexpr int64_t kColumnSumRows = 128;
 Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
   const int64_t blocks = (rows + kColumnSumRows - 1) / kColumnSumRows;
-  std::vector<double> block_sums(static_cast<size_t>(blocks * n), 0.0);
+  thread_local std::vector<double> block_sums, sums;  // kept: a warm step allocates nothing
+  block_sums.assign(static_cast<size_t>(blocks * n), 0.0);
   Tensor out = Tensor::empty({n}, g.dtype());
   dispatch_float(g.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
+    double* const partial = block_sums.data();  // the calling thread's, shared with the team
 #pragma omp parallel for schedule(static) if (rows * n > kParallelGrain && blocks > 1)
     for (int64_t b = 0; b < blocks; ++b) {
-      double* acc = block_sums.data() + b * n;
+      double* acc = partial + b * n;
       for (int64_t r = b * kColumnSumRows; r < std::min(rows, (b + 1) * kColumnSumRows); ++r) {
         const T* row = pg + r * n;
 #pragma omp simd
@@ -77,9 +79,9 @@ Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
         }
       }
     }
-    std::vector<double> sums(static_cast<size_t>(n), 0.0);
+    sums.assign(static_cast<size_t>(n), 0.0);
     for (int64_t b = 0; b < blocks; ++b) {
-      for (int64_t j = 0; j < n; ++j) sums[j] += block_sums[b * n + j];
+      for (int64_t j = 0; j < n; ++j) sums[j] += partial[b * n + j];
     }
     T* po = out.data<T>();
     for (int64_t j = 0; j < n; ++j) po[j] = static_cast<T>(sums[j]);
