@@ -3,6 +3,7 @@
 // directory's files to prove a failed command left it as it was, and the check that a command
 // failed the way every tinygpt error must: an exit code (not a signal) and one line on stderr.
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -116,18 +117,30 @@ inline std::vector<nlohmann::json> log_without_timing(const std::string& dir) {
 }
 
 // Trains the tiny model into `out`, with `changes` as tiny_train_args takes them, and requires
-// that it worked. The default model trains once per test process and is copied after that (a run
-// folder moves as a whole: nothing in it names its own path): a case with a SECTION per bad input
-// runs from the top once per section, and each training took 2 s under the sanitizers.
+// that it worked. The default model trains once per build of tinygpt and is copied after that (a
+// run folder moves as a whole: nothing in it names its own path, and training is deterministic):
+// a hundred cases start from it, each in a process of its own, and each training took 2 s under
+// the sanitizers. The copy kept in the build directory is named by the binary's size and time,
+// so a rebuilt tinygpt trains its own; two cases racing to train it both do, and one rename wins.
 inline void train_tiny_model(const std::string& out, const std::vector<std::string>& changes = {}) {
-  if (!changes.empty() || std::filesystem::exists(out)) {
+  namespace fs = std::filesystem;
+  if (!changes.empty() || fs::exists(out)) {
     run_ok(tiny_train_args(out, changes));
     return;
   }
-  static const ScratchDir trained;
-  const std::string run = trained.file("run");
-  if (!std::filesystem::exists(run)) run_ok(tiny_train_args(run));
-  std::filesystem::copy(run, out, std::filesystem::copy_options::recursive);
+  const fs::path binary = tinygpt_binary();
+  const fs::path cache = fs::path(TINYGPT_BINARY_DIR) / "tests-cache";
+  const fs::path trained =
+      cache / ("tiny-" + std::to_string(fs::file_size(binary)) + "-" +
+               std::to_string(static_cast<uint64_t>(fs::last_write_time(binary).time_since_epoch().count())));
+  if (!fs::exists(trained)) {
+    fs::create_directories(cache);
+    const ScratchDir fresh(cache);
+    run_ok(tiny_train_args(fresh.file("run")));
+    std::error_code lost_the_race;
+    fs::rename(fresh.file("run"), trained, lost_the_race);
+  }
+  fs::copy(trained, out, fs::copy_options::recursive);
 }
 
 // A 2-layer, 2-head, width-16, context-16 model trained 20 steps into `dir`/run (two layers: a

@@ -68,16 +68,23 @@ void replace_file(const std::string& run, const std::string& pristine, const std
   make(run + "/" + name);
 }
 
+// Every pair of a file and a command that reads it meets some kind of non-regular file, and every
+// kind meets every file (through its first reader): the pairs cover what each reader and each
+// kind can get wrong at a fraction of the full product's runs.
 void check_refused_by_readers(const std::string& run, const std::string& pristine,
                               const std::vector<std::string>& names) {
-  for (const std::string& name : names) {
-    for (const auto& [kind, make] : non_regular_files()) {
-      for (const std::vector<std::string>& command : readers_of(name, run)) {
-        CAPTURE(name, kind, command);
-        replace_file(run, pristine, name, make);
-        const CliResult r = run_cli(command, kQuick);
-        check_one_line_error(r, {run + "/" + name});
-        CHECK(r.exit_code == 1);
+  const auto& kinds = non_regular_files();
+  for (size_t n = 0; n < names.size(); ++n) {
+    const std::vector<std::vector<std::string>> readers = readers_of(names[n], run);
+    for (size_t r = 0; r < readers.size(); ++r) {
+      for (size_t k = 0; k < kinds.size(); ++k) {
+        if (r > 0 && k != (n + r) % kinds.size()) continue;
+        const auto& [kind, make] = kinds[k];
+        CAPTURE(names[n], kind, readers[r]);
+        replace_file(run, pristine, names[n], make);
+        const CliResult result = run_cli(readers[r], kQuick);
+        check_one_line_error(result, {run + "/" + names[n]});
+        CHECK(result.exit_code == 1);
       }
     }
   }
