@@ -2,7 +2,6 @@
 // forward function and a backward function. Under a bf16 backend (Precision::bf16) the
 // backward pass keeps its input rounded to bf16 instead of the f32 values, as autocast saves its
 // bf16 casts: half the memory, and its products round nothing again.
-#include <omp.h>
 
 #include <algorithm>
 #include <type_traits>
@@ -50,38 +49,42 @@ bool bf16_product(ProductBackend backend, const Tensor& x, const MatmulPlan& p) 
          p.k > 0;
 }
 
-// Column sums of g (rows, n) -> (n), accumulated in double, each column over the rows in order,
-// so the result does not depend on the thread count. Each thread takes a strip of whole 16-column
-// groups and walks it row by row, its sums in L1 (walking down 64-column strips instead, whose
-// rows lie a page apart, is slower). With `rounded`, g's values rounded to bf16 go there in the
-// same pass (packed rows of n), as the bf16 backward needs beside the sums: one read of g instead
-// of two, which is what the pass's time goes to.
+// Rows per block of column_sums: each block's sums run over its rows in order and the blocks'
+// sums are added in block order, a fixed order whatever the thread count.
+constexpr int64_t kColumnSumRows = 128;
+
+// Column sums of g (rows, n) -> (n), accumulated in double. Each thread takes whole blocks of
+// rows, so it streams contiguous memory (the pass waits on reading g, not on its adds), the
+// block's sums in L1. With `rounded`, g's values rounded to bf16 go there in the same pass
+// (packed rows of n), as the bf16 backward needs beside the sums: one read of g instead of two.
 Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
   const int64_t n = g.shape()[g.ndim() - 1], rows = n == 0 ? 0 : g.numel() / n;
+  const int64_t blocks = (rows + kColumnSumRows - 1) / kColumnSumRows;
+  thread_local std::vector<double> block_sums, sums;  // kept: a warm step allocates nothing
+  block_sums.assign(static_cast<size_t>(blocks * n), 0.0);
   Tensor out = Tensor::empty({n}, g.dtype());
   dispatch_float(g.dtype(), "linear", [&](auto tag) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
-    T* po = out.data<T>();
-    const int64_t groups = (n + 15) / 16;
-#pragma omp parallel if (rows * n > kParallelGrain && groups > 1)
-    {
-      const int64_t threads = omp_get_num_threads(), t = omp_get_thread_num();
-      const int64_t lo = std::min(n, 16 * (groups * t / threads));
-      const int64_t hi = std::min(n, 16 * (groups * (t + 1) / threads));
-      thread_local std::vector<double> sums;
-      sums.assign(static_cast<size_t>(std::max<int64_t>(hi - lo, 0)), 0.0);
-      double* acc = sums.data();
-      for (int64_t r = 0; r < rows && lo < hi; ++r) {
-        const T* row = pg + r * n + lo;
+    double* const partial = block_sums.data();  // the calling thread's, shared with the team
+#pragma omp parallel for schedule(static) if (rows * n > kParallelGrain && blocks > 1)
+    for (int64_t b = 0; b < blocks; ++b) {
+      double* acc = partial + b * n;
+      for (int64_t r = b * kColumnSumRows; r < std::min(rows, (b + 1) * kColumnSumRows); ++r) {
+        const T* row = pg + r * n;
 #pragma omp simd
-        for (int64_t j = 0; j < hi - lo; ++j) acc[j] += static_cast<double>(row[j]);
+        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(row[j]);
         if constexpr (std::is_same_v<T, float>) {
-          if (rounded != nullptr) kernels::to_bf16(row, 1, hi - lo, hi - lo, rounded + r * n + lo);
+          if (rounded != nullptr) kernels::to_bf16(row, 1, n, n, rounded + r * n);
         }
       }
-      for (int64_t j = lo; j < hi; ++j) po[j] = static_cast<T>(acc[j - lo]);
     }
+    sums.assign(static_cast<size_t>(n), 0.0);
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t j = 0; j < n; ++j) sums[j] += partial[b * n + j];
+    }
+    T* po = out.data<T>();
+    for (int64_t j = 0; j < n; ++j) po[j] = static_cast<T>(sums[j]);
   });
   return out;
 }
