@@ -28,7 +28,6 @@ class Linear : public Module {
   // one row then runs on it (linear_bf16, inference only); false drops it. The copy is taken now,
   // so a weight changed afterwards needs another call.
   void keep_bf16_weight(bool keep);
-  bool keeps_bf16_weight() const { return weight_bf16_ != nullptr; }
 
   Tensor weight;  // (in, out), or (out, in) for WeightLayout::out_in
   Tensor bias;    // (out), undefined without bias
