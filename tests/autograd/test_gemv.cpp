@@ -1,7 +1,8 @@
 // Products of one row (kernels/gemv.cpp: the decode step's products) against float64: linear on a
 // (K, N) weight and matmul on a transposed (N, K) one, and linear_bf16 on a Bf16Weight of either,
-// at sizes with tails of every kind (rows not a multiple of four, columns not a multiple of 16,
-// rows of the bf16 layout padded to 32 values), on one thread and on two.
+// at sizes with tails of every kind (a (K, N) weight's rows in several 128-row blocks, the last
+// partial, with rows left over from passes of 16; columns not a multiple of 16; rows of the bf16
+// layout padded to 32 values), on one thread and on two.
 #include <algorithm>
 #include <cmath>
 
@@ -50,7 +51,8 @@ TEST_CASE("one-row products match float64 and do not depend on the thread count"
           "[ops][gemv]") {
   const RowProduct shape = GENERATE(RowProduct{1, 1}, RowProduct{3, 5}, RowProduct{4, 16},
                                     RowProduct{7, 17}, RowProduct{33, 47}, RowProduct{64, 129},
-                                    RowProduct{131, 257}, RowProduct{258, 301});
+                                    RowProduct{131, 257}, RowProduct{258, 301},
+                                    RowProduct{300, 130});
   INFO("k " << shape.k << ", n " << shape.n);
   Generator gen(static_cast<uint64_t>(shape.k * 1000 + shape.n));
   const Tensor x = Tensor::randn({1, shape.k}, gen);

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "avx512_clones.hpp"
 #if TINYGPT_HAS_AVX512_CLONES
@@ -20,50 +21,49 @@ namespace {
 // A product reads fewer weights than this on the calling thread: waking the team costs more.
 constexpr int64_t kGemvParallelWeights = int64_t{1} << 15;
 
-// y[lo..hi) of x W, W (k, n): rows of W taken four at a time, each a contiguous stretch of
-// columns, added into y (which stays in L1) in row order, so y[j] = ((x0 w0j + x1 w1j) + ...).
-inline __attribute__((always_inline)) void gemv_rows_loop(const float* x, const float* w, int64_t k,
-                                                          int64_t n, int64_t lo, int64_t hi,
-                                                          float* y) {
-  std::fill(y + lo, y + hi, 0.0f);
-  int64_t i = 0;
-  for (; i + 4 <= k; i += 4) {
-    const float x0 = x[i], x1 = x[i + 1], x2 = x[i + 2], x3 = x[i + 3];
-    const float* w0 = w + i * n;
-    const float* w1 = w0 + n;
-    const float* w2 = w1 + n;
-    const float* w3 = w2 + n;
+// Rows of a (k, n) weight per block: each block's sums start from zero and run over its rows in
+// order, and the blocks' sums are added in block order, a fixed order whatever the thread count.
+// Each thread takes whole blocks, so it streams one contiguous stretch of the weight.
+constexpr int64_t kGemvBlockRows = 128;
+
+// Rows of W added per pass over a block's sums: each pass reads and writes the sums (n values,
+// in L1) once for this many rows of the weight.
+constexpr int kGemvPassRows = 16;
+
+// sums (n) += x[0..kRows) W[0..kRows), W's rows n apart, added into each sum in row order.
+template <int kRows>
+inline __attribute__((always_inline)) void add_rows(const float* x, const float* w, int64_t n,
+                                                    float* sums) {
+  const float* rows[kRows];
+  float xs[kRows];
+  for (int q = 0; q < kRows; ++q) rows[q] = w + q * n, xs[q] = x[q];
 #pragma omp simd
-    for (int64_t j = lo; j < hi; ++j) y[j] = y[j] + x0 * w0[j] + x1 * w1[j] + x2 * w2[j] + x3 * w3[j];
-  }
-  for (; i < k; ++i) {
-    const float xi = x[i];
-    const float* wi = w + i * n;
-#pragma omp simd
-    for (int64_t j = lo; j < hi; ++j) y[j] = y[j] + xi * wi[j];
+  for (int64_t j = 0; j < n; ++j) {
+    float s = sums[j];
+#pragma GCC unroll 16
+    for (int q = 0; q < kRows; ++q) s += xs[q] * rows[q][j];
+    sums[j] = s;
   }
 }
 
-// y[lo..hi) of W x, W (n, k): four rows of W at a time, each a dot product with x.
+// sums (n) = x[lo..hi) W[lo..hi), W (k, n): the rows lo..hi, one block, in row order.
+inline __attribute__((always_inline)) void gemv_block_loop(const float* x, const float* w,
+                                                           int64_t n, int64_t lo, int64_t hi,
+                                                           float* sums) {
+  std::fill(sums, sums + n, 0.0f);
+  int64_t i = lo;
+  for (; i + kGemvPassRows <= hi; i += kGemvPassRows) {
+    add_rows<kGemvPassRows>(x + i, w + i * n, n, sums);
+  }
+  for (; i < hi; ++i) add_rows<1>(x + i, w + i * n, n, sums);
+}
+
+// y[lo..hi) of W x, W (n, k): each output a dot product of one row of W with x, one row at a
+// time, so the thread reads its rows as one sequential stream, the pattern the hardware
+// prefetchers follow best (several rows' streams interleaved slow the read down).
 inline __attribute__((always_inline)) void gemv_dots_loop(const float* x, const float* w, int64_t k,
                                                           int64_t lo, int64_t hi, float* y) {
-  int64_t r = lo;
-  for (; r + 4 <= hi; r += 4) {
-    const float* w0 = w + r * k;
-    const float* w1 = w0 + k;
-    const float* w2 = w1 + k;
-    const float* w3 = w2 + k;
-    float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
-#pragma omp simd reduction(+ : s0, s1, s2, s3)
-    for (int64_t i = 0; i < k; ++i) {
-      s0 += x[i] * w0[i];
-      s1 += x[i] * w1[i];
-      s2 += x[i] * w2[i];
-      s3 += x[i] * w3[i];
-    }
-    y[r] = s0, y[r + 1] = s1, y[r + 2] = s2, y[r + 3] = s3;
-  }
-  for (; r < hi; ++r) {
+  for (int64_t r = lo; r < hi; ++r) {
     const float* wr = w + r * k;
     float s = 0.0f;
 #pragma omp simd reduction(+ : s)
@@ -72,9 +72,9 @@ inline __attribute__((always_inline)) void gemv_dots_loop(const float* x, const 
   }
 }
 
-TINYGPT_AVX512 void gemv_rows_avx512(const float* x, const float* w, int64_t k, int64_t n,
-                                     int64_t lo, int64_t hi, float* y) {
-  gemv_rows_loop(x, w, k, n, lo, hi, y);
+TINYGPT_AVX512 void gemv_block_avx512(const float* x, const float* w, int64_t n, int64_t lo,
+                                      int64_t hi, float* sums) {
+  gemv_block_loop(x, w, n, lo, hi, sums);
 }
 
 TINYGPT_AVX512 void gemv_dots_avx512(const float* x, const float* w, int64_t k, int64_t lo,
@@ -82,17 +82,35 @@ TINYGPT_AVX512 void gemv_dots_avx512(const float* x, const float* w, int64_t k, 
   gemv_dots_loop(x, w, k, lo, hi, y);
 }
 
-// The outputs [lo, hi) of one thread's share.
-void gemv_share(const float* x, const float* w, bool transposed, int64_t k, int64_t n, int64_t lo,
-                int64_t hi, float* y) {
+// y (n) = x W + bias, W (k, n): the team takes whole blocks of rows into their sums, then whole
+// 16-output groups of y, each the blocks' sums in block order.
+void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float* bias, float* y) {
+  const int64_t blocks = (k + kGemvBlockRows - 1) / kGemvBlockRows, groups = (n + 15) / 16;
+  thread_local std::vector<float> block_sums;  // kept: a warm step allocates nothing
+  block_sums.resize(static_cast<size_t>(blocks * n));
+  float* const sums = block_sums.data();  // the calling thread's, shared with the team
   const bool wide = use_avx512();
-  if (transposed) {
-    wide ? gemv_dots_avx512(x, w, k, lo, hi, y) : gemv_dots_loop(x, w, k, lo, hi, y);
-  } else {
-    wide ? gemv_rows_avx512(x, w, k, n, lo, hi, y) : gemv_rows_loop(x, w, k, n, lo, hi, y);
+#pragma omp parallel if (k * n >= kGemvParallelWeights && !omp_in_parallel())
+  {
+#pragma omp for schedule(static)
+    for (int64_t b = 0; b < blocks; ++b) {
+      const int64_t lo = b * kGemvBlockRows, hi = std::min(k, lo + kGemvBlockRows);
+      wide ? gemv_block_avx512(x, w, n, lo, hi, sums + b * n)
+           : gemv_block_loop(x, w, n, lo, hi, sums + b * n);
+    }
+#pragma omp for schedule(static)
+    for (int64_t g = 0; g < groups; ++g) {
+      const int64_t lo = 16 * g, hi = std::min(n, lo + 16);
+      std::fill(y + lo, y + hi, 0.0f);
+      for (int64_t b = 0; b < blocks; ++b) {
+        for (int64_t j = lo; j < hi; ++j) y[j] += sums[b * n + j];
+      }
+      if (bias != nullptr) {
+        for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
+      }
+    }
   }
 }
-
 
 // The 16 lanes of a bf16 row product summed as a halving tree (lane l + lane l + 8, ...), the
 // order both the native and the portable loop end in.
@@ -182,8 +200,10 @@ void over_team(int64_t weights, int64_t n, const float* bias, float* y, const Sh
 
 void gemv(const float* x, const float* w, bool transposed, int64_t k, int64_t n, const float* bias,
           float* y) {
+  if (!transposed) return gemv_rows(x, w, k, n, bias, y);
+  const bool wide = use_avx512();
   over_team(k * n, n, bias, y, [&](int64_t lo, int64_t hi) {
-    gemv_share(x, w, transposed, k, n, lo, hi, y);
+    wide ? gemv_dots_avx512(x, w, k, lo, hi, y) : gemv_dots_loop(x, w, k, lo, hi, y);
   });
 }
 
