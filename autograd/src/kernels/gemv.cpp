@@ -98,7 +98,7 @@ void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float
       wide ? gemv_block_avx512(x, w, n, lo, hi, sums + b * n)
            : gemv_block_loop(x, w, n, lo, hi, sums + b * n);
     }
-#pragma omp for schedule(static)
+#pragma omp for schedule(static) nowait  // the region's end is the barrier
     for (int64_t g = 0; g < groups; ++g) {
       const int64_t lo = 16 * g, hi = std::min(n, lo + 16);
       std::fill(y + lo, y + hi, 0.0f);
