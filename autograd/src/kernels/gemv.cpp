@@ -148,32 +148,23 @@ void gemv_bf16_portable(const uint16_t* x, const uint16_t* w, int64_t stride, in
 }
 
 #if TINYGPT_HAS_AVX512_CLONES
-// kRows rows of W from `row` times x on vdpbf16ps, one accumulator each.
-template <int kRows>
-TINYGPT_AVX512_BF16 inline void gemv_bf16_rows(const uint16_t* x, const uint16_t* row,
-                                               int64_t stride, float* y) {
-  __m512 acc[kRows];
-  for (int q = 0; q < kRows; ++q) acc[q] = _mm512_setzero_ps();
-  for (int64_t c = 0; c < stride; c += 32) {
-    const __m512i xv = _mm512_loadu_si512(x + c);
-    for (int q = 0; q < kRows; ++q) {
-      const __m512i wv = _mm512_loadu_si512(row + q * stride + c);
-      acc[q] = _mm512_dpbf16_ps(acc[q], reinterpret_cast<const __m512bh&>(wv),
-                                reinterpret_cast<const __m512bh&>(xv));
-    }
-  }
-  for (int q = 0; q < kRows; ++q) {
-    float lanes[16];
-    _mm512_storeu_ps(lanes, acc[q]);
-    y[q] = bf16_lane_sum(lanes);
-  }
-}
-
+// Rows lo..hi of W times x on vdpbf16ps, one row at a time (one sequential stream, as
+// gemv_dots_loop), each on one accumulator.
 TINYGPT_AVX512_BF16 void gemv_bf16_native(const uint16_t* x, const uint16_t* w, int64_t stride,
                                           int64_t lo, int64_t hi, float* y) {
-  int64_t r = lo;
-  for (; r + 4 <= hi; r += 4) gemv_bf16_rows<4>(x, w + r * stride, stride, y + r);
-  for (; r < hi; ++r) gemv_bf16_rows<1>(x, w + r * stride, stride, y + r);
+  for (int64_t r = lo; r < hi; ++r) {
+    const uint16_t* row = w + r * stride;
+    __m512 acc = _mm512_setzero_ps();
+    for (int64_t c = 0; c < stride; c += 32) {
+      const __m512i xv = _mm512_loadu_si512(x + c);
+      const __m512i wv = _mm512_loadu_si512(row + c);
+      acc = _mm512_dpbf16_ps(acc, reinterpret_cast<const __m512bh&>(wv),
+                             reinterpret_cast<const __m512bh&>(xv));
+    }
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    y[r] = bf16_lane_sum(lanes);
+  }
 }
 #endif
 
