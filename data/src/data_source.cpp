@@ -18,8 +18,12 @@ namespace fs = std::filesystem;
 constexpr uint64_t kToySeed = 0;
 constexpr int64_t kToyChars = 4'000'000;
 
+bool is_toy_corpus(const std::string& source) {
+  return source == kToyCorpus || source == kToyMlmCorpus;
+}
+
 bool is_builtin_source(const std::string& source) {
-  return source == kToyCorpus || is_pair_task(source);
+  return is_toy_corpus(source) || is_pair_task(source);
 }
 
 namespace {
@@ -52,10 +56,11 @@ bool same_source(const std::string& a, const std::string& b) {
 
 std::string load_text(const std::string& source) {
   if (source == kToyCorpus) return generate_toy_corpus(kToySeed, kToyChars);
+  if (source == kToyMlmCorpus) return generate_toy_mlm_corpus(kToySeed, kToyChars);
   if (is_pair_task(source)) return generate_pair_task(source, kToySeed, kPairTaskSize);
   if (is_unknown_builtin(source)) {
-    throw ValueError(fmt::format("unknown built-in data {} (expected {}, {}, {} or {})", source,
-                                 kToyCorpus, kReverseTask, kSortTask, kDatesTask));
+    throw ValueError(fmt::format("unknown built-in data {} (expected {}, {}, {}, {} or {})", source,
+                                 kToyCorpus, kToyMlmCorpus, kReverseTask, kSortTask, kDatesTask));
   }
   return read_text_file(source);
 }

@@ -98,6 +98,8 @@ constexpr int64_t sum(const std::array<int64_t, 3>& values) {
 static_assert(sum(kToyNameCountPercent) == 100, "kToyNameCountPercent must add up to 100");
 static_assert(kToyEchoMaxChars <= 26, "an echo span has no letter twice");
 static_assert(kToyEchoMinChars > kToyMaxWordChars, "an echo span must not look like a grammar word");
+static_assert(kToyMlmEchoChars > kToyMaxWordChars && 2 * kToyMlmEchoChars + 2 <= kToyMaxDocumentChars,
+              "a masked-LM echo span must not look like a grammar word, and its document must fit");
 
 int64_t draw_name_count(Generator& gen) {
   int64_t roll = gen.randint(100);
@@ -183,25 +185,37 @@ ToyDocument generate_echo_document(Generator& gen) {
   return {fmt::format("{}{}.", letters, span), 0, 0};
 }
 
-ToyDocument generate_any_document(Generator& gen) {
-  return chance(gen, kToyEchoPercent, 100) ? generate_echo_document(gen) : generate_document(gen);
+// "SPAN SPAN." with a span of kToyMlmEchoChars letters that may repeat (toy_corpus.hpp says why).
+ToyDocument generate_fixed_echo_document(Generator& gen) {
+  const std::string span = random_letters(gen, kToyMlmEchoChars, kToyMlmEchoChars);
+  return {fmt::format("{} {}.", span, span), 0, 0};
 }
 
-}  // namespace
+using EchoWriter = ToyDocument (*)(Generator&);
 
-std::string generate_toy_corpus(uint64_t seed, int64_t num_chars) {
+// Documents drawn as the grammar says, the echo ones by `echo`, until num_chars.
+std::string generate_documents(const char* operation, uint64_t seed, int64_t num_chars, EchoWriter echo) {
   if (num_chars < 1) {
-    throw ValueError(Operation("generate_toy_corpus"),
-                     fmt::format("num_chars must be >= 1, got {}", num_chars));
+    throw ValueError(Operation(operation), fmt::format("num_chars must be >= 1, got {}", num_chars));
   }
   Generator gen(seed);
   std::string text;
   text.reserve(static_cast<size_t>(num_chars + kToyMaxDocumentChars + 1));
   while (static_cast<int64_t>(text.size()) < num_chars) {
-    text += generate_any_document(gen).text;
+    text += (chance(gen, kToyEchoPercent, 100) ? echo(gen) : generate_document(gen)).text;
     text += '\n';
   }
   return text;
+}
+
+}  // namespace
+
+std::string generate_toy_corpus(uint64_t seed, int64_t num_chars) {
+  return generate_documents("generate_toy_corpus", seed, num_chars, generate_echo_document);
+}
+
+std::string generate_toy_mlm_corpus(uint64_t seed, int64_t num_chars) {
+  return generate_documents("generate_toy_mlm_corpus", seed, num_chars, generate_fixed_echo_document);
 }
 
 std::string toy_probe_text(uint64_t seed) {
@@ -227,10 +241,12 @@ std::string describe_toy_corpus() {
       "cat sees an owl.\") that teaches spelling and word order; {}% of them contain one or two "
       "names, random strings of {}-{} letters that each appear exactly twice, and phrases are "
       "often wrapped in properly nested brackets and quotes whose closing symbol must match the "
-      "open one.",
+      "open one. builtin:toy-mlm, an encoder's default, has the same grammar documents, and echo "
+      "documents of one form: a span of exactly {} letters, which may repeat, said twice with a "
+      "space between.",
       kToyMaxDocumentChars, kToyAlphabet.size(), kToyEchoPercent, kToyEchoMinChars,
       kToyEchoMaxChars, kToyEchoMaxGap, 100 - kToyNameCountPercent[0], kToyNameMinChars,
-      kToyNameMaxChars);
+      kToyNameMaxChars, kToyMlmEchoChars);
 }
 
 }  // namespace tinygpt::data

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include "tinygpt/autograd/error.hpp"
+#include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 
@@ -242,5 +243,53 @@ TEST_CASE("toy corpus description names its ingredients", "[data][corpus]") {
   const std::string text = describe_toy_corpus();
   CHECK(text.find("induction") != std::string::npos);
   CHECK(text.find("brackets") != std::string::npos);
+  CHECK(text.find("builtin:toy-mlm") != std::string::npos);
   CHECK(text.find('\n') == std::string::npos);
+}
+
+TEST_CASE("toy-mlm corpus is the same for the same seed and starts as its header says", "[data][corpus]") {
+  CHECK(generate_toy_mlm_corpus(123, 5000) == generate_toy_mlm_corpus(123, 5000));
+  CHECK(generate_toy_mlm_corpus(123, 5000) != generate_toy_mlm_corpus(124, 5000));
+  CHECK_THROWS_AS(generate_toy_mlm_corpus(2, 0), ValueError);
+  const std::vector<std::string> docs = split_lines(generate_toy_mlm_corpus(1, 100));
+  REQUIRE(docs.size() >= 2);
+  CHECK(docs[0] == "chlgwvdktwpxflvh chlgwvdktwpxflvh.");
+  CHECK(docs[1] == "rfzsmgpsrfvupbow rfzsmgpsrfvupbow.");
+}
+
+TEST_CASE("toy-mlm corpus: every echo document is one span of the fixed length said twice, letters "
+          "repeating, beside the toy corpus's grammar documents", "[data][corpus]") {
+  const std::vector<std::string> docs = split_lines(generate_toy_mlm_corpus(5, 1000000));
+  int64_t echoes = 0, with_repeats = 0;
+  for (const std::string& doc : docs) {
+    INFO(doc);
+    REQUIRE(static_cast<int64_t>(doc.size()) <= kToyMaxDocumentChars);
+    if (!is_echo(doc)) {
+      CHECK(bracket_depth(doc) >= 0);
+      continue;
+    }
+    ++echoes;
+    const std::vector<std::string> words = words_of(doc);
+    REQUIRE(words.size() == 2);
+    CHECK(static_cast<int64_t>(words[0].size()) == kToyMlmEchoChars);
+    CHECK(doc == words[0] + " " + words[0] + ".");
+    with_repeats += !all_distinct(words[0]);
+  }
+  const auto total = static_cast<double>(docs.size());
+  CHECK(100.0 * echoes / total == Approx(static_cast<double>(kToyEchoPercent)).margin(1.5));
+  // Independent letters: a span of 16 of 26 letters repeats one with probability above 0.99.
+  CHECK(static_cast<double>(with_repeats) / static_cast<double>(echoes) > 0.98);
+  const std::vector<char32_t> alphabet(kToyAlphabet.begin(), kToyAlphabet.end());
+  CHECK(CharTokenizer::fit(generate_toy_mlm_corpus(5, 1000000)).vocab() == alphabet);
+}
+
+TEST_CASE("builtin:toy and builtin:toy-mlm name the two toy corpora, each of a fixed seed", "[data][corpus]") {
+  CHECK(is_toy_corpus(kToyCorpus));
+  CHECK(is_toy_corpus(kToyMlmCorpus));
+  CHECK(is_builtin_source(kToyMlmCorpus));
+  CHECK(absolute_source(kToyMlmCorpus) == kToyMlmCorpus);
+  CHECK_FALSE(is_toy_corpus("builtin:reverse"));
+  const std::string toy = load_text(kToyCorpus), mlm = load_text(kToyMlmCorpus);
+  CHECK(toy.substr(0, 2000) == generate_toy_corpus(0, 2000).substr(0, 2000));
+  CHECK(mlm.substr(0, 2000) == generate_toy_mlm_corpus(0, 2000).substr(0, 2000));
 }

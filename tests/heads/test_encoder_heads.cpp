@@ -87,6 +87,7 @@ TEST_CASE("a head attending evenly scores 1/T on each single key, sink 2/T, copy
     CHECK(s.sink == Approx(2.0 / 12).epsilon(1e-4));
     CHECK(s.copy_forward == Approx(1.0 / 23).epsilon(1e-4));
     CHECK(s.copy_backward == Approx(1.0 / 23).epsilon(1e-4));
+    CHECK(s.copy == std::max(s.copy_forward, s.copy_backward));
     CHECK(s.entropy == Approx(1.0).epsilon(1e-4));
     CHECK(s.role == "broad");
   }

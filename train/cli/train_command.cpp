@@ -516,7 +516,7 @@ void add_train_command(CLI::App& app) {
   }
   cmd->add_option("--arch", flags->arch, fmt::format("{}", fmt::join(arch_help, "; ")))
       ->check(CLI::IsMember(family_names()))->capture_default_str();
-  cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus)")->type_name("FILE");
+  cmd->add_option("--data", flags->data, "UTF-8 text file to train on (default: the built-in toy corpus, builtin:toy; an encoder's is builtin:toy-mlm, its form for a masked LM)")->type_name("FILE");
   cmd->add_option("--out", flags->out, "directory for the checkpoint, log and pictures")->type_name("DIR")->capture_default_str();
   CLI::Option* resume = cmd->add_option("--resume", flags->resume, "continue the run saved in this directory, up to --steps; its other flags may be given again with the values it has")->type_name("DIR");
   cmd->add_option("--init-from", flags->init_from,

@@ -6,6 +6,7 @@
 #include "tinygpt/autograd/generator.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/data/masked_lm.hpp"
+#include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/heads/head_scores.hpp"
 #include "tinygpt/heads/row_tally.hpp"
 
@@ -15,7 +16,9 @@ namespace {
 using data::MaskedLMTokenizer;
 
 constexpr int64_t kEchoProbes = 16;
-constexpr int64_t kEchoMaxSpan = 16;
+// The span of builtin:toy-mlm's echo documents, so that the probes ask what a copy head of its
+// runs learnt to do: find the same position kToyMlmEchoChars + 1 away.
+constexpr int64_t kEchoMaxSpan = data::kToyMlmEchoChars;
 
 // Sums of each head's copy weights and how many queries they are over.
 struct CopyTally {
@@ -49,7 +52,8 @@ EncoderHeadScores finish(int64_t layer, int64_t head, const RowTally& t, const C
   s.entropy = t.mean_entropy();
   s.copy_forward = RowTally::mean(c.forward, c.n);
   s.copy_backward = RowTally::mean(c.backward, c.n);
-  s.copy = (s.copy_forward + s.copy_backward) / 2.0;
+  // A copy head may copy one way only (each direction is its own job): its better direction.
+  s.copy = std::max(s.copy_forward, s.copy_backward);
   const Role role = pick_role({{"previous-token", s.previous_token}, {"next-token", s.next_token},
                                {"self", s.self}, {"sink", s.sink}, {"copy", s.copy}},
                               s.local, s.entropy, "broad");

@@ -69,7 +69,7 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer&
     const int64_t length = std::min(inputs.numel(), kProbeTokens);
     set.probes.texts.emplace_back(inputs.data<int64_t>(), inputs.data<int64_t>() + length);
   }
-  set.picture = data_source == data::kToyCorpus ? tokenizer.encode(data::toy_probe_text(1))
+  set.picture = data::is_toy_corpus(data_source) ? tokenizer.encode(data::toy_probe_text(1))
                                                 : set.probes.texts[0];
   const size_t longest = std::min<size_t>(kPictureTokens, set.probes.texts[0].size());  // a window
   if (set.picture.size() > longest) set.picture.resize(longest);

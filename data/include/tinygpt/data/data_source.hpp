@@ -1,5 +1,6 @@
 #pragma once
 // Where a training text comes from, named by one string: the built-in toy corpus ("builtin:toy"),
+// its masked-LM form ("builtin:toy-mlm"),
 // a built-in sequence-to-sequence task ("builtin:reverse", "builtin:sort", "builtin:dates":
 // pairs.hpp) or a UTF-8 text file. A run stores its source (trainer_state.json) to read the same text again
 // when it resumes, from whatever working directory.
@@ -10,10 +11,14 @@
 
 namespace tinygpt::data {
 
-// The built-in corpus (toy_corpus.hpp).
+// The built-in corpora (toy_corpus.hpp): the toy corpus, and its form for a masked LM.
 inline constexpr const char* kToyCorpus = "builtin:toy";
+inline constexpr const char* kToyMlmCorpus = "builtin:toy-mlm";
 
-// kToyCorpus or a built-in pair task: a text with no file.
+// kToyCorpus or kToyMlmCorpus.
+bool is_toy_corpus(const std::string& source);
+
+// A toy corpus or a built-in pair task: a text with no file.
 bool is_builtin_source(const std::string& source);
 
 // The source to store for `source`: a file as an absolute, normalised path (so that the stored

@@ -82,6 +82,21 @@ inline constexpr int64_t kToyEchoMaxGap = 6;
 // every machine. Throws ValueError for num_chars < 1.
 std::string generate_toy_corpus(uint64_t seed, int64_t num_chars);
 
+// The toy corpus for a masked LM (builtin:toy-mlm, `train --arch encoder`'s default): the same
+// grammar documents, and, in the same share, echo documents of one form only, "SPAN SPAN." with
+// a span of exactly kToyMlmEchoChars letters, each drawn on its own (a letter may repeat).
+//   - One length: a masked position's query is [MASK], which says nothing of the letter to copy;
+//     what finds its counterpart is where it is, kToyMlmEchoChars + 1 positions away, and a head
+//     can attend by that offset only when every document has the same one.
+//   - Letters that may repeat: with distinct letters the masked one is the only letter seen once
+//     in the document, which a count answers without copying (docs/ENCODER.md).
+// The echo probes of an encoder's heads (heads/encoder_heads.hpp) have this span.
+inline constexpr int64_t kToyMlmEchoChars = 16;
+// The first documents of seed 1 (a test keeps these lines true):
+//   chlgwvdktwpxflvh chlgwvdktwpxflvh.
+//   rfzsmgpsrfvupbow rfzsmgpsrfvupbow.
+std::string generate_toy_mlm_corpus(uint64_t seed, int64_t num_chars);
+
 // One document (without its newline) of at most kToyProbeMaxChars characters that has a
 // repeated name and a bracket group, for attention heatmaps. Drawn from another random stream
 // than generate_toy_corpus(seed), so it is not a training document.

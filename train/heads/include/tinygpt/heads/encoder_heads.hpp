@@ -9,7 +9,7 @@
 //   copy_forward   from each position i of the first copy, the weight on i + P (the same
 //                  position of the second copy)
 //   copy_backward  from each position i of the second copy, the weight on i - P
-//   copy           their mean.
+//   copy           the larger of the two: a head may copy one way only.
 // role: heads::pick_role over previous-token, next-token, self, sink and copy (the largest if at
 // least 0.4; else "local" if local >= 0.6; else "broad" if entropy >= 0.6; else "mixed").
 //
