@@ -80,8 +80,8 @@ Family gpt_family() {
   return f;
 }
 
-// The defaults the encoder-decoder and the encoder share: a lower learning rate than the demo's
-// (the encoder's post-LN blocks want it), a longer warmup and fewer heads.
+// The defaults the encoder-decoder and the encoder start from: a lower learning rate than the
+// demo's (post-LN blocks want it), a longer warmup and fewer heads; the encoder overrides some.
 FamilyDefaults non_demo_defaults() {
   FamilyDefaults d;
   d.lr = 2e-3;
