@@ -14,6 +14,7 @@
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/io/sha256.hpp"
 
 using namespace tinygpt;
 using namespace tinygpt::io;
@@ -138,6 +139,44 @@ TEST_CASE("a flipped byte in a committed file is caught, naming the file", "[io]
   write_file_synced(dir.file("a.bin"), "first");  // a truncated copy
   CHECK_THAT(message_of<FormatError>([&] { read_committed(dir.file(""), kFirst); }),
              Contains(dir.file("a.bin")) && Contains("5 bytes"));
+}
+
+TEST_CASE("a committed safetensors file is decoded as it is read, a changed one is damage first",
+          "[io][commit]") {
+  ScratchDir dir;
+  const NamedTensors tensors = {{"w", Tensor::from({1, 2, 3, 4, 5, 6}, {2, 3}, DType::f32)}};
+  const std::string bytes = encode_safetensors(tensors, {{"format", "pt"}});
+  commit_files(dir.file(""), {{"model.safetensors", bytes}});
+  const std::string path = dir.file("model.safetensors");
+  std::string sha256;
+  const SafetensorsFile file = CommittedFiles(dir.file("")).read_safetensors("model.safetensors", &sha256);
+  CHECK(file.at("w").to_vector() == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(file.source == path);
+  CHECK(sha256 == sha256_hex(bytes));
+
+  // A flipped byte of the header would be a header error; of the manifest's file it is damage.
+  std::string changed = bytes;
+  changed[9] ^= 0x40;
+  write_file_synced(path, changed);
+  CHECK_THROWS_WITH(decode_safetensors(changed), Contains("header"));
+  CHECK_THAT(message_of<FormatError>([&] { CommittedFiles(dir.file("")).read_safetensors("model.safetensors"); }),
+             Contains(path) && Contains("damaged") && Contains("SHA-256"));
+  changed = bytes;
+  changed.back() ^= 0x01;  // a weight's mantissa bit: a valid file, not the recorded one
+  write_file_synced(path, changed);
+  CHECK_THAT(message_of<FormatError>([&] { CommittedFiles(dir.file("")).read_safetensors("model.safetensors"); }),
+             Contains(path) && Contains("damaged") && Contains("SHA-256"));
+  write_file_synced(path, bytes.substr(0, bytes.size() - 4));
+  CHECK_THAT(message_of<FormatError>([&] { CommittedFiles(dir.file("")).read_safetensors("model.safetensors"); }),
+             Contains(path) && Contains(std::to_string(bytes.size() - 4) + " bytes"));
+
+  // Without a manifest the file is read unchecked, and hashed only when asked.
+  fs::remove(dir.file(kManifest));
+  write_file_synced(path, changed);
+  sha256.clear();
+  CHECK(CommittedFiles(dir.file("")).read_safetensors("model.safetensors").at("w").numel() == 6);
+  CommittedFiles(dir.file("")).read_safetensors("model.safetensors", &sha256);
+  CHECK(sha256 == sha256_hex(changed));
 }
 
 TEST_CASE("an append-only file reads as its committed prefix, a changed prefix is damage",

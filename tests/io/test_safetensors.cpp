@@ -6,13 +6,17 @@
 #include <catch2/catch.hpp>
 
 #include "scratch_dir.hpp"
+#include "threads_scope.hpp"
 #include "tinygpt/autograd/ops.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/safetensors.hpp"
+#include "tinygpt/io/sha256.hpp"
 
 using namespace tinygpt;
 using namespace tinygpt::io;
 using Catch::Matchers::Contains;
 using tinygpt::testing::ScratchDir;
+using tinygpt::testing::ThreadsScope;
 
 namespace {
 
@@ -24,16 +28,27 @@ std::string file_with_header(const std::string& header, const std::string& data 
   return bytes + header + data;
 }
 
-// The FormatError message decoding `bytes` gives; fails the test if it decodes or throws
-// anything else.
-std::string rejection(const std::string& bytes) {
+// The FormatError message `decode` gives; fails the test if it decodes or throws anything else.
+template <class Decode>
+std::string rejection_by(Decode&& decode) {
   try {
-    decode_safetensors(bytes, "bad.safetensors");
+    decode();
   } catch (const FormatError& e) {
     return e.what();
   }
   FAIL("the bytes were accepted");
   return "";
+}
+
+// The FormatError message decoding `bytes` gives, the same whether they are decoded in memory or
+// read from a file (load_safetensors, which reads the header first and then each tensor in place).
+std::string rejection(const std::string& bytes) {
+  ScratchDir dir;
+  const std::string path = dir.file("bad.safetensors");
+  write_file_synced(path, bytes);
+  const std::string message = rejection_by([&] { decode_safetensors(bytes, path); });
+  CHECK(rejection_by([&] { load_safetensors(path); }) == message);
+  return message;
 }
 
 template <class T>
@@ -101,6 +116,45 @@ TEST_CASE("safetensors round trip through a file keeps the tensors and names the
   CHECK(file.source == path);
   check_same(file.at("ids"), sample_tensors()[2].second);
   CHECK(dir.entries() == std::set<std::string>{"model.safetensors"});
+}
+
+TEST_CASE("safetensors read from a file on one or two threads gives what decoding its bytes does, "
+          "and hashes every byte in order", "[safetensors][io]") {
+  ScratchDir dir;
+  const std::string path = dir.file("model.safetensors");
+  // A tensor of several of the reader's pieces (4 MiB), half ones widened after the read, an empty
+  // one; the data buffer has a length that is no multiple of anything.
+  std::vector<float> many(1'500'001);
+  for (size_t i = 0; i < many.size(); ++i) many[i] = std::sin(static_cast<float>(i));
+  const std::string large_data(reinterpret_cast<const char*>(many.data()), many.size() * sizeof(float));
+  const std::string half("\x00\x3c\x00\xc0\xff\x7b", 6);
+  const std::string bytes = file_with_header(
+      R"({"__metadata__":{"format":"pt"},"a":{"dtype":"F16","shape":[3],"data_offsets":[0,6]},)"
+      R"("none":{"dtype":"F32","shape":[0],"data_offsets":[6,6]},)"
+      R"("large":{"dtype":"F32","shape":[1500001],"data_offsets":[6,6000010]}})",
+      half + large_data);
+  write_file_synced(path, bytes);
+  const SafetensorsFile expected = decode_safetensors(bytes, path);
+  for (int threads : {1, 2}) {
+    INFO(threads << " threads");
+    const ThreadsScope scope(threads);
+    Sha256 hash;
+    const SafetensorsFile file = read_safetensors(FileReader(path), path, &hash);
+    check_same(file.tensors, expected.tensors);
+    CHECK(file.metadata == expected.metadata);
+    CHECK(file.source == path);
+    CHECK(hash.hex_digest() == sha256_hex(bytes));
+  }
+}
+
+TEST_CASE("safetensors read from a file refuses one cut short while it is read", "[safetensors][io]") {
+  ScratchDir dir;
+  const std::string path = dir.file("model.safetensors");
+  save_safetensors(path, sample_tensors());
+  const FileReader file(path);
+  write_file_synced(path, read_file(path).substr(0, 100));  // the same file, truncated after it was opened
+  CHECK_THAT(rejection_by([&] { read_safetensors(file, path); }),
+             Contains(path) && Contains("truncated while it was read"));
 }
 
 TEST_CASE("safetensors round trip keeps the order of zero-byte tensors at one offset",

@@ -312,7 +312,7 @@ namespace {
 // model.safetensors' tensors, checked finite.
 NamedTensors read_weights(const io::CommittedFiles& files) {
   const std::string weights_path = files.path_of("model.safetensors");
-  NamedTensors weights = io::decode_safetensors(files.read("model.safetensors"), weights_path).tensors;
+  NamedTensors weights = files.read_safetensors("model.safetensors").tensors;
   check_finite(weights, weights_path);
   return weights;
 }
@@ -389,7 +389,7 @@ std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::s
                                   tokenizer->vocab_size(), config.model.vocab_size));
   }
   const std::string weights_path = files.path_of("model.safetensors");
-  const io::SafetensorsFile weights = io::decode_safetensors(files.read("model.safetensors"), weights_path);
+  const io::SafetensorsFile weights = files.read_safetensors("model.safetensors");
   check_finite(weights.tensors, weights_path);
   auto model = model_to_load<nn::BertForMaskedLM>(config.model);
   std::vector<std::string> notes;  // a head newly initialised is a model that fills no masks
@@ -446,12 +446,9 @@ LoadedModel read_gpt(const io::CommittedFiles& files, WeightsHash hash) {
     throw FormatError(fmt::format("{}: {} tokens, but config.json says vocab_size {}",
                                   tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
-  NamedTensors weights;
-  {  // the file's bytes go before the model's weights are made
-    const std::string weights_bytes = files.read("model.safetensors");
-    if (hash == WeightsHash::computed) out.weights_sha256 = io::sha256_hex(weights_bytes);
-    weights = gpt2_weights(io::decode_safetensors(weights_bytes, weights_path), out.config);
-  }
+  const NamedTensors weights = gpt2_weights(
+      files.read_safetensors("model.safetensors", hash == WeightsHash::computed ? &out.weights_sha256 : nullptr),
+      out.config);
   check_size_dimensions(out.config, weights, weights_path);
   check_finite(weights, weights_path);
   out.model = model_to_load<nn::GPT>(out.config);
@@ -602,9 +599,7 @@ SavedRun load_run(const std::string& dir, bool tolerate_damaged_log) {
   const io::CommittedFiles files = committed(dir, "run");  // one save, under one lock
   std::unique_ptr<Task> task = read_task(files);
   RunState state = read_run_state(files);
-  const std::string optimizer_path = files.path_of("optimizer.safetensors");
-  SafetensorsFile optimizer =
-      io::decode_safetensors(files.read("optimizer.safetensors"), optimizer_path);
+  SafetensorsFile optimizer = files.read_safetensors("optimizer.safetensors");
   check_steps_taken(optimizer, state.step, files.path_of("trainer_state.json"));
   std::string log, damage;
   try {

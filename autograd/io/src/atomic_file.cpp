@@ -241,9 +241,21 @@ std::string FileReader::read(uint64_t max_bytes) {
   bytes.reserve(static_cast<size_t>(std::min(size_, max_bytes)));
   advise_huge_pages(bytes.data(), bytes.capacity());  // before the zeros below touch its pages
   bytes.resize(static_cast<size_t>(std::min(size_, max_bytes)));
+  bytes.resize(read_at(0, bytes.data(), bytes.size()));
+  if (bytes.size() < size_ || bytes.size() == max_bytes) return bytes;  // cut short, or all that was asked
+  char chunk[1 << 16];
+  while (bytes.size() < max_bytes) {
+    const size_t n = read_at(bytes.size(), chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, max_bytes - bytes.size())));
+    if (n == 0) break;
+    bytes.append(chunk, n);
+  }
+  return bytes;
+}
+
+size_t FileReader::read_at(uint64_t offset, char* out, size_t count) const {
   size_t filled = 0;
-  while (filled < bytes.size()) {
-    const ssize_t n = ::read(fd_, bytes.data() + filled, bytes.size() - filled);
+  while (filled < count) {
+    const ssize_t n = ::pread(fd_, out + filled, count - filled, static_cast<off_t>(offset + filled));
     if (n == 0) break;
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -251,19 +263,7 @@ std::string FileReader::read(uint64_t max_bytes) {
     }
     filled += static_cast<size_t>(n);
   }
-  bytes.resize(filled);
-  if (filled < size_ || filled == max_bytes) return bytes;  // cut short, or all that was asked
-  char chunk[1 << 16];
-  while (bytes.size() < max_bytes) {
-    const ssize_t n = ::read(fd_, chunk, static_cast<size_t>(std::min<uint64_t>(sizeof chunk, max_bytes - bytes.size())));
-    if (n == 0) break;
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      fail("cannot read {}", path_);
-    }
-    bytes.append(chunk, static_cast<size_t>(n));
-  }
-  return bytes;
+  return filled;
 }
 
 std::string read_file(const std::string& path, uint64_t max_bytes) {

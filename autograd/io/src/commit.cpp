@@ -366,31 +366,59 @@ std::string CommittedFiles::read_prefix(const std::string& name) const {
   return read_checked(name, /*appended_after_commit=*/true);
 }
 
-std::string CommittedFiles::read_checked(const std::string& name, bool appended_after_commit) const {
+std::string CommittedFiles::committed_path(const std::string& name) const {
   if (!contains(name)) {
     throw IOError(fmt::format(
         "{} is missing{}", path_in(dir_, name),
         manifest_ ? fmt::format(" (it is not one of the files {} lists)", manifest_path_) : ""));
   }
-  const std::string path = path_of(name);
+  return path_of(name);
+}
+
+FormatError CommittedFiles::damaged(const std::string& name, uint64_t size) const {
+  return FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path_of(name), size,
+                                 manifest_path_, manifest_->at(name).size));
+}
+
+FormatError CommittedFiles::hash_differs(const std::string& name) const {
+  return FormatError(fmt::format("{} is damaged: its SHA-256 differs from the one {} records",
+                                 path_of(name), manifest_path_));
+}
+
+std::string CommittedFiles::read_checked(const std::string& name, bool appended_after_commit) const {
+  const std::string path = committed_path(name);
   if (!manifest_) return read_file(path, unrecorded_limit(name));
   const FileChecksum& expected = manifest_->at(name);
-  const auto damaged = [&](uint64_t size) {
-    return FormatError(fmt::format("{} is damaged: {} bytes, but {} records {}", path, size,
-                                   manifest_path_, expected.size));
-  };
   FileReader file(path);
   // Longer than recorded is damage already (but for lines appended since): refused unread.
   if (file.size() < expected.size || (file.size() > expected.size && !appended_after_commit)) {
-    throw damaged(file.size());
+    throw damaged(name, file.size());
   }
   std::string bytes = file.read(expected.size);
-  if (bytes.size() != expected.size) throw damaged(bytes.size());  // cut short while it was read
-  if (sha256_hex(bytes) != expected.sha256) {
-    throw FormatError(fmt::format("{} is damaged: its SHA-256 differs from the one {} records",
-                                  path, manifest_path_));
-  }
+  if (bytes.size() != expected.size) throw damaged(name, bytes.size());  // cut short while it was read
+  if (sha256_hex(bytes) != expected.sha256) throw hash_differs(name);
   return bytes;
+}
+
+SafetensorsFile CommittedFiles::read_safetensors(const std::string& name, std::string* sha256) const {
+  const std::string path = committed_path(name);
+  const FileReader file(path);
+  if (manifest_ && file.size() != manifest_->at(name).size) throw damaged(name, file.size());
+  Sha256 hash;
+  const bool hashed = manifest_ || sha256 != nullptr;
+  SafetensorsFile decoded;
+  try {
+    decoded = io::read_safetensors(file, path, hashed ? &hash : nullptr);
+  } catch (const FormatError&) {
+    // A file that is not the one recorded is damaged, whatever else is wrong with it: read() says
+    // so when its checksum differs.
+    if (manifest_) (void)read(name);
+    throw;
+  }
+  std::string digest = hashed ? hash.hex_digest() : "";
+  if (manifest_ && digest != manifest_->at(name).sha256) throw hash_differs(name);
+  if (sha256 != nullptr) *sha256 = std::move(digest);
+  return decoded;
 }
 
 }  // namespace tinygpt::io

@@ -2,18 +2,24 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/sha256.hpp"
 
 // Tensor data and the header length go between file and memory by memcpy, which is only right
 // where the host byte order is the file's.
@@ -124,20 +130,22 @@ struct Entry {
   uint64_t end = 0;
 };
 
-uint64_t read_header_length(std::string_view bytes, const std::string& source) {
-  if (bytes.size() < kHeaderLengthBytes) {
+// The header length from the first bytes of a file of `file_size` bytes (`prefix` holds at least
+// the first 8 of them, or all when it is shorter).
+uint64_t read_header_length(std::string_view prefix, uint64_t file_size, const std::string& source) {
+  if (file_size < kHeaderLengthBytes) {
     format_error(source, "truncated: {} bytes, too short for the 8-byte header length",
-                 bytes.size());
+                 file_size);
   }
   uint64_t length = 0;
-  std::memcpy(&length, bytes.data(), kHeaderLengthBytes);
+  std::memcpy(&length, prefix.data(), kHeaderLengthBytes);
   if (length > kMaxHeaderBytes) {
     format_error(source, "header length {} is larger than the limit of {} bytes", length,
                  kMaxHeaderBytes);
   }
-  if (length > bytes.size() - kHeaderLengthBytes) {
+  if (length > file_size - kHeaderLengthBytes) {
     format_error(source, "truncated: the header length says {} bytes, but only {} follow it",
-                 length, bytes.size() - kHeaderLengthBytes);
+                 length, file_size - kHeaderLengthBytes);
   }
   return length;
 }
@@ -357,6 +365,147 @@ DType check_supported(const Entry& entry, const std::string& source) {
   return *dtype;
 }
 
+// Bytes [begin, begin + size) of the data buffer and where they go.
+struct Span {
+  uint64_t begin;
+  char* out;
+  uint64_t size;
+};
+
+// What a header says, checked against a data buffer of its size: the tensors in data order, the
+// dtype each becomes, the metadata.
+struct Layout {
+  std::vector<Entry> entries;
+  std::vector<DType> dtypes;
+  std::map<std::string, std::string> metadata;
+};
+
+Layout check_header(std::string_view header, uint64_t data_size, const std::string& source) {
+  std::vector<std::string> keys_in_order;
+  const Json root = parse_header(header, source, keys_in_order);
+  Layout layout;
+  for (const std::string& key : keys_in_order) {
+    if (key == kMetadataKey) {
+      layout.metadata = parse_metadata(root.at(key), source);
+    } else {
+      layout.entries.push_back(parse_entry(key, root.at(key), data_size, source));
+    }
+  }
+  check_tiling(layout.entries, data_size, source);
+  for (const Entry& entry : layout.entries) layout.dtypes.push_back(check_supported(entry, source));
+  return layout;
+}
+
+// Checks the header against a data buffer of `data_size` bytes, makes every tensor it lists, has
+// `fill` copy the raw bytes of each (in data order, together tiling the buffer) and widens the
+// half-precision ones. Nothing is allocated before every check has passed.
+template <class Fill>
+SafetensorsFile decode_tensors(std::string_view header, uint64_t data_size, const std::string& source,
+                               Fill&& fill) {
+  const Layout layout = check_header(header, data_size, source);
+  const std::vector<Entry>& entries = layout.entries;
+  const std::vector<DType>& dtypes = layout.dtypes;
+  SafetensorsFile file{source, {}, layout.metadata};
+  std::vector<Span> spans;
+  // A half tensor's raw bytes, until they are widened into its f32 buffer.
+  std::vector<std::unique_ptr<char[]>> halves(entries.size());
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const Entry& entry = entries[i];
+    Tensor tensor = Tensor::empty(Shape(entry.shape), dtypes[i]);
+    // An empty tensor has no buffer (its data() is null), which memcpy must not be given.
+    if (entry.end > entry.begin) {
+      if (is_half(entry.dtype)) halves[i].reset(new char[entry.end - entry.begin]);
+      char* out = halves[i].get();
+      if (!out) {
+        with_element_type(dtypes[i], [&](auto element) {
+          out = reinterpret_cast<char*>(tensor.data<decltype(element)>());
+        });
+      }
+      spans.push_back({entry.begin, out, entry.end - entry.begin});
+    }
+    file.tensors.emplace_back(entry.name, std::move(tensor));
+  }
+  fill(spans);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    if (!halves[i]) continue;
+    const auto convert = entries[i].dtype == "F16" ? f16_to_f32 : bf16_to_f32;
+    float* out = file.tensors[i].second.data<float>();
+    for (uint64_t k = 0; k < (entries[i].end - entries[i].begin) / 2; ++k) {
+      uint16_t half;
+      std::memcpy(&half, halves[i].get() + 2 * k, 2);
+      out[k] = convert(half);
+    }
+  }
+  return file;
+}
+
+[[noreturn]] void truncated_while_read(const FileReader& file, const std::string& source) {
+  format_error(source, "truncated while it was read: it held {} bytes when it was opened",
+               file.size());
+}
+
+// The spans cut into pieces of at most kPieceBytes: the reading threads share them out, and the
+// hash follows the reads closely enough to find each piece still in the cache.
+constexpr uint64_t kPieceBytes = uint64_t{1} << 22;
+
+std::vector<Span> pieces_of(const std::vector<Span>& spans) {
+  std::vector<Span> pieces;
+  for (const Span& span : spans) {
+    for (uint64_t at = 0; at < span.size; at += kPieceBytes) {
+      pieces.push_back({span.begin + at, span.out + at, std::min(kPieceBytes, span.size - at)});
+    }
+  }
+  return pieces;
+}
+
+// Reads each piece of the data buffer (at `data_start` in the file) into place, on every thread of
+// the team: a fresh buffer's first touch is what costs (the kernel zeroes each page), and the
+// threads take it in parallel. One thread at a time feeds `hash` the pieces read, in order.
+void read_spans(const FileReader& file, uint64_t data_start, const std::vector<Span>& pieces,
+                Sha256* hash, const std::string& source) {
+  const size_t count = pieces.size();
+  std::unique_ptr<std::atomic<bool>[]> read(new std::atomic<bool>[count]);
+  for (size_t i = 0; i < count; ++i) read[i].store(false, std::memory_order_relaxed);
+  std::atomic<size_t> next_to_read{0};
+  std::atomic<size_t> hashed{hash == nullptr ? count : 0};
+  std::atomic_flag hashing = ATOMIC_FLAG_INIT;
+  std::atomic<bool> failed{false};
+  std::exception_ptr error;
+  std::mutex error_mutex;
+#pragma omp parallel
+  {
+    try {
+      while (!failed.load(std::memory_order_relaxed)) {
+        if (hashed.load(std::memory_order_acquire) < count && !hashing.test_and_set(std::memory_order_acquire)) {
+          size_t h = hashed.load(std::memory_order_relaxed);
+          for (; h < count && read[h].load(std::memory_order_acquire); ++h) {
+            hash->update({pieces[h].out, static_cast<size_t>(pieces[h].size)});
+          }
+          hashed.store(h, std::memory_order_release);
+          hashing.clear(std::memory_order_release);
+        }
+        const size_t i = next_to_read.fetch_add(1, std::memory_order_relaxed);
+        if (i < count) {
+          const Span& piece = pieces[i];
+          if (file.read_at(data_start + piece.begin, piece.out, piece.size) != piece.size) {
+            truncated_while_read(file, source);
+          }
+          read[i].store(true, std::memory_order_release);
+        } else if (hashed.load(std::memory_order_acquire) == count) {
+          break;
+        } else {
+          std::this_thread::yield();  // the other thread is still reading what is to be hashed next
+        }
+      }
+    } catch (...) {
+      const std::lock_guard<std::mutex> lock(error_mutex);
+      if (!error) error = std::current_exception();
+      failed.store(true, std::memory_order_relaxed);
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
+
 }  // namespace
 
 const Tensor& SafetensorsFile::at(const std::string& name) const {
@@ -425,52 +574,35 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 }
 
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& source) {
-  const uint64_t header_length = read_header_length(bytes, source);
-  const std::string_view header = bytes.substr(kHeaderLengthBytes, header_length);
+  const uint64_t header_length = read_header_length(bytes, bytes.size(), source);
   const std::string_view data = bytes.substr(kHeaderLengthBytes + header_length);
+  return decode_tensors(bytes.substr(kHeaderLengthBytes, header_length), data.size(), source,
+                        [&](const std::vector<Span>& spans) {
+                          for (const Span& span : spans) std::memcpy(span.out, data.data() + span.begin, span.size);
+                        });
+}
 
-  std::vector<std::string> keys_in_order;
-  const Json root = parse_header(header, source, keys_in_order);
-  SafetensorsFile file;
-  file.source = source;
-  std::vector<Entry> entries;
-  for (const std::string& key : keys_in_order) {
-    if (key == kMetadataKey) {
-      file.metadata = parse_metadata(root.at(key), source);
-    } else {
-      entries.push_back(parse_entry(key, root.at(key), data.size(), source));
-    }
+SafetensorsFile read_safetensors(const FileReader& file, const std::string& source, Sha256* hash) {
+  char prefix[kHeaderLengthBytes] = {};
+  const size_t prefix_bytes = file.read_at(0, prefix, sizeof prefix);
+  const uint64_t header_length = read_header_length({prefix, prefix_bytes}, file.size(), source);
+  std::string header(static_cast<size_t>(header_length), '\0');
+  if (file.read_at(kHeaderLengthBytes, header.data(), header.size()) != header.size()) {
+    truncated_while_read(file, source);
   }
-  check_tiling(entries, data.size(), source);
-
-  std::vector<DType> dtypes;
-  for (const Entry& entry : entries) dtypes.push_back(check_supported(entry, source));
-  // Only now, with every check passed, is any tensor allocated and filled.
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const Entry& entry = entries[i];
-    Tensor tensor = Tensor::empty(Shape(entry.shape), dtypes[i]);
-    // An empty tensor has no buffer (its data() is null), which memcpy must not be given.
-    if (entry.end > entry.begin && is_half(entry.dtype)) {
-      const auto convert = entry.dtype == "F16" ? f16_to_f32 : bf16_to_f32;
-      float* out = tensor.data<float>();
-      for (uint64_t i = 0; i < (entry.end - entry.begin) / 2; ++i) {
-        uint16_t half;
-        std::memcpy(&half, data.data() + entry.begin + 2 * i, 2);
-        out[i] = convert(half);
-      }
-    } else if (entry.end > entry.begin) {
-      with_element_type(dtypes[i], [&](auto element) {
-        using T = decltype(element);
-        std::memcpy(tensor.data<T>(), data.data() + entry.begin, entry.end - entry.begin);
-      });
-    }
-    file.tensors.emplace_back(entry.name, std::move(tensor));
+  if (hash != nullptr) {
+    hash->update({prefix, prefix_bytes});
+    hash->update(header);
   }
-  return file;
+  const uint64_t data_start = kHeaderLengthBytes + header_length;
+  return decode_tensors(header, file.size() - data_start, source, [&](const std::vector<Span>& spans) {
+    read_spans(file, data_start, pieces_of(spans), hash, source);
+  });
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
-  return decode_safetensors(read_file(path), path);
+  const FileReader file(path);
+  return read_safetensors(file, path);
 }
 
 }  // namespace tinygpt::io

@@ -88,6 +88,9 @@ class FileReader {
   uint64_t size() const { return size_; }
   // Its first bytes, at most `max_bytes` (fewer when it is shorter): the rest is never read.
   std::string read(uint64_t max_bytes);
+  // Its bytes [offset, offset + count) into `out`; returns how many there were (fewer only where
+  // the file ends). Safe to call from several threads at once: it moves no file position.
+  size_t read_at(uint64_t offset, char* out, size_t count) const;
 
  private:
   std::string path_;

@@ -25,6 +25,8 @@
 #include <utility>
 #include <vector>
 
+#include "tinygpt/io/safetensors.hpp"
+
 namespace tinygpt::io {
 
 inline constexpr const char* kStagingDir = ".tinygpt-staging";
@@ -109,9 +111,19 @@ class CommittedFiles {
   // The committed bytes of an append-only file (a log): its first bytes, as many as the manifest
   // records, checked as read() does. Lines appended after the commit are not part of it.
   std::string read_prefix(const std::string& name) const;
+  // The safetensors file `name` decoded as it is read (read_safetensors: no copy of the whole
+  // file), checked as read() checks it: one that does not match its checksum is refused as
+  // damaged, whatever else is wrong with it, and none of its tensors is returned. `sha256`, when
+  // given, receives the file's SHA-256, computed as it is read (also where no manifest records it).
+  SafetensorsFile read_safetensors(const std::string& name, std::string* sha256 = nullptr) const;
 
  private:
   std::string read_checked(const std::string& name, bool appended_after_commit) const;
+  // The path of the committed `name`; IOError when the committed state has no such file.
+  std::string committed_path(const std::string& name) const;
+  // "<path> is damaged" errors: a size other than the manifest's, a different SHA-256.
+  FormatError damaged(const std::string& name, uint64_t size) const;
+  FormatError hash_differs(const std::string& name) const;
 
   std::string dir_;
   DirectoryLock lock_;

@@ -58,7 +58,16 @@ void save_safetensors(const std::string& path, const NamedTensors& tensors,
 // (valid) safetensors dtype is a FormatError saying it is unsupported.
 SafetensorsFile decode_safetensors(std::string_view bytes, const std::string& source = "<memory>");
 
-// read_file, then decode_safetensors with the path as the source.
+class FileReader;
+class Sha256;
+
+// decode_safetensors of the bytes `file` held when it was opened, read once: the header first,
+// then each tensor's bytes straight into its own buffer (no copy of the whole file), by every
+// thread of the OpenMP team. `hash`, when given, is fed every byte of the file in order. A file
+// that ends sooner than it did when opened is a FormatError; one that grew is read as it was.
+SafetensorsFile read_safetensors(const FileReader& file, const std::string& source, Sha256* hash = nullptr);
+
+// read_safetensors of the regular file `path`, with the path as the source.
 SafetensorsFile load_safetensors(const std::string& path);
 
 }  // namespace tinygpt::io
