@@ -17,7 +17,6 @@
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/commit.hpp"
 #include "tinygpt/io/safetensors.hpp"
-#include "tinygpt/io/sha256.hpp"
 #include "tinygpt/train/bert_files.hpp"
 #include "tinygpt/train/task.hpp"
 
@@ -336,10 +335,10 @@ void save_checkpoint(const std::string& dir, const nn::NamedTensors& weights, st
 
 namespace {
 
-// model.safetensors' tensors, checked finite.
-NamedTensors read_weights(const io::CommittedFiles& files) {
+// model.safetensors' tensors, checked finite; its SHA-256 into `weights_sha256` when given.
+NamedTensors read_weights(const io::CommittedFiles& files, std::string* weights_sha256) {
   const std::string weights_path = files.path_of("model.safetensors");
-  NamedTensors weights = files.read_safetensors("model.safetensors").tensors;
+  NamedTensors weights = files.read_safetensors("model.safetensors", weights_sha256).tensors;
   check_finite(weights, weights_path);
   return weights;
 }
@@ -365,11 +364,12 @@ void load_weights(nn::Module& model, const NamedTensors& weights, const std::str
 // An encoder-decoder's weights, checked for the sizes config.json gives before the model is
 // built (as check_size_dimensions does for a GPT), then loaded by name.
 std::unique_ptr<nn::EncoderDecoder> read_encoder_decoder(const io::CommittedFiles& files,
-                                                         const std::string& config_text) {
+                                                         const std::string& config_text,
+                                                         std::string* weights_sha256) {
   const std::string weights_path = files.path_of("model.safetensors");
   const nn::EncoderDecoderConfig c =
       encoder_decoder_config_from_json(config_text, files.path_of("config.json"));
-  const NamedTensors weights = read_weights(files);
+  const NamedTensors weights = read_weights(files, weights_sha256);
   const auto expect = [&](const std::string& name, const Shape& shape) {
     const auto it = std::find_if(weights.begin(), weights.end(), [&](const auto& t) { return t.first == name; });
     if (it == weights.end()) throw FormatError(fmt::format("{}: no tensor '{}'", weights_path, name));
@@ -397,7 +397,8 @@ std::unique_ptr<nn::EncoderDecoder> read_encoder_decoder(const io::CommittedFile
 // An encoder's model files: BERT's config.json (with tinygpt's keys), its weights under Hugging
 // Face's names, and a masked-LM tokenizer.json; a folder without one tinygpt reads (a WordPiece
 // vocab.txt) is refused in one line, as the model could not be given text.
-std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::string& config_text) {
+std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::string& config_text,
+                                   std::string* weights_sha256) {
   const EncoderConfig config = encoder_config_from_json(config_text, files.path_of("config.json"));
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   if (!files.contains("tokenizer.json")) {
@@ -416,7 +417,7 @@ std::unique_ptr<Task> read_encoder(const io::CommittedFiles& files, const std::s
                                   tokenizer->vocab_size(), config.model.vocab_size));
   }
   const std::string weights_path = files.path_of("model.safetensors");
-  const io::SafetensorsFile weights = files.read_safetensors("model.safetensors");
+  const io::SafetensorsFile weights = files.read_safetensors("model.safetensors", weights_sha256);
   check_finite(weights.tensors, weights_path);
   auto model = model_to_load<nn::BertForMaskedLM>(config.model);
   std::vector<std::string> notes;  // a head newly initialised is a model that fills no masks
@@ -441,8 +442,9 @@ ModelFamily family_of_file(const std::string& config_text, const std::string& co
 }
 
 // A registered type's model, built by its factory from config.json and given the saved weights.
-std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, const std::string& config_text) {
-  const NamedTensors weights = read_weights(files);
+std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, const std::string& config_text,
+                                             std::string* weights_sha256) {
+  const NamedTensors weights = read_weights(files, weights_sha256);
   std::unique_ptr<nn::CausalLM> model = build_registered(json::parse(config_text), 0);
   // Copied: a registered model may tie two of its parameters by sharing one buffer, which
   // taking each tensor's own data would untie.
@@ -450,12 +452,11 @@ std::unique_ptr<nn::CausalLM> read_own_model(const io::CommittedFiles& files, co
   return model;
 }
 
-// Whether read_gpt hashes model.safetensors: only a run started from the weights records which
-// they were; hashing half a gigabyte is a second's wait before a sample's first token.
-enum class WeightsHash { computed, skipped };
-
-// The model files of one save, a GPT's.
-LoadedModel read_gpt(const io::CommittedFiles& files, WeightsHash hash) {
+// The model files of one save, a GPT's. The readers put model.safetensors' SHA-256 into
+// `weights_sha256` only when given one: only a run started from the weights records which they
+// were, and where no manifest has it checked, hashing half a gigabyte would be a wait before a
+// sample's first token.
+LoadedModel read_gpt(const io::CommittedFiles& files, std::string* weights_sha256) {
   const std::string config_path = files.path_of("config.json");
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   const std::string weights_path = files.path_of("model.safetensors");
@@ -474,7 +475,7 @@ LoadedModel read_gpt(const io::CommittedFiles& files, WeightsHash hash) {
                                   tokenizer_path, out.tokenizer->vocab_size(), out.config.vocab_size));
   }
   const NamedTensors weights = gpt2_weights(
-      files.read_safetensors("model.safetensors", hash == WeightsHash::computed ? &out.weights_sha256 : nullptr),
+      files.read_safetensors("model.safetensors", weights_sha256),
       out.config);
   check_size_dimensions(out.config, weights, weights_path);
   check_finite(weights, weights_path);
@@ -484,14 +485,14 @@ LoadedModel read_gpt(const io::CommittedFiles& files, WeightsHash hash) {
 }
 
 // The model files of one save as the task of the family config.json names, with no data yet.
-std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
+std::unique_ptr<Task> read_task(const io::CommittedFiles& files, std::string* weights_sha256 = nullptr) {
   const std::string config_text = files.read("config.json");
   const ModelFamily family = family_of_file(config_text, files.path_of("config.json"));
   if (family == ModelFamily::gpt) {
-    LoadedModel gpt = read_gpt(files, WeightsHash::skipped);
+    LoadedModel gpt = read_gpt(files, weights_sha256);
     return std::make_unique<LanguageModelTask>(std::move(gpt.model), std::move(gpt.tokenizer), nullptr);
   }
-  if (family == ModelFamily::encoder) return read_encoder(files, config_text);
+  if (family == ModelFamily::encoder) return read_encoder(files, config_text, weights_sha256);
   const std::string tokenizer_path = files.path_of("tokenizer.json");
   data::TokenizerPtr tokenizer = read_folder_tokenizer(files);
   const auto sized = [&](int64_t vocab_size) {
@@ -502,11 +503,11 @@ std::unique_ptr<Task> read_task(const io::CommittedFiles& files) {
     return std::move(tokenizer);
   };
   if (family == ModelFamily::encoder_decoder) {
-    std::unique_ptr<nn::EncoderDecoder> model = read_encoder_decoder(files, config_text);
+    std::unique_ptr<nn::EncoderDecoder> model = read_encoder_decoder(files, config_text, weights_sha256);
     const int64_t vocab_size = model->config().vocab_size;
     return std::make_unique<PairTask>(std::move(model), sized(vocab_size), nullptr);
   }
-  std::unique_ptr<nn::CausalLM> model = read_own_model(files, config_text);
+  std::unique_ptr<nn::CausalLM> model = read_own_model(files, config_text, weights_sha256);
   const int64_t vocab_size = model->shape().vocab_size;
   return std::make_unique<LanguageModelTask>(std::move(model), sized(vocab_size), nullptr);
 }
@@ -593,14 +594,19 @@ io::CommittedFiles committed(const std::string& dir, const char* what) {
 
 }  // namespace
 
-LoadedModel load_model(const std::string& dir) { return read_gpt(committed(dir, "model"), WeightsHash::computed); }
+LoadedModel load_model(const std::string& dir) {
+  std::string weights_sha256;
+  LoadedModel out = read_gpt(committed(dir, "model"), &weights_sha256);
+  out.weights_sha256 = std::move(weights_sha256);
+  return out;
+}
 
 std::unique_ptr<Task> load_task(const std::string& dir) { return read_task(committed(dir, "model")); }
 
 LoadedTask load_task_to_fine_tune(const std::string& dir) {
   const io::CommittedFiles files = committed(dir, "model");
-  LoadedTask out{read_task(files), ""};
-  out.weights_sha256 = io::sha256_hex(files.read("model.safetensors"));
+  LoadedTask out{nullptr, ""};
+  out.task = read_task(files, &out.weights_sha256);
   return out;
 }
 
