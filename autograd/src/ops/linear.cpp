@@ -211,21 +211,16 @@ GeluValues gelu_values(const Tensor& h) {
 
 // gelu of bf16 values (count of them, rows of `cols`), rounded to bf16 row by row, row i's values
 // given by h16_row(i) as the pass reaches it. With `grad` (count values), also grad *= gelu'(h) in
-// the same pass, from the same exp.
+// the same pass.
 template <class RowH16>
 Rounded gelu_rounded(int64_t count, int64_t cols, float* grad, RowH16 h16_row) {
   bf16* out = nullptr;
   Rounded r = Rounded::room(count, out);
   const int64_t rows = count / cols;
-#pragma omp parallel if (count > kParallelGrain)
-  {
-    thread_local std::vector<float> row;
-    row.resize(static_cast<size_t>(cols));
-#pragma omp for schedule(static)
-    for (int64_t i = 0; i < rows; ++i) {
-      kernels::gelu_bf16(h16_row(i), row.data(), grad != nullptr ? grad + i * cols : nullptr, cols);
-      kernels::to_bf16(row.data(), 1, cols, cols, out + i * cols);
-    }
+#pragma omp parallel for schedule(static) if (count > kParallelGrain)
+  for (int64_t i = 0; i < rows; ++i) {
+    kernels::gelu_bf16_rounded(h16_row(i), out + i * cols,
+                               grad != nullptr ? grad + i * cols : nullptr, cols);
   }
   return r;
 }
