@@ -153,6 +153,14 @@ void advise_huge_pages(void* p, std::size_t bytes) {
   if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
 }
 
+void advise_small_pages(void* p, std::size_t bytes) {
+  constexpr std::uintptr_t kPage = 4096;
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + kPage - 1) / kPage * kPage;
+  const std::uintptr_t last = (begin + bytes) / kPage * kPage;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_NOHUGEPAGE);
+}
+
 MemoryStats memory_stats() {
   auto& c = detail::cache();
   std::lock_guard<std::mutex> lock(c.mutex);

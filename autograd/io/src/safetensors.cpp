@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tinygpt/autograd/memory.hpp"
 #include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/io/sha256.hpp"
 
@@ -596,6 +597,7 @@ SafetensorsFile read_safetensors(const FileReader& file, const std::string& sour
   }
   const uint64_t data_start = kHeaderLengthBytes + header_length;
   return decode_tensors(header, file.size() - data_start, source, [&](const std::vector<Span>& spans) {
+    for (const Span& span : spans) advise_small_pages(span.out, span.size);
     read_spans(file, data_start, pieces_of(spans), hash, source);
   });
 }

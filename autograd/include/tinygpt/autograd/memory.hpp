@@ -28,5 +28,10 @@ void empty_cache();
 // get it from the allocator. Does nothing for smaller ranges or where it is refused.
 inline constexpr std::size_t kHugePageMinBytes = std::size_t{4} << 20;
 void advise_huge_pages(void* p, std::size_t bytes);
+// Asks Linux to back the 4 KiB pages that lie wholly inside [p, p + bytes) with 4 KiB pages when
+// they are first touched (madvise MADV_NOHUGEPAGE), undoing advise_huge_pages there. For buffers
+// filled once from a file: on a virtual machine a fresh huge page can cost far more to hand out
+// than its 512 small pages, depending on what ran before. Does nothing where it is refused.
+void advise_small_pages(void* p, std::size_t bytes);
 
 }  // namespace tinygpt
