@@ -145,20 +145,25 @@ void cached_deallocate(void* p, std::size_t bytes) noexcept {
 
 namespace tinygpt {
 
+namespace {
+
+// madvise(advice) on the pages of `page` bytes that lie wholly inside [p, p + bytes).
+void advise_whole_pages(void* p, std::size_t bytes, std::uintptr_t page, int advice) {
+  const auto begin = reinterpret_cast<std::uintptr_t>(p);
+  const std::uintptr_t first = (begin + page - 1) / page * page;
+  const std::uintptr_t last = (begin + bytes) / page * page;
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, advice);
+}
+
+}  // namespace
+
 void advise_huge_pages(void* p, std::size_t bytes) {
   if (bytes < kHugePageMinBytes) return;
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t first = (begin + detail::kHugePage - 1) / detail::kHugePage * detail::kHugePage;
-  const std::uintptr_t last = (begin + bytes) / detail::kHugePage * detail::kHugePage;
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
+  advise_whole_pages(p, bytes, detail::kHugePage, MADV_HUGEPAGE);
 }
 
 void advise_small_pages(void* p, std::size_t bytes) {
-  constexpr std::uintptr_t kPage = 4096;
-  const auto begin = reinterpret_cast<std::uintptr_t>(p);
-  const std::uintptr_t first = (begin + kPage - 1) / kPage * kPage;
-  const std::uintptr_t last = (begin + bytes) / kPage * kPage;
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_NOHUGEPAGE);
+  advise_whole_pages(p, bytes, 4096, MADV_NOHUGEPAGE);
 }
 
 MemoryStats memory_stats() {

@@ -205,10 +205,6 @@ void check_finite(const NamedTensors& weights, const std::string& source) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Whether any of v[0, count) is a NaN or an infinity (all exponent bits set), tested on the bits
 // without an early exit: a loop the compiler vectorises, where std::isfinite's return at the first
 // hit keeps it an element at a time over a model's half gigabyte.
