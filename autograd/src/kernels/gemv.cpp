@@ -82,15 +82,17 @@ TINYGPT_AVX512 void gemv_dots_avx512(const float* x, const float* w, int64_t k, 
   gemv_dots_loop(x, w, k, lo, hi, y);
 }
 
-// y (n) = x W + bias, W (k, n): the team takes whole blocks of rows into their sums, then whole
-// 16-output groups of y, each the blocks' sums in block order.
-void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float* bias, float* y) {
+// y (n) = x W + bias, W (k, n): the team (with `on_team`, for a large enough W) takes whole
+// blocks of rows into their sums, then whole 16-output groups of y, each the blocks' sums in
+// block order.
+void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float* bias, float* y,
+               bool on_team) {
   const int64_t blocks = (k + kGemvBlockRows - 1) / kGemvBlockRows, groups = (n + 15) / 16;
   thread_local std::vector<float> block_sums;  // kept: a warm step allocates nothing
   block_sums.resize(static_cast<size_t>(blocks * n));
   float* const sums = block_sums.data();  // the calling thread's, shared with the team
   const bool wide = use_avx512();
-#pragma omp parallel if (k * n >= kGemvParallelWeights && !omp_in_parallel())
+#pragma omp parallel if (on_team && k * n >= kGemvParallelWeights && !omp_in_parallel())
   {
 #pragma omp for schedule(static)
     for (int64_t b = 0; b < blocks; ++b) {
@@ -168,12 +170,13 @@ TINYGPT_AVX512_BF16 void gemv_bf16_native(const uint16_t* x, const uint16_t* w, 
 }
 #endif
 
-// The shares of n outputs over the team: whole 16-output groups, so only the last share has a
+// The shares of n outputs over the team, or all on the calling thread without `on_team`: whole
+// 16-output groups, so only the last share has a
 // partial vector. `share(lo, hi)` computes outputs [lo, hi); bias is added after.
 template <class Share>
-void over_team(int64_t weights, int64_t n, const float* bias, float* y, const Share& share) {
+void over_team(bool on_team, int64_t n, const float* bias, float* y, const Share& share) {
   const int64_t groups = (n + 15) / 16;
-#pragma omp parallel if (weights >= kGemvParallelWeights && !omp_in_parallel())
+#pragma omp parallel if (on_team && !omp_in_parallel())
   {
     const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
     const int64_t lo = std::min(n, 16 * (groups * t / team));
@@ -187,21 +190,38 @@ void over_team(int64_t weights, int64_t n, const float* bias, float* y, const Sh
   }
 }
 
+// gemv, on the team when `on_team` and the weight is large enough.
+void gemv_product(const float* x, const float* w, bool transposed, int64_t k, int64_t n,
+                  const float* bias, float* y, bool on_team) {
+  if (!transposed) return gemv_rows(x, w, k, n, bias, y, on_team);
+  const bool wide = use_avx512();
+  over_team(on_team && k * n >= kGemvParallelWeights, n, bias, y, [&](int64_t lo, int64_t hi) {
+    wide ? gemv_dots_avx512(x, w, k, lo, hi, y) : gemv_dots_loop(x, w, k, lo, hi, y);
+  });
+}
+
 }  // namespace
 
 void gemv(const float* x, const float* w, bool transposed, int64_t k, int64_t n, const float* bias,
           float* y) {
-  if (!transposed) return gemv_rows(x, w, k, n, bias, y);
-  const bool wide = use_avx512();
-  over_team(k * n, n, bias, y, [&](int64_t lo, int64_t hi) {
-    wide ? gemv_dots_avx512(x, w, k, lo, hi, y) : gemv_dots_loop(x, w, k, lo, hi, y);
-  });
+  gemv_product(x, w, transposed, k, n, bias, y, true);
+}
+
+void gemv_batch(int64_t batch, const float* x, int64_t x_stride, const float* w, int64_t w_stride,
+                bool transposed, int64_t k, int64_t n, const float* bias, float* y) {
+  if (batch == 1) return gemv(x, w, transposed, k, n, bias, y);
+  // Each product on one thread: a head's product is too small to share, the heads together not.
+#pragma omp parallel for schedule(static) if (batch * k * n >= kGemvParallelWeights && \
+                                                  !omp_in_parallel())
+  for (int64_t i = 0; i < batch; ++i) {
+    gemv_product(x + i * x_stride, w + i * w_stride, transposed, k, n, bias, y + i * n, false);
+  }
 }
 
 void gemv_bf16(const uint16_t* x, const uint16_t* w, int64_t stride, int64_t n, const float* bias,
                float* y, [[maybe_unused]] bool native) {
   // Twice the values per byte of an f32 product: the same threshold in bytes.
-  over_team(stride * n / 2, n, bias, y, [&](int64_t lo, int64_t hi) {
+  over_team(stride * n / 2 >= kGemvParallelWeights, n, bias, y, [&](int64_t lo, int64_t hi) {
 #if TINYGPT_HAS_AVX512_CLONES
     if (native) return gemv_bf16_native(x, w, stride, lo, hi, y);
 #endif

@@ -15,6 +15,13 @@ namespace tinygpt::kernels {
 void gemv(const float* x, const float* w, bool transposed, int64_t k, int64_t n, const float* bias,
           float* y);
 
+// `batch` such products y_i (n) = x_i (k) @ W_i + bias, as gemv: x_i, W_i and y_i start
+// i * x_stride, i * w_stride and i * n values in (a stride of 0 shares one operand), as a decode
+// step's attention reads each head's cached keys and values. The team takes whole products, so
+// each y_i sums in gemv's order whatever the thread count.
+void gemv_batch(int64_t batch, const float* x, int64_t x_stride, const float* w, int64_t w_stride,
+                bool transposed, int64_t k, int64_t n, const float* bias, float* y);
+
 // y (n) = W x + bias on bf16 values: x (stride) and W's n rows (each `stride` long, a multiple of
 // 32, zeros past the values), f32 sums. Each lane of the 16 takes the pairs of every 32-value
 // stretch at its place (odd element, then even: vdpbf16ps's order), and the lanes are summed as a

@@ -188,10 +188,12 @@ template <class T>
 void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, ProductInput<T> a,
                 ProductInput<T> b, T* c, const T* bias) {
   if constexpr (std::is_same_v<T, float>) {
-    // One row (a decode step's products): the matrix-vector loops read the weight at the
-    // memory's rate, which sgemm's blocking does not reach on a single row.
-    if (backend == ProductBackend::onednn_f32 && p.batch == 1 && p.m == 1) {
-      return kernels::gemv(a.values, b.values, tb, p.k, p.n, bias, c);
+    // One row (a decode step's products, and its attention's per head): the matrix-vector
+    // loops read the weight at the memory's rate, which sgemm's blocking does not reach on a
+    // single row, and a head's product is too small to pay for a call into oneDNN.
+    if (backend == ProductBackend::onednn_f32 && p.m == 1) {
+      return kernels::gemv_batch(p.batch, a.values, p.a_stride, b.values, p.b_stride, tb, p.k,
+                                 p.n, bias, c);
     }
   }
   const Pieces pieces = pieces_of(p);
