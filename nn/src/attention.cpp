@@ -349,7 +349,7 @@ Tensor MultiHeadSelfAttention::forward(const Tensor& x, const std::vector<int64_
     const std::vector<Tensor> qkv = split(bias, {qc, kv, kv}, 0);
     bias = concat({qkv[0], qkv[1].detach(), qkv[2]}, 0);
   }
-  Tensor packed = linear(x, c_attn->weight, bias);  // (B,T,C+2KV)
+  Tensor packed = c_attn->forward(x, bias);  // (B,T,C+2KV)
   if (rope) {
     // q and k turn by their absolute positions: with a cache these continue the cached ones.
     packed = rotary_embedding(packed, d, qc + kv, cache != nullptr ? cache->seen : 0,

@@ -23,16 +23,18 @@ Linear::Linear(int64_t in_features, int64_t out_features, bool with_bias, Genera
   }
 }
 
-Tensor Linear::forward(const Tensor& x) const {
+Tensor Linear::forward(const Tensor& x, const Tensor& with_bias) const {
   if (x.ndim() < 1 || x.size(-1) != in_features()) {
     throw ShapeError(Operation("Linear"), fmt::format("input {} does not end in in_features={} (weight {})",
                                  x.shape().str(), in_features(), weight.shape().str()));
   }
-  if (weight_bf16_ != nullptr && x.numel() == in_features()) return linear_bf16(x, *weight_bf16_, bias);
-  if (x.ndim() == 1) return reshape(forward(reshape(x, {1, -1})), {-1});
-  if (layout_ == WeightLayout::in_out) return linear(x, weight, bias);
+  if (weight_bf16_ != nullptr && x.numel() == in_features()) {
+    return linear_bf16(x, *weight_bf16_, with_bias);
+  }
+  if (x.ndim() == 1) return reshape(forward(reshape(x, {1, -1}), with_bias), {-1});
+  if (layout_ == WeightLayout::in_out) return linear(x, weight, with_bias);
   const Tensor y = matmul(x, weight, false, true);  // (..., in) @ (out, in)^T
-  return bias.defined() ? y + bias : y;
+  return with_bias.defined() ? y + with_bias : y;
 }
 
 Tensor Linear::forward_gelu(const Tensor& h) const {

@@ -160,9 +160,29 @@ TEST_CASE("generation in bf16 reads weights rounded once, within bf16's rounding
     differs += bf16[i] != f32[i] ? 1 : 0;
   }
   CHECK(differs > 0);  // the one-position step did run on the rounded weights
-
   model->set_generation_precision(Precision::f32);  // drops the copies: f32 again, to the bit
   cache = model->make_cache();
   model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
   CHECK(model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache).to_vector() == f32);
+
+  // The one-position step reads every weight matrix from its rounded copy, the attention's packed
+  // q, k, v projection too: changing the f32 matrices once the prompt is cached changes nothing.
+  model->set_generation_precision(Precision::bf16);
+  const auto step_after_prompt = [&](bool change_f32_weights) {
+    cache = model->make_cache();
+    model->next_logits(Tensor::from_ids({3, 1, 4, 1}, {1, 4}), &cache);
+    for (auto& [name, p] : model->named_parameters()) {
+      if (!change_f32_weights || p.ndim() != 2 || name.rfind("transformer.wte", 0) == 0 ||
+          name.rfind("transformer.wpe", 0) == 0) {
+        continue;  // the embeddings are looked up in f32
+      }
+      INFO(name);
+      float* values = Tensor(p).data<float>();
+      for (int64_t i = 0; i < p.numel(); ++i) values[i] += 1.0f;
+    }
+    return model->next_logits(Tensor::from_ids({5}, {1, 1}), &cache).to_vector();
+  };
+  const std::vector<double> rounded = step_after_prompt(false);
+  CHECK(rounded == bf16);
+  CHECK(step_after_prompt(true) == rounded);
 }

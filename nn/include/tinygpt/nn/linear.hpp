@@ -18,7 +18,10 @@ class Linear : public Module {
  public:
   Linear(int64_t in_features, int64_t out_features, bool bias, Generator& gen,
          WeightLayout layout = WeightLayout::in_out);
-  Tensor forward(const Tensor& x) const;
+  Tensor forward(const Tensor& x) const { return forward(x, bias); }
+  // The same product with `with_bias` (undefined: none) in place of `bias`: an edited copy of it,
+  // as attention's detached key bias, still on the bf16 weight in generation.
+  Tensor forward(const Tensor& x, const Tensor& with_bias) const;
   // forward(gelu(h)) as one op (gelu_linear: less memory under bf16) with the in_out layout; the
   // out_in layout takes the two ops.
   Tensor forward_gelu(const Tensor& h) const;
