@@ -23,8 +23,13 @@ constexpr int64_t kGemvParallelWeights = int64_t{1} << 15;
 
 // Rows of a (k, n) weight per block: each block's sums start from zero and run over its rows in
 // order, and the blocks' sums are added in block order, a fixed order whatever the thread count.
-// Each thread takes whole blocks, so it streams one contiguous stretch of the weight.
+// The threads take whole blocks as they come free, each block one contiguous stretch of the
+// weight: a thread woken late for the product takes fewer, rather than the team waiting for it.
 constexpr int64_t kGemvBlockRows = 128;
+
+// The stretches a (n, k) weight's outputs are taken in, whole 16-output groups each: enough that
+// the team shares them evenly whichever thread starts late, few enough to be long streams.
+constexpr int64_t kGemvStretches = 32;
 
 // Rows of W added per pass over a block's sums: each pass reads and writes the sums (n values,
 // in L1) once for this many rows of the weight.
@@ -82,7 +87,7 @@ TINYGPT_AVX512 void gemv_dots_avx512(const float* x, const float* w, int64_t k, 
   gemv_dots_loop(x, w, k, lo, hi, y);
 }
 
-// y (n) = x W + bias, W (k, n): the team (with `on_team`, for a large enough W) takes whole
+// y (n) = x W + bias, W (k, n): the team (with `on_team`, for a large enough W) takes the
 // blocks of rows into their sums, then whole 16-output groups of y, each the blocks' sums in
 // block order.
 void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float* bias, float* y,
@@ -94,7 +99,7 @@ void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float
   const bool wide = use_avx512();
 #pragma omp parallel if (on_team && k * n >= kGemvParallelWeights && !omp_in_parallel())
   {
-#pragma omp for schedule(static)
+#pragma omp for schedule(dynamic)
     for (int64_t b = 0; b < blocks; ++b) {
       const int64_t lo = b * kGemvBlockRows, hi = std::min(k, lo + kGemvBlockRows);
       wide ? gemv_block_avx512(x, w, n, lo, hi, sums + b * n)
@@ -170,22 +175,21 @@ TINYGPT_AVX512_BF16 void gemv_bf16_native(const uint16_t* x, const uint16_t* w, 
 }
 #endif
 
-// The shares of n outputs over the team, or all on the calling thread without `on_team`: whole
-// 16-output groups, so only the last share has a
-// partial vector. `share(lo, hi)` computes outputs [lo, hi); bias is added after.
+// The n outputs in up to kGemvStretches stretches of whole 16-output groups, taken by the team's
+// threads as each comes free (or all by the calling thread without `on_team`): a thread woken late takes
+// fewer, and every stretch is one stream of the weight. `share(lo, hi)` computes outputs
+// [lo, hi); bias is added after.
 template <class Share>
 void over_team(bool on_team, int64_t n, const float* bias, float* y, const Share& share) {
   const int64_t groups = (n + 15) / 16;
-#pragma omp parallel if (on_team && !omp_in_parallel())
-  {
-    const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
-    const int64_t lo = std::min(n, 16 * (groups * t / team));
-    const int64_t hi = std::min(n, 16 * (groups * (t + 1) / team));
-    if (lo < hi) {
-      share(lo, hi);
-      if (bias != nullptr) {
-        for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
-      }
+  const int64_t stretch = 16 * ((groups + kGemvStretches - 1) / kGemvStretches);
+  const int64_t stretches = (n + stretch - 1) / stretch;
+#pragma omp parallel for schedule(dynamic) if (on_team && !omp_in_parallel())
+  for (int64_t s = 0; s < stretches; ++s) {
+    const int64_t lo = s * stretch, hi = std::min(n, lo + stretch);
+    share(lo, hi);
+    if (bias != nullptr) {
+      for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
     }
   }
 }
@@ -211,7 +215,7 @@ void gemv_batch(int64_t batch, const float* x, int64_t x_stride, const float* w,
                 bool transposed, int64_t k, int64_t n, const float* bias, float* y) {
   if (batch == 1) return gemv(x, w, transposed, k, n, bias, y);
   // Each product on one thread: a head's product is too small to share, the heads together not.
-#pragma omp parallel for schedule(static) if (batch * k * n >= kGemvParallelWeights && \
+#pragma omp parallel for schedule(dynamic) if (batch * k * n >= kGemvParallelWeights && \
                                                   !omp_in_parallel())
   for (int64_t i = 0; i < batch; ++i) {
     gemv_product(x + i * x_stride, w + i * w_stride, transposed, k, n, bias, y + i * n, false);
