@@ -20,7 +20,7 @@ struct SampleFlags {
   std::string prompt;
   std::string source;  // an encoder-decoder's input
   bool temperature_given = false;
-  int threads = 1;
+  int threads = 0;
   bool verbose = false;
   bool json = false;
   nn::SampleOptions options;
@@ -66,7 +66,7 @@ void add_sample_command(CLI::App& app) {
                   "the bytes each token reads; sums in f32; attention and its cache stay f32)")
       ->check(CLI::IsMember({"f32", "bf16"}))
       ->capture_default_str();
-  add_threads_flag(*cmd, flags->threads, "1 by default: decoding one position is too small to share");
+  add_threads_flag(*cmd, flags->threads);
   cmd->add_flag("--json", flags->json, "print one JSON object (prompt, generated text, settings, seconds) instead of the text");
   cmd->add_flag("--verbose", flags->verbose, "print the generation speed and the KV cache size on stderr");
   cmd->callback([flags, cmd] {
