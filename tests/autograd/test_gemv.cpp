@@ -76,17 +76,17 @@ TEST_CASE("one-row products match float64 and do not depend on the thread count"
 TEST_CASE("batched one-row products (a decode step's attention) match float64 per item, on any team",
           "[ops][gemv]") {
   // (B,H,1,d) queries against (B,H,Tk,d) keys, then (B,H,1,Tk) weights times (B,H,Tk,d) values;
-  // sizes on both sides of the team's threshold, and one item shared by every batch.
+  // sizes on both sides of the team's threshold; and one row shared by every item's matrix.
   const RowProduct shape = GENERATE(RowProduct{5, 7}, RowProduct{64, 129}, RowProduct{64, 512});
   INFO("k " << shape.k << ", n " << shape.n);
   Generator gen(static_cast<uint64_t>(shape.k * 7 + shape.n));
   const Tensor q = Tensor::randn({2, 3, 1, shape.k}, gen);
   const Tensor keys = Tensor::randn({2, 3, shape.n, shape.k}, gen);
   const Tensor values = Tensor::randn({2, 3, shape.k, shape.n}, gen);
-  const Tensor shared = Tensor::randn({shape.k, shape.n}, gen);
+  const Tensor shared = Tensor::randn({1, shape.k}, gen);
   const auto products = [&] {
     return std::vector<Tensor>{matmul(q, keys, false, true), matmul(q, values),
-                               matmul(q, shared)};
+                               matmul(shared, values)};
   };
   std::vector<Tensor> one;
   {
@@ -98,7 +98,7 @@ TEST_CASE("batched one-row products (a decode step's attention) match float64 pe
     const auto item = [i](const Tensor& t) { return narrow(reshape(t, {6, t.numel() / 6}), 0, i, 1); };
     require_close_to_f64(item(one[0]), item(q), item(keys), true, nullptr);
     require_close_to_f64(item(one[1]), item(q), item(values), false, nullptr);
-    require_close_to_f64(item(one[2]), item(q), shared, false, nullptr);
+    require_close_to_f64(item(one[2]), shared, item(values), false, nullptr);
   }
   ThreadsScope two(2);
   const std::vector<Tensor> both = products();
