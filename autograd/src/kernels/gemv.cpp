@@ -97,25 +97,32 @@ void gemv_rows(const float* x, const float* w, int64_t k, int64_t n, const float
   block_sums.resize(static_cast<size_t>(blocks * n));
   float* const sums = block_sums.data();  // the calling thread's, shared with the team
   const bool wide = use_avx512();
-#pragma omp parallel if (on_team && k * n >= kGemvParallelWeights && !omp_in_parallel())
+  const auto add_block = [&](int64_t b) {
+    const int64_t lo = b * kGemvBlockRows, hi = std::min(k, lo + kGemvBlockRows);
+    wide ? gemv_block_avx512(x, w, n, lo, hi, sums + b * n)
+         : gemv_block_loop(x, w, n, lo, hi, sums + b * n);
+  };
+  const auto sum_group = [&](int64_t g) {
+    const int64_t lo = 16 * g, hi = std::min(n, lo + 16);
+    std::fill(y + lo, y + hi, 0.0f);
+    for (int64_t b = 0; b < blocks; ++b) {
+      for (int64_t j = lo; j < hi; ++j) y[j] += sums[b * n + j];
+    }
+    if (bias != nullptr) {
+      for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
+    }
+  };
+  if (!on_team || k * n < kGemvParallelWeights || omp_in_parallel()) {
+    for (int64_t b = 0; b < blocks; ++b) add_block(b);
+    for (int64_t g = 0; g < groups; ++g) sum_group(g);
+    return;
+  }
+#pragma omp parallel
   {
 #pragma omp for schedule(dynamic)
-    for (int64_t b = 0; b < blocks; ++b) {
-      const int64_t lo = b * kGemvBlockRows, hi = std::min(k, lo + kGemvBlockRows);
-      wide ? gemv_block_avx512(x, w, n, lo, hi, sums + b * n)
-           : gemv_block_loop(x, w, n, lo, hi, sums + b * n);
-    }
+    for (int64_t b = 0; b < blocks; ++b) add_block(b);
 #pragma omp for schedule(static) nowait  // the region's end is the barrier
-    for (int64_t g = 0; g < groups; ++g) {
-      const int64_t lo = 16 * g, hi = std::min(n, lo + 16);
-      std::fill(y + lo, y + hi, 0.0f);
-      for (int64_t b = 0; b < blocks; ++b) {
-        for (int64_t j = lo; j < hi; ++j) y[j] += sums[b * n + j];
-      }
-      if (bias != nullptr) {
-        for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
-      }
-    }
+    for (int64_t g = 0; g < groups; ++g) sum_group(g);
   }
 }
 
@@ -175,23 +182,34 @@ TINYGPT_AVX512_BF16 void gemv_bf16_native(const uint16_t* x, const uint16_t* w, 
 }
 #endif
 
+// body(i) for i in [0, count): on the team, each i taken by whichever thread comes free, with
+// `on_team` outside a parallel region; else on the calling thread without opening a region (one
+// of a single thread still ends in a futex wake: a system call for every small product).
+template <class Body>
+void for_each_taken(bool on_team, int64_t count, const Body& body) {
+  if (!on_team || omp_in_parallel()) {
+    for (int64_t i = 0; i < count; ++i) body(i);
+    return;
+  }
+#pragma omp parallel for schedule(dynamic)
+  for (int64_t i = 0; i < count; ++i) body(i);
+}
+
 // The n outputs in up to kGemvStretches stretches of whole 16-output groups, taken by the team's
-// threads as each comes free (or all by the calling thread without `on_team`): a thread woken late takes
-// fewer, and every stretch is one stream of the weight. `share(lo, hi)` computes outputs
-// [lo, hi); bias is added after.
+// threads as each comes free (or all by the calling thread without `on_team`): a thread woken
+// late takes fewer, and every stretch is one stream of the weight. `share(lo, hi)` computes
+// outputs [lo, hi); bias is added after.
 template <class Share>
 void over_team(bool on_team, int64_t n, const float* bias, float* y, const Share& share) {
   const int64_t groups = (n + 15) / 16;
   const int64_t stretch = 16 * ((groups + kGemvStretches - 1) / kGemvStretches);
-  const int64_t stretches = (n + stretch - 1) / stretch;
-#pragma omp parallel for schedule(dynamic) if (on_team && !omp_in_parallel())
-  for (int64_t s = 0; s < stretches; ++s) {
+  for_each_taken(on_team, (n + stretch - 1) / stretch, [&](int64_t s) {
     const int64_t lo = s * stretch, hi = std::min(n, lo + stretch);
     share(lo, hi);
     if (bias != nullptr) {
       for (int64_t j = lo; j < hi; ++j) y[j] += bias[j];
     }
-  }
+  });
 }
 
 // gemv, on the team when `on_team` and the weight is large enough.
@@ -215,11 +233,9 @@ void gemv_batch(int64_t batch, const float* x, int64_t x_stride, const float* w,
                 bool transposed, int64_t k, int64_t n, const float* bias, float* y) {
   if (batch == 1) return gemv(x, w, transposed, k, n, bias, y);
   // Each product on one thread: a head's product is too small to share, the heads together not.
-#pragma omp parallel for schedule(dynamic) if (batch * k * n >= kGemvParallelWeights && \
-                                                  !omp_in_parallel())
-  for (int64_t i = 0; i < batch; ++i) {
+  for_each_taken(batch * k * n >= kGemvParallelWeights, batch, [&](int64_t i) {
     gemv_product(x + i * x_stride, w + i * w_stride, transposed, k, n, bias, y + i * n, false);
-  }
+  });
 }
 
 void gemv_bf16(const uint16_t* x, const uint16_t* w, int64_t stride, int64_t n, const float* bias,

@@ -15,6 +15,11 @@ namespace tinygpt::kernels {
 void gemv(const float* x, const float* w, bool transposed, int64_t k, int64_t n, const float* bias,
           float* y);
 
+// The narrowest head gemv_batch is for: the width of its products (k with `transposed`, a
+// head's scores q K^T; else n, its weighted values P V). Narrower, each output has too few
+// products for loops that sum one output, or one row of W, at a time.
+constexpr int64_t kGemvHeadWidth = 64;
+
 // `batch` such products y_i (n) = x_i (k) @ W_i + bias, as gemv: x_i, W_i and y_i start
 // i * x_stride, i * w_stride and i * n values in (a stride of 0 shares one operand), as a decode
 // step's attention reads each head's cached keys and values. The team takes whole products, so

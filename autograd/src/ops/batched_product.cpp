@@ -190,8 +190,11 @@ void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, P
   if constexpr (std::is_same_v<T, float>) {
     // One row (a decode step's products, and its attention's per head): the matrix-vector
     // loops read the weight at the memory's rate, which sgemm's blocking does not reach on a
-    // single row, and a head's product is too small to pay for a call into oneDNN.
-    if (backend == ProductBackend::onednn_f32 && p.m == 1) {
+    // single row, and a head's product is too small to pay for a call into oneDNN. Narrower
+    // heads than kGemvHeadWidth stay on sgemm, which vectorises across the outputs.
+    const int64_t width = tb ? p.k : p.n;
+    if (backend == ProductBackend::onednn_f32 && p.m == 1 &&
+        (p.batch == 1 || width >= kernels::kGemvHeadWidth)) {
       return kernels::gemv_batch(p.batch, a.values, p.a_stride, b.values, p.b_stride, tb, p.k,
                                  p.n, bias, c);
     }
