@@ -19,6 +19,19 @@ namespace tinygpt::detail {
 // than a shorter loop takes.
 constexpr int64_t kParallelGrain = 1 << 15;
 
+// body(lo, hi) over [0, count): one stretch per thread of the team when `parallel`, else the
+// whole range on the calling thread without opening a region (a region of one thread still ends
+// in a futex wake: a system call for every small op).
+template <class Body>
+void for_range(bool parallel, int64_t count, const Body& body) {
+  if (!parallel || omp_in_parallel()) return body(int64_t{0}, count);
+#pragma omp parallel
+  {
+    const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
+    body(count * t / team, count * (t + 1) / team);
+  }
+}
+
 // NumPy broadcasting of two shapes; throws ShapeError naming `op`.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
 
@@ -61,8 +74,9 @@ Tensor map1(const Tensor& x, F f) {
   const T* px = x.data<T>();
   T* po = out.data<T>();
   const int64_t n = x.numel();
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-  for (int64_t i = 0; i < n; ++i) po[i] = f(px[i]);
+  for_range(n > kParallelGrain, n, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) po[i] = f(px[i]);
+  });
   return out;
 }
 
@@ -74,8 +88,9 @@ Tensor map2(const Tensor& a, const Tensor& b, F f) {
   const T* pb = b.data<T>();
   T* po = out.data<T>();
   const int64_t n = a.numel();
-#pragma omp parallel for if (n > kParallelGrain) schedule(static)
-  for (int64_t i = 0; i < n; ++i) po[i] = f(pa[i], pb[i]);
+  for_range(n > kParallelGrain, n, [&](int64_t lo, int64_t hi) {
+    for (int64_t i = lo; i < hi; ++i) po[i] = f(pa[i], pb[i]);
+  });
   return out;
 }
 
@@ -96,11 +111,13 @@ void for_each_lane(const Shape& shape, int64_t axis, F&& f) {
   // Empty lanes (n == 0) all start at offset 0: an empty tensor's data may be null, and even an
   // unused null + offset is undefined behaviour.
   if (inner == 1 || n == 0) {
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t l = 0; l < lanes; ++l) f(l, l * n, n, std::integral_constant<int64_t, 1>{});
+    for_range(parallel, lanes, [&](int64_t lo, int64_t hi) {
+      for (int64_t l = lo; l < hi; ++l) f(l, l * n, n, std::integral_constant<int64_t, 1>{});
+    });
   } else {
-#pragma omp parallel for if (parallel) schedule(static)
-    for (int64_t l = 0; l < lanes; ++l) f(l, l / inner * n * inner + l % inner, n, inner);
+    for_range(parallel, lanes, [&](int64_t lo, int64_t hi) {
+      for (int64_t l = lo; l < hi; ++l) f(l, l / inner * n * inner + l % inner, n, inner);
+    });
   }
 }
 

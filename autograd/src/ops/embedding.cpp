@@ -31,8 +31,9 @@ Tensor embedding(const Tensor& weight, const Tensor& ids) {
     const int64_t* pi = ids.data<int64_t>();
     T* po = out.data<T>();  // (N, C)
     const int64_t n = ids.numel();
-#pragma omp parallel for if (n * c > kParallelGrain) schedule(static)
-    for (int64_t i = 0; i < n; ++i) std::copy_n(pw + pi[i] * c, c, po + i * c);
+    for_range(n * c > kParallelGrain, n, [&](int64_t lo, int64_t hi) {
+      for (int64_t i = lo; i < hi; ++i) std::copy_n(pw + pi[i] * c, c, po + i * c);
+    });
   });
   return record("embedding", out, {weight}, [vocab, c, ids = ids.detach()](const Tensor& g) {
     Tensor gw = Tensor::zeros({vocab, c}, g.dtype());

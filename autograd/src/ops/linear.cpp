@@ -200,11 +200,12 @@ GeluValues gelu_values(const Tensor& h) {
     const int64_t n = h.numel();
     constexpr int64_t kChunk = 4096;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-#pragma omp parallel for schedule(static) if (n > kParallelGrain)
-    for (int64_t c = 0; c < chunks; ++c) {
-      const int64_t lo = c * kChunk;
-      kernels::gelu_with_slope(ph + lo, pv + lo, ps + lo, std::min(kChunk, n - lo));
-    }
+    for_range(n > kParallelGrain, chunks, [&](int64_t first, int64_t last) {
+      for (int64_t c = first; c < last; ++c) {
+        const int64_t lo = c * kChunk;
+        kernels::gelu_with_slope(ph + lo, pv + lo, ps + lo, std::min(kChunk, n - lo));
+      }
+    });
   });
   return out;
 }
