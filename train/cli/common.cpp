@@ -74,8 +74,9 @@ CLI::Validator integer_in(int64_t min, int64_t max) {
 
 CLI::Option* add_threads_flag(CLI::App& cmd, int& threads, const std::string& more) {
   const std::string help =
-      "OpenMP threads (0: OMP_NUM_THREADS if set, else all cores); each product runs "
-      "single-threaded on one of them" + (more.empty() ? "" : "; " + more);
+      "OpenMP threads (0: OMP_NUM_THREADS if set, else all cores): the one pool, which shares "
+      "each large product out in pieces, every library call single-threaded" +
+      (more.empty() ? "" : "; " + more);
   return cmd.add_option("--threads", threads, help)->check(integer_in(0, 256))->capture_default_str();
 }
 
