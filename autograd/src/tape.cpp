@@ -5,6 +5,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "ops/common.hpp"
 #include "tensor_impl.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/ops.hpp"
@@ -110,8 +111,9 @@ void accumulate(Tensor& slot, const Tensor& grad) {
       T* out = slot.data<T>();
       const T* in = grad.data<T>();
       const int64_t n = slot.numel();
-#pragma omp parallel for simd if (n > (int64_t{1} << 15)) schedule(static)
-      for (int64_t i = 0; i < n; ++i) out[i] += in[i];
+      detail::for_range(n > detail::kParallelGrain, n, [&](int64_t first, int64_t last) {
+        for (int64_t i = first; i < last; ++i) out[i] += in[i];
+      });
     });
   } else {
     slot = add(slot, grad);

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <type_traits>
 
+#include "common.hpp"
 #include "kernels/gemv.hpp"
 #include "rounded.hpp"
 #include "tinygpt/autograd/error.hpp"
@@ -206,9 +207,11 @@ void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, P
   prepare(backend, p, ta, tb, pieces, bias != nullptr, o);
   const int64_t ldc = p.n, extent = pieces.extent, panels = pieces.panels;
   const bool split_rows = pieces.split_rows;
-#pragma omp parallel for collapse(2) schedule(static) if (!pieces.small && p.batch * panels > 1)
-  for (int64_t i = 0; i < p.batch; ++i) {
-    for (int64_t panel = 0; panel < panels; ++panel) {
+  // Piece q is panel q % panels of batch item q / panels.
+  const int64_t count = p.batch * panels;
+  for_range(!pieces.small && count > 1, count, [&](int64_t first, int64_t last) {
+    for (int64_t q = first; q < last; ++q) {
+      const int64_t i = q / panels, panel = q % panels;
       const int64_t lo = extent * panel / panels, hi = extent * (panel + 1) / panels;
       if (hi == lo) continue;
       // Rows lo..hi of op(A) start at row lo of A, or column lo of A when it is transposed;
@@ -221,7 +224,7 @@ void run_pieces(ProductBackend backend, const MatmulPlan& p, bool ta, bool tb, P
       kernels::gemm(GemmCall<T>(backend, ta, tb, rows, cols, p.k, T(1), o.a_at(a_offset),
                                 o.b_at(b_offset), T(0), ci, ldc, bias_cols));
     }
-  }
+  });
 }
 
 }  // namespace

@@ -117,20 +117,21 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
       const double* ps = stats.data<double>();
       T* pd = dx.data<T>();
       double* pp = partials.data<double>();
-#pragma omp parallel for schedule(static) if (rows * c > kParallelGrain && groups > 1)
-      for (int64_t group = 0; group < groups; ++group) {
-        double* acc = pp + group * 2 * c;
-        std::fill_n(acc, 2 * c, 0.0);
-        for (int64_t row = group * kRows; row < std::min(rows, (group + 1) * kRows); ++row) {
-          if (pw != nullptr) {
-            norm_row_backward<true>(px + row * c, pw, pg + row * c, ps + 2 * row, pd + row * c,
-                                    acc, c);
-          } else {
-            norm_row_backward<false>(px + row * c, pw, pg + row * c, ps + 2 * row, pd + row * c,
-                                     acc, c);
+      for_range(rows * c > kParallelGrain && groups > 1, groups, [&](int64_t first, int64_t last) {
+        for (int64_t group = first; group < last; ++group) {
+          double* acc = pp + group * 2 * c;
+          std::fill_n(acc, 2 * c, 0.0);
+          for (int64_t row = group * kRows; row < std::min(rows, (group + 1) * kRows); ++row) {
+            if (pw != nullptr) {
+              norm_row_backward<true>(px + row * c, pw, pg + row * c, ps + 2 * row, pd + row * c,
+                                      acc, c);
+            } else {
+              norm_row_backward<false>(px + row * c, pw, pg + row * c, ps + 2 * row, pd + row * c,
+                                       acc, c);
+            }
           }
         }
-      }
+      });
     });
     Tensor dw = w.defined() ? Tensor::empty({c}, x.dtype()) : Tensor{};
     Tensor db = has_bias ? Tensor::empty({c}, x.dtype()) : Tensor{};

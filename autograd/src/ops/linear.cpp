@@ -67,18 +67,19 @@ Tensor column_sums(const Tensor& g, bf16* rounded = nullptr) {
     using T = decltype(tag);
     const T* pg = g.data<T>();
     double* const partial = block_sums.data();  // the calling thread's, shared with the team
-#pragma omp parallel for schedule(static) if (rows * n > kParallelGrain && blocks > 1)
-    for (int64_t b = 0; b < blocks; ++b) {
-      double* acc = partial + b * n;
-      for (int64_t r = b * kColumnSumRows; r < std::min(rows, (b + 1) * kColumnSumRows); ++r) {
-        const T* row = pg + r * n;
+    for_range(rows * n > kParallelGrain && blocks > 1, blocks, [&](int64_t first, int64_t last) {
+      for (int64_t b = first; b < last; ++b) {
+        double* acc = partial + b * n;
+        for (int64_t r = b * kColumnSumRows; r < std::min(rows, (b + 1) * kColumnSumRows); ++r) {
+          const T* row = pg + r * n;
 #pragma omp simd
-        for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(row[j]);
-        if constexpr (std::is_same_v<T, float>) {
-          if (rounded != nullptr) kernels::to_bf16(row, 1, n, n, rounded + r * n);
+          for (int64_t j = 0; j < n; ++j) acc[j] += static_cast<double>(row[j]);
+          if constexpr (std::is_same_v<T, float>) {
+            if (rounded != nullptr) kernels::to_bf16(row, 1, n, n, rounded + r * n);
+          }
         }
       }
-    }
+    });
     sums.assign(static_cast<size_t>(n), 0.0);
     for (int64_t b = 0; b < blocks; ++b) {
       for (int64_t j = 0; j < n; ++j) sums[j] += partial[b * n + j];
@@ -218,19 +219,21 @@ Rounded gelu_rounded(int64_t count, int64_t cols, float* grad, RowH16 h16_row) {
   bf16* out = nullptr;
   Rounded r = Rounded::room(count, out);
   const int64_t rows = count / cols;
-#pragma omp parallel for schedule(static) if (count > kParallelGrain)
-  for (int64_t i = 0; i < rows; ++i) {
-    kernels::gelu_bf16_rounded(h16_row(i), out + i * cols,
-                               grad != nullptr ? grad + i * cols : nullptr, cols);
-  }
+  for_range(count > kParallelGrain, rows, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      kernels::gelu_bf16_rounded(h16_row(i), out + i * cols,
+                                 grad != nullptr ? grad + i * cols : nullptr, cols);
+    }
+  });
   return r;
 }
 
 // g *= slope in place (the gradient linear's backward just made).
 template <class T>
 void times_slope(T* g, const T* slope, int64_t n) {
-#pragma omp parallel for simd schedule(static) if (n > kParallelGrain)
-  for (int64_t i = 0; i < n; ++i) g[i] *= slope[i];
+  for_range(n > kParallelGrain, n, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) g[i] *= slope[i];
+  });
 }
 
 // What gelu_linear's backward pass reads. f32 and f64 keep gelu(h) and its slope in place of h

@@ -43,22 +43,23 @@ template <class T>
 void rotate(const T* x, T* out, int64_t b, int64_t t, int64_t w, int64_t d, int64_t rotated,
             const Angles& a, T direction) {
   const int64_t half = d / 2, rows = b * t;
-#pragma omp parallel for schedule(static) if (rows * w > kParallelGrain)
-  for (int64_t row = 0; row < rows; ++row) {
-    const int64_t p = row % t;
-    const T* xr = x + row * w;
-    T* orow = out + row * w;
-    for (int64_t h0 = 0; h0 < rotated; h0 += d) {
-      for (int64_t i = 0; i < half; ++i) {
-        const T c = static_cast<T>(a.cos[static_cast<size_t>(p * half + i)]);
-        const T s = direction * static_cast<T>(a.sin[static_cast<size_t>(p * half + i)]);
-        const T lo = xr[h0 + i], hi = xr[h0 + half + i];
-        orow[h0 + i] = lo * c - hi * s;
-        orow[h0 + half + i] = hi * c + lo * s;
+  for_range(rows * w > kParallelGrain, rows, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row) {
+      const int64_t p = row % t;
+      const T* xr = x + row * w;
+      T* orow = out + row * w;
+      for (int64_t h0 = 0; h0 < rotated; h0 += d) {
+        for (int64_t i = 0; i < half; ++i) {
+          const T c = static_cast<T>(a.cos[static_cast<size_t>(p * half + i)]);
+          const T s = direction * static_cast<T>(a.sin[static_cast<size_t>(p * half + i)]);
+          const T lo = xr[h0 + i], hi = xr[h0 + half + i];
+          orow[h0 + i] = lo * c - hi * s;
+          orow[h0 + half + i] = hi * c + lo * s;
+        }
       }
+      std::copy(xr + rotated, xr + w, orow + rotated);
     }
-    std::copy(xr + rotated, xr + w, orow + rotated);
-  }
+  });
 }
 
 Tensor rotate_tensor(const Tensor& x, int64_t d, int64_t rotated, const Angles& a, double direction) {

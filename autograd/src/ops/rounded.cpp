@@ -18,9 +18,10 @@ namespace {
 template <class From, class To>
 void convert_rows(const From* x, int64_t count, int64_t ld, To* out) {
   const int64_t rows = count / ld;
-#pragma omp parallel for schedule(static) if (count > kParallelGrain)
-  for (int64_t row = 0; row < rows; ++row)
-    kernels::convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
+  for_range(count > kParallelGrain, rows, [&](int64_t first, int64_t last) {
+    for (int64_t row = first; row < last; ++row)
+      kernels::convert_bf16(x + row * ld, 1, ld, ld, out + row * ld);
+  });
 }
 
 }  // namespace
