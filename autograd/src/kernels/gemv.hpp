@@ -2,8 +2,8 @@
 // Products with one row, x (k) times a weight: every product of a decode step at batch 1 (one new
 // position). Such a product does two flops per weight it reads, so the memory decides its speed,
 // and a matrix-matrix kernel's blocking (oneDNN's sgemm) only stands between the weight and the
-// sums. These loops read the weight once, in the order it is stored, each thread of the OpenMP
-// team one contiguous stretch of it.
+// sums. These loops read the weight once, in the order it is stored, in long contiguous stretches
+// that the threads of the OpenMP team take as each comes free.
 #include <cstdint>
 
 namespace tinygpt::kernels {
