@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "avx512_clones.hpp"
+#include "parallel_for.hpp"
 #if TINYGPT_HAS_AVX512_CLONES
 #include <immintrin.h>
 #endif
@@ -182,19 +183,6 @@ TINYGPT_AVX512_BF16 void gemv_bf16_native(const uint16_t* x, const uint16_t* w, 
 }
 #endif
 
-// body(i) for i in [0, count): on the team, each i taken by whichever thread comes free, with
-// `on_team` outside a parallel region; else on the calling thread without opening a region (one
-// of a single thread still ends in a futex wake: a system call for every small product).
-template <class Body>
-void for_each_taken(bool on_team, int64_t count, const Body& body) {
-  if (!on_team || omp_in_parallel()) {
-    for (int64_t i = 0; i < count; ++i) body(i);
-    return;
-  }
-#pragma omp parallel for schedule(dynamic)
-  for (int64_t i = 0; i < count; ++i) body(i);
-}
-
 // The n outputs in up to kGemvStretches stretches of whole 16-output groups, taken by the team's
 // threads as each comes free (or all by the calling thread without `on_team`): a thread woken
 // late takes fewer, and every stretch is one stream of the weight. `share(lo, hi)` computes
@@ -203,7 +191,7 @@ template <class Share>
 void over_team(bool on_team, int64_t n, const float* bias, float* y, const Share& share) {
   const int64_t groups = (n + 15) / 16;
   const int64_t stretch = 16 * ((groups + kGemvStretches - 1) / kGemvStretches);
-  for_each_taken(on_team, (n + stretch - 1) / stretch, [&](int64_t s) {
+  detail::for_each_taken(on_team, (n + stretch - 1) / stretch, [&](int64_t s) {
     const int64_t lo = s * stretch, hi = std::min(n, lo + stretch);
     share(lo, hi);
     if (bias != nullptr) {
@@ -233,7 +221,7 @@ void gemv_batch(int64_t batch, const float* x, int64_t x_stride, const float* w,
                 bool transposed, int64_t k, int64_t n, const float* bias, float* y) {
   if (batch == 1) return gemv(x, w, transposed, k, n, bias, y);
   // Each product on one thread: a head's product is too small to share, the heads together not.
-  for_each_taken(batch * k * n >= kGemvParallelWeights, batch, [&](int64_t i) {
+  detail::for_each_taken(batch * k * n >= kGemvParallelWeights, batch, [&](int64_t i) {
     gemv_product(x + i * x_stride, w + i * w_stride, transposed, k, n, bias, y + i * n, false);
   });
 }

@@ -2,7 +2,6 @@
 // Building blocks shared by the op families: broadcasting walks and elementwise maps over raw
 // contiguous memory. Functors are template parameters, so the inner loops inline (no
 // std::function or virtual call per element).
-#include <omp.h>
 
 #include <cmath>
 #include <limits>
@@ -10,6 +9,7 @@
 #include <string>
 #include <type_traits>
 
+#include "parallel_for.hpp"
 #include "tinygpt/autograd/dispatch.hpp"
 #include "tinygpt/autograd/tensor.hpp"
 
@@ -18,19 +18,6 @@ namespace tinygpt::detail {
 // Elementwise loops below this many elements stay on one thread: waking the others costs more
 // than a shorter loop takes.
 constexpr int64_t kParallelGrain = 1 << 15;
-
-// body(lo, hi) over [0, count): one stretch per thread of the team when `parallel`, else the
-// whole range on the calling thread without opening a region (a region of one thread still ends
-// in a futex wake: a system call for every small op).
-template <class Body>
-void for_range(bool parallel, int64_t count, const Body& body) {
-  if (!parallel || omp_in_parallel()) return body(int64_t{0}, count);
-#pragma omp parallel
-  {
-    const int64_t team = omp_get_num_threads(), t = omp_get_thread_num();
-    body(count * t / team, count * (t + 1) / team);
-  }
-}
 
 // NumPy broadcasting of two shapes; throws ShapeError naming `op`.
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op);
