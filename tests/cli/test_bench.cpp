@@ -160,7 +160,7 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
       }
     }
     for (const char* key : {"ms_per_step", "ms_min", "ms_max", "threads", "flush_denormals",
-                            "precision", "bf16_products", "gemm_backend", "gemm_kernel"}) {
+                            "precision", "bf16_products", "gemm_backend", "gemm_kernel", "own_loops"}) {
       CHECK(j.contains(key));
     }
     CHECK(j["gomp_spincount"] == "77");

@@ -336,9 +336,9 @@ void print_compute_check() {
   const GemmBackend backend = gemm_backend(DType::f32);
   fmt::print(stderr,
              "tinygpt: {} thread{}; f32 products on {} ({} kernel) at {:.0f} GFLOP/s, {:.2f} of "
-             "the machine's f32 peak {:.0f} GFLOP/s ({})\n",
+             "the machine's f32 peak {:.0f} GFLOP/s ({}); own loops on {}\n",
              num_threads(), num_threads() == 1 ? "" : "s", backend.library, backend.kernel, products, products / peak.gflops,
-             peak.gflops, peak.kernel);
+             peak.gflops, peak.kernel, own_loops_isa());
   const std::string note = train::slow_products_note(products, peak.gflops);
   if (!note.empty()) fmt::print(stderr, "tinygpt: warning: {}\n", note);
 }

@@ -156,6 +156,7 @@ json settings_json(Precision precision) {
                                                           : json(nullptr)},
           {"gemm_backend", backend.library},
           {"gemm_kernel", backend.kernel},
+          {"own_loops", own_loops_isa()},
           {"cpu", cpu_json()}};
 }
 
@@ -169,10 +170,11 @@ std::string settings_text(Precision precision) {
                         bf16_products_name(bf16_products()));
   return fmt::format(
       "  threads         {} (OpenMP, GOMP_SPINCOUNT={}, OMP_WAIT_POLICY={}; each product "
-      "single-threaded inside it){}\n  products        {}: {} ({} kernel)\n{}",
+      "single-threaded inside it){}\n  products        {}: {} ({} kernel)\n"
+      "  own loops       {}\n{}",
       num_threads(), env_or("GOMP_SPINCOUNT", "unset"), env_or("OMP_WAIT_POLICY", "unset"),
       flush_denormals() ? "; subnormals flushed to zero" : "", kind, backend.library, backend.kernel,
-      cpu_text());
+      own_loops_isa(), cpu_text());
 }
 
 std::string utilization_text(const Utilization& u, int64_t matmul_parameters, int64_t peak_size) {

@@ -13,6 +13,7 @@
 #include "tinygpt/autograd/error.hpp"
 #include "tinygpt/autograd/gemm_backend.hpp"
 #include "tinygpt/autograd/precision.hpp"
+#include "avx512_clones.hpp"
 
 extern "C" char* openblas_get_corename();
 
@@ -207,6 +208,21 @@ GemmBackend gemm_backend(DType dtype) {
   const dnnl_version_t* v = dnnl_version();
   return {fmt::format("oneDNN {}.{}.{}", v->major, v->minor, v->patch),
           onednn_isa_name(dnnl_get_effective_cpu_isa())};
+}
+
+std::string own_loops_isa() {
+#if defined(__AVX512F__)
+  std::string built = "avx512";
+#elif defined(__AVX2__) && defined(__FMA__)
+  std::string built = "avx2+fma";
+#elif defined(__AVX2__)
+  std::string built = "avx2";
+#else
+  std::string built = "x86-64 baseline";
+#endif
+  if (kernels::use_avx512_bf16()) return built + ", avx512_bf16 kernels";
+  if (kernels::use_avx512()) return built + ", avx512 kernels";
+  return built;
 }
 
 }  // namespace tinygpt

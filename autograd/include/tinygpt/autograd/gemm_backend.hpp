@@ -15,4 +15,10 @@ struct GemmBackend {
 
 GemmBackend gemm_backend(DType dtype);
 
+// The instructions the project's own loops (the fused attention, GELU, layer norm, the one-row
+// products, ...) run on: what the build compiled them for (CMakeLists.txt falls back from
+// -march=native where GCC miscompiles it), then the AVX-512 kernels built beside them when this
+// CPU runs them, e.g. "avx2+fma, avx512_bf16 kernels" or "x86-64 baseline".
+std::string own_loops_isa();
+
 }  // namespace tinygpt
