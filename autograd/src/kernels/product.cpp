@@ -217,6 +217,8 @@ std::string own_loops_isa() {
   std::string built = "avx2+fma";
 #elif defined(__AVX2__)
   std::string built = "avx2";
+#elif defined(TINYGPT_NATIVE_MISCOMPILED)
+  std::string built = "x86-64 baseline (GCC miscompiled every -march=native setting CMake probed)";
 #else
   std::string built = "x86-64 baseline";
 #endif
