@@ -253,43 +253,52 @@ TINYGPT_AMX void tile_block(const Word32* a, int64_t lda, const Word32* b, int64
   if constexpr (kR == 2 && kC == 2) _tile_stored(3, sums + kTile * lds + kTile, lds * 4);
 }
 
+// C's block of rows [i0, i1) and columns [j0, j1) = alpha sums + beta C, sums (rows of lds) as
+// the tiles stored them; under Band::columns row r stops at column r + offset.
+TINYGPT_AMX void write_block(const float* sums, int64_t lds, int64_t i0, int64_t i1, int64_t j0,
+                             int64_t j1, float alpha, float beta, float* c, int64_t ldc,
+                             Band band, int64_t offset) {
+  for (int64_t r = i0; r < i1; ++r) {
+    const int64_t cols = band == Band::columns ? std::min(j1, r + offset + 1) : j1;
+    for (int64_t j = j0; j < cols; j += 16) {
+      const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
+      write_scaled(c + r * ldc + j, mask, _mm512_loadu_ps(sums + (r - i0) * lds + j - j0), alpha,
+                   beta);
+    }
+  }
+}
+
 // C = alpha A B + beta C for the part `band` needs, A (mp, wp) and B (wp, np) words padded to
 // whole tiles; the blocks of 32 rows skip the column tiles and words their band leaves out, as
-// product() does for its 4-row tiles. Sums in f32, as oneDNN's AMX kernels make them.
+// product() does for its 4-row tiles. Sums in f32, as oneDNN's AMX kernels make them. Each 32 x
+// 32 block is written to C as soon as its tiles are stored, from 4 KB that stay in L1: a pass over
+// all of C's sums afterwards would read them back from L2.
 TINYGPT_AMX void amx_product(int64_t m, int64_t n, int64_t k, float alpha, const Word32* a,
                              const Word32* b, int64_t wp, int64_t np, float beta, float* c,
                              int64_t ldc, Band band, int64_t offset) {
-  thread_local std::vector<float> sums_buffer;
-  const int64_t mp = whole_tiles(m);
-  float* sums = scratch(sums_buffer, mp * np);
-  {
-    const AmxTiles tiles;
-    for (int64_t i0 = 0; i0 < mp; i0 += 2 * kTile) {
-      const bool two_rows = i0 + kTile < mp;
-      const int64_t below = std::min(m, i0 + 2 * kTile) + offset;  // past the block's last key
-      int64_t columns = np, k0 = 0, k1 = k;
-      if (band == Band::columns) columns = whole_tiles(std::min(n, below));
-      if (band == Band::k_upper) k1 = std::min(k, below);
-      if (band == Band::k_lower) k0 = std::clamp(i0 - offset, int64_t{0}, k);
-      // Terms past the band inside a tile's 32 are A's zeros (see Band), or the padding.
-      const int64_t w0 = k0 / 2 / kTile * kTile, w1 = std::max(w0, whole_tiles((k1 + 1) / 2));
-      for (int64_t j0 = 0; j0 < columns; j0 += 2 * kTile) {
-        const bool two_cols = j0 + kTile < columns;
-        const Word32* ai = a + i0 * wp;
-        const Word32* bj = b + j0;
-        float* s = sums + i0 * np + j0;
-        if (two_rows && two_cols) tile_block<2, 2>(ai, wp, bj, np, w0, w1, s, np);
-        if (two_rows && !two_cols) tile_block<2, 1>(ai, wp, bj, np, w0, w1, s, np);
-        if (!two_rows && two_cols) tile_block<1, 2>(ai, wp, bj, np, w0, w1, s, np);
-        if (!two_rows && !two_cols) tile_block<1, 1>(ai, wp, bj, np, w0, w1, s, np);
-      }
-    }
-  }
-  for (int64_t r = 0; r < m; ++r) {
-    const int64_t cols = band == Band::columns ? std::min(n, r + offset + 1) : n;
-    for (int64_t j = 0; j < cols; j += 16) {
-      const __mmask16 mask = static_cast<__mmask16>((1u << std::min<int64_t>(16, cols - j)) - 1u);
-      write_scaled(c + r * ldc + j, mask, _mm512_loadu_ps(sums + r * np + j), alpha, beta);
+  constexpr int64_t kSide = 2 * kTile;
+  alignas(64) float sums[kSide * kSide];
+  const AmxTiles tiles;
+  for (int64_t i0 = 0; i0 < m; i0 += kSide) {
+    const bool two_rows = i0 + kTile < m;
+    const int64_t i1 = std::min(m, i0 + kSide);
+    const int64_t below = i1 + offset;  // past the block's last key
+    int64_t columns = n, k0 = 0, k1 = k;
+    if (band == Band::columns) columns = std::min(n, below);
+    if (band == Band::k_upper) k1 = std::min(k, below);
+    if (band == Band::k_lower) k0 = std::clamp(i0 - offset, int64_t{0}, k);
+    // Terms past the band inside a tile's 32 are A's zeros (see Band), or the padding.
+    const int64_t w0 = k0 / 2 / kTile * kTile, w1 = std::max(w0, whole_tiles((k1 + 1) / 2));
+    for (int64_t j0 = 0; j0 < columns; j0 += kSide) {
+      const bool two_cols = j0 + kTile < columns;
+      const Word32* ai = a + i0 * wp;
+      const Word32* bj = b + j0;
+      if (two_rows && two_cols) tile_block<2, 2>(ai, wp, bj, np, w0, w1, sums, kSide);
+      if (two_rows && !two_cols) tile_block<2, 1>(ai, wp, bj, np, w0, w1, sums, kSide);
+      if (!two_rows && two_cols) tile_block<1, 2>(ai, wp, bj, np, w0, w1, sums, kSide);
+      if (!two_rows && !two_cols) tile_block<1, 1>(ai, wp, bj, np, w0, w1, sums, kSide);
+      write_block(sums, kSide, i0, i1, j0, std::min(columns, j0 + kSide), alpha, beta, c, ldc,
+                  band, offset);
     }
   }
 }
