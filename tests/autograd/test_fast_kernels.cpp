@@ -151,6 +151,21 @@ TEST_CASE("linear rejects mismatched shapes", "[ops][errors][linear]") {
   REQUIRE_THROWS_AS(linear(Tensor::zeros({3}), w, Tensor{}), ShapeError);
 }
 
+TEST_CASE("linear and gelu_linear name themselves as the operation, and the shapes, when x's last "
+          "axis is not the weight's rows", "[ops][errors][linear]") {
+  using Op = Tensor (*)(const Tensor&, const Tensor&, const Tensor&);
+  for (const auto& [op, name] : {std::pair<Op, std::string>{&linear, "linear"},
+                                 std::pair<Op, std::string>{&gelu_linear, "gelu_linear"}}) {
+    try {
+      op(Tensor::zeros({2, 5, 3}), Tensor::zeros({2, 4}), Tensor{});
+      FAIL(name << " took x (2, 5, 3) and weight (2, 4)");
+    } catch (const ShapeError& e) {
+      CHECK(e.operation() == name);
+      CHECK_THAT(e.detail(), Catch::Contains("(2, 5, 3)") && Catch::Contains("(2, 4)"));
+    }
+  }
+}
+
 TEST_CASE("gelu_linear equals linear after gelu bit for bit, forward and backward, in f32 and f64 "
           "on 1 and 2 threads", "[ops][fast][linear]") {
   for (DType dtype : {DType::f32, DType::f64}) {
