@@ -273,6 +273,7 @@ TEST_CASE("op profiler: times each product whole and charges it to its op and pa
   CHECK(linear_op->forward_flops == forward->flops());
   CHECK(linear_op->backward_flops == dx->flops() + dw->flops());
   CHECK(time_product_alone(*dw, 2) > 0.0);
+  CHECK(time_product_alone(*dw, 2, true) > 0.0);  // on operands flushed to memory first
   reset_op_profile();
   CHECK(product_profile().empty());
 }

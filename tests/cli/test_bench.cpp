@@ -154,8 +154,8 @@ TEST_CASE("bench reports how the steps ran, and a per-op profile, in the same wo
     CHECK_FALSE(j["products"].empty());
     for (const auto& product : j["products"]) {
       for (const char* key : {"op", "pass", "form", "batch", "m", "n", "k", "calls_per_step",
-                              "ms_per_step", "gflops", "gflops_alone", "peak_fraction",
-                              "peak_fraction_alone"}) {
+                              "ms_per_step", "gflops", "gflops_alone", "gflops_alone_cold",
+                              "peak_fraction", "peak_fraction_alone", "peak_fraction_alone_cold"}) {
         CHECK(product.contains(key));
       }
     }

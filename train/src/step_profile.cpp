@@ -31,13 +31,15 @@ std::string product_shape(const ProductProfileEntry& e) {
   return e.batch > 1 ? fmt::format("{} x ({})", e.batch, mnk) : mnk;
 }
 
-// A product's GFLOP/s in the step and alone.
+// A product's GFLOP/s in the step, alone, and alone on operands flushed to memory.
 struct ProductRates {
-  double step, alone;
+  double step, alone, cold;
 };
 ProductRates product_rates(const StepProfile& profile, size_t i) {
   const ProductProfileEntry& e = profile.products[i];
-  return {gflops_of(e.flops(), e.seconds), gflops_of(e.flops() / e.calls, profile.alone_seconds[i])};
+  const double flops = e.flops() / e.calls;
+  return {gflops_of(e.flops(), e.seconds), gflops_of(flops, profile.alone_seconds[i]),
+          gflops_of(flops, profile.alone_cold_seconds[i])};
 }
 
 std::string op_text(const std::vector<OpProfileEntry>& ops, int64_t steps) {
@@ -72,8 +74,10 @@ StepProfile read_step_profile() { return {op_profile(), product_profile(), {}}; 
 void time_products_alone(StepProfile& profile, Precision precision) {
   const PrecisionGuard guard(precision);
   profile.alone_seconds.clear();
+  profile.alone_cold_seconds.clear();
   for (const auto& e : profile.products) {
     profile.alone_seconds.push_back(time_product_alone(e, kAloneRuns));
+    profile.alone_cold_seconds.push_back(time_product_alone(e, kAloneRuns, true));
     empty_cache();  // each shape's operands are freed before the next one's
   }
 }
@@ -93,14 +97,16 @@ json step_profile_json(const StepProfile& profile, int64_t steps, double peak_gf
   json products = json::array();
   for (size_t i = 0; i < profile.products.size(); ++i) {
     const ProductProfileEntry& e = profile.products[i];
-    const auto [step, alone] = product_rates(profile, i);
+    const auto [step, alone, cold] = product_rates(profile, i);
     products.push_back({{"op", e.op}, {"pass", e.backward ? "backward" : "forward"},
                         {"form", product_form(e)}, {"batch", e.batch}, {"m", e.m}, {"n", e.n},
                         {"k", e.k}, {"calls_per_step", static_cast<double>(e.calls) / steps},
                         {"ms_per_step", 1000.0 * e.seconds / steps},
                         {"gflops", number_or_null(step)}, {"gflops_alone", number_or_null(alone)},
+                        {"gflops_alone_cold", number_or_null(cold)},
                         {"peak_fraction", number_or_null(step / peak_gflops)},
-                        {"peak_fraction_alone", number_or_null(alone / peak_gflops)}});
+                        {"peak_fraction_alone", number_or_null(alone / peak_gflops)},
+                        {"peak_fraction_alone_cold", number_or_null(cold / peak_gflops)}});
   }
   return {{"profile", ops}, {"products", products}};
 }
@@ -112,19 +118,21 @@ std::string step_profile_text(const StepProfile& profile, int64_t steps, double 
                                : fmt::format("of the {:.1f} GFLOP/s peak of the units they ran on",
                                              peak_gflops);
   out += fmt::format(
-      "\n  per-product time, ms per step, and GFLOP/s in the step and alone (best of {}), "
-      "largest first;\n  of peak, in the step | alone: {}:\n"
-      "  {:<20} {:<8} {:<7} {:<22} {:>5} {:>8} {:>8} {:>8} {:>13}\n",
+      "\n  per-product time, ms per step, and GFLOP/s in the step, alone (best of {}) and alone "
+      "cold\n  (operands and output flushed to memory first), largest first; of peak, in the "
+      "step | alone | cold:\n  {}:\n"
+      "  {:<20} {:<8} {:<7} {:<22} {:>5} {:>8} {:>8} {:>8} {:>8} {:>20}\n",
       kAloneRuns, peak, "op", "pass", "form", "shape (m x n x k)", "calls", "ms", "GFLOP/s",
-      "alone", "of peak");
+      "alone", "cold", "of peak");
   for (size_t i = 0; i < profile.products.size(); ++i) {
     const ProductProfileEntry& e = profile.products[i];
-    const auto [step, alone] = product_rates(profile, i);
-    out += fmt::format("  {:<20} {:<8} {:<7} {:<22} {:5.1f} {:8.3f} {:8.1f} {:8.1f}  {:.2f} | {:.2f}\n",
-                       e.op, e.backward ? "backward" : "forward", product_form(e),
-                       product_shape(e), static_cast<double>(e.calls) / steps,
-                       1000.0 * e.seconds / steps, step, alone, step / peak_gflops,
-                       alone / peak_gflops);
+    const auto [step, alone, cold] = product_rates(profile, i);
+    out += fmt::format(
+        "  {:<20} {:<8} {:<7} {:<22} {:5.1f} {:8.3f} {:8.1f} {:8.1f} {:8.1f}  {:.2f} | {:.2f} | "
+        "{:.2f}\n",
+        e.op, e.backward ? "backward" : "forward", product_form(e), product_shape(e),
+        static_cast<double>(e.calls) / steps, 1000.0 * e.seconds / steps, step, alone, cold,
+        step / peak_gflops, alone / peak_gflops, cold / peak_gflops);
   }
   return out;
 }

@@ -16,14 +16,16 @@ namespace tinygpt::train {
 struct StepProfile {
   std::vector<OpProfileEntry> ops;
   std::vector<ProductProfileEntry> products;
-  std::vector<double> alone_seconds;  // per product: the best of a few runs alone
+  std::vector<double> alone_seconds;       // per product: the best of a few runs alone
+  std::vector<double> alone_cold_seconds;  // the same, operands and output flushed to memory first
 };
 
-// What the op profiler gathered since its reset (alone_seconds still empty).
+// What the op profiler gathered since its reset (the alone times still empty).
 StepProfile read_step_profile();
 
-// Times every product shape of `profile` alone in `precision`, filling alone_seconds. Its
-// buffers count in the peak RSS: read that first.
+// Times every product shape of `profile` alone in `precision`, with its operands in cache and
+// flushed (time_product_alone), filling the alone times. Its buffers count in the peak RSS: read
+// that first.
 void time_products_alone(StepProfile& profile, Precision precision);
 
 // `steps`: the timed steps the profile covers; `peak_gflops`: the peak of the units the products

@@ -1,5 +1,6 @@
 #include "batched_product.hpp"
 
+#include <emmintrin.h>
 #include <omp.h>
 
 #include <algorithm>
@@ -254,7 +255,18 @@ template void gemm_batched(ProductBackend, const MatmulPlan&, bool, bool, Produc
 
 namespace tinygpt {
 
-double time_product_alone(const ProductProfileEntry& e, int repeats) {
+namespace {
+
+// Every cache line of `bytes` from `p` written back and dropped from every level of cache.
+void flush_from_caches(const void* p, int64_t bytes) {
+  const char* line = static_cast<const char*>(p);
+  for (int64_t i = 0; i < bytes; i += 64) _mm_clflush(line + i);
+  _mm_mfence();
+}
+
+}  // namespace
+
+double time_product_alone(const ProductProfileEntry& e, int repeats, bool cold) {
   using namespace detail;
   const ProductBackend backend = kernels::product_backend(DType::f32);
   const MatmulPlan p = [&] {
@@ -273,8 +285,17 @@ double time_product_alone(const ProductProfileEntry& e, int repeats) {
   const Rounded a16 = bf16 && e.a_rounded ? rounded(a) : Rounded{};
   const Rounded b16 = bf16 && e.b_rounded ? rounded(b) : Rounded{};
   const ProductInput<float> in_a{a.data<float>(), a16.data}, in_b{b.data<float>(), b16.data};
+  const auto flush = [&] {
+    for (const Tensor* t : {&a, &b, &bias, static_cast<const Tensor*>(&c)}) {
+      flush_from_caches(t->data<float>(), t->numel() * 4);
+    }
+    for (const Rounded* r : {&a16, &b16}) {
+      if (r->data != nullptr) flush_from_caches(r->data, r->storage.numel() * 4);
+    }
+  };
   double best = 0.0;
   for (int i = 0; i <= repeats; ++i) {  // the first run makes the kernels and warms the caches
+    if (cold) flush();
     const auto start = std::chrono::steady_clock::now();
     run_pieces<float>(backend, p, e.ta, e.tb, in_a, in_b, c.data<float>(),
                       e.bias ? bias.data<float>() : nullptr);

@@ -56,8 +56,11 @@ void reset_op_profile();
 
 // The best of `repeats` runs of one product of `e`'s shape and operand forms on random values,
 // alone, on the backend the current precision picks, in seconds: the rate the product's kernel
-// reaches outside a step, for comparing with its rate inside it.
-double time_product_alone(const ProductProfileEntry& e, int repeats);
+// reaches outside a step, for comparing with its rate inside it. Each run finds its operands
+// and output in the caches the run before left them in, or with `cold` in none: flushed to
+// memory first, as a step's product finds an activation another op wrote megabytes ago. A
+// product that runs in the step near its cold rate and far below its warm one waits on memory.
+double time_product_alone(const ProductProfileEntry& e, int repeats, bool cold = false);
 
 namespace detail {
 extern bool g_op_profiling;
