@@ -69,7 +69,7 @@ std::string op_text(const std::vector<OpProfileEntry>& ops, int64_t steps) {
 
 }  // namespace
 
-StepProfile read_step_profile() { return {op_profile(), product_profile(), {}}; }
+StepProfile read_step_profile() { return {op_profile(), product_profile(), {}, {}}; }
 
 void time_products_alone(StepProfile& profile, Precision precision) {
   const PrecisionGuard guard(precision);
