@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <initializer_list>
 #include <type_traits>
 
 #include "common.hpp"
@@ -134,14 +135,15 @@ void prepare(ProductBackend, const MatmulPlan&, bool, bool, const Pieces&, bool,
 
 }  // namespace
 
-MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb, const char* op) {
   const Shape& sa = a.shape();
   const Shape& sb = b.shape();
   auto describe = [&] {
     return fmt::format("{}{} @ {}{}", sa.str(), ta ? "^T" : "", sb.str(), tb ? "^T" : "");
   };
   if (sa.ndim() < 2 || sb.ndim() < 2 || sa.ndim() > 4 || sb.ndim() > 4) {
-    throw ShapeError(fmt::format("matmul: operands must have 2 to 4 dims, got {}", describe()));
+    throw ShapeError(Operation(op),
+                     fmt::format("operands must have 2 to 4 dims, got {}", describe()));
   }
   MatmulPlan p;
   p.m = ta ? sa[sa.ndim() - 1] : sa[sa.ndim() - 2];
@@ -149,13 +151,13 @@ MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb) {
   const int64_t kb = tb ? sb[sb.ndim() - 1] : sb[sb.ndim() - 2];
   p.n = tb ? sb[sb.ndim() - 2] : sb[sb.ndim() - 1];
   if (p.k != kb) {
-    throw ShapeError(fmt::format("matmul: inner dimensions {} and {} differ in {}", p.k, kb,
-                                 describe()));
+    throw ShapeError(Operation(op), fmt::format("inner dimensions {} and {} differ in {}", p.k,
+                                                kb, describe()));
   }
   const Shape ba = leading(sa), bb = leading(sb);
   if (ba.ndim() > 0 && bb.ndim() > 0 && ba != bb) {
-    throw ShapeError(fmt::format("matmul: batch dimensions {} and {} differ in {}", ba.str(),
-                                 bb.str(), describe()));
+    throw ShapeError(Operation(op), fmt::format("batch dimensions {} and {} differ in {}",
+                                                ba.str(), bb.str(), describe()));
   }
   p.out = ba.ndim() > 0 ? ba : bb;
   p.batch = p.out.numel();
@@ -257,10 +259,12 @@ namespace tinygpt {
 
 namespace {
 
-// Every cache line of `bytes` from `p` written back and dropped from every level of cache.
-void flush_from_caches(const void* p, int64_t bytes) {
+constexpr int64_t kCacheLine = 64;  // bytes, on every x86-64 CPU this runs on
+
+// Every cache line of `count` floats from `p` written back and dropped from every level of cache.
+void flush_from_caches(const void* p, int64_t count) {
   const char* line = static_cast<const char*>(p);
-  for (int64_t i = 0; i < bytes; i += 64) _mm_clflush(line + i);
+  for (int64_t i = 0; i < count * int64_t{sizeof(float)}; i += kCacheLine) _mm_clflush(line + i);
   _mm_mfence();
 }
 
@@ -285,12 +289,10 @@ double time_product_alone(const ProductProfileEntry& e, int repeats, bool cold) 
   const Rounded a16 = bf16 && e.a_rounded ? rounded(a) : Rounded{};
   const Rounded b16 = bf16 && e.b_rounded ? rounded(b) : Rounded{};
   const ProductInput<float> in_a{a.data<float>(), a16.data}, in_b{b.data<float>(), b16.data};
-  const auto flush = [&] {
-    for (const Tensor* t : {&a, &b, &bias, static_cast<const Tensor*>(&c)}) {
-      flush_from_caches(t->data<float>(), t->numel() * 4);
-    }
-    for (const Rounded* r : {&a16, &b16}) {
-      if (r->data != nullptr) flush_from_caches(r->data, r->storage.numel() * 4);
+  const auto flush = [&] {  // the operands, the output and the roundings' f32 slots
+    for (const Tensor* t : std::initializer_list<const Tensor*>{&a, &b, &bias, &c, &a16.storage,
+                                                                &b16.storage}) {
+      if (t->defined()) flush_from_caches(t->data<float>(), t->numel());
     }
   };
   double best = 0.0;

@@ -20,8 +20,9 @@ struct MatmulPlan {
 };
 
 // op(a) @ op(b) for a and b of 2 to 4 dims, op a transpose where ta (tb); throws ShapeError
-// naming the shapes unless they multiply.
-MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb);
+// naming `op` (the op that asked) and the shapes unless they multiply.
+MatmulPlan plan_matmul(const Tensor& a, const Tensor& b, bool ta, bool tb,
+                       const char* op = "matmul");
 
 // (..., R, C) -> (prod(...) * R, C); the row count spelled out, as -1 cannot be inferred when C
 // is 0.

@@ -32,7 +32,7 @@ Needs needs_of(const Tensor& x, const Tensor& weight, const Tensor& bias) {
 // The product of linear and gelu_linear: x (..., K) @ weight (K, N) + bias (N).
 MatmulPlan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias, const char* op) {
   check_same_dtype(x, weight, op);
-  if (x.ndim() < 2 || weight.ndim() != 2 || weight.shape()[0] != x.shape()[x.ndim() - 1] ||
+  if (x.ndim() < 2 || weight.ndim() != 2 ||
       (bias.defined() && bias.shape() != Shape{weight.shape()[1]})) {
     throw ShapeError(Operation(op),
                      fmt::format("expects x (..., K) with at least 2 dims, weight (K, N) and bias "
@@ -41,7 +41,7 @@ MatmulPlan plan_linear(const Tensor& x, const Tensor& weight, const Tensor& bias
                                  bias.defined() ? bias.shape().str() : "none"));
   }
   if (bias.defined()) check_same_dtype(x, bias, op);
-  return plan_matmul(x, weight, false, false);
+  return plan_matmul(x, weight, false, false, op);
 }
 
 // Whether a linear on x runs its products in bf16: an f32 product with work on a bf16 backend.
