@@ -124,8 +124,10 @@ TEST_CASE("Run::start stores a file by its absolute path, checks before it write
                         Contains(a) && Contains("in use by another training run"));
     }
     const std::string weights = io::read_file(a + "/model.safetensors");
+    // The library names its own settings (Run::start's force, Run::resume), never a CLI flag.
     CHECK_THROWS_WITH(Run::start(a, config_with_dropout(), quick_options(3), text),
-                      Contains("already holds a checkpoint"));
+                      Contains("already holds a checkpoint; pass resume " + a) &&
+                          Contains("or force to replace it") && !Contains("--"));
     nn::GPTConfig other = config_with_dropout();
     other.dropout = 0.0;
     Run replaced = Run::start(a, other, quick_options(3), text, 0.1, /*force=*/true);
@@ -143,7 +145,8 @@ TEST_CASE("Run::resume refuses a total already reached and keeps the log up to i
     Run run = Run::start(a, config_with_dropout(), quick_options(3), text);
     train_to_end(run);
   }  // it lets go of the run lock
-  CHECK_THROWS_WITH(Run::resume(a), Contains(a) && Contains("already at step 3"));
+  CHECK_THROWS_WITH(Run::resume(a), Contains(a) && Contains("already at step 3; pass steps above") &&
+                                        !Contains("--"));
   ResumeChanges bad;
   bad.steps = 6;
   bad.eval_every = 0;

@@ -21,6 +21,7 @@
 #include "tinygpt/data/data_source.hpp"
 #include "tinygpt/data/toy_corpus.hpp"
 #include "tinygpt/distributed/communicator.hpp"
+#include "tinygpt/io/atomic_file.hpp"
 #include "tinygpt/analysis/fit_observers.hpp"
 #include "tinygpt/analysis/run_report.hpp"
 #include "tinygpt/analysis/task_commands.hpp"
@@ -378,6 +379,8 @@ train::Run open_run(const TrainFlags& f, const CLI::App& cmd, distributed::Commu
                               "when its bytes are the ones the run recorded)");
     } catch (const ValueError& e) {
       throw ValueError(in_flag_terms(e));
+    } catch (const io::IOError& e) {  // the output folder's: it names --force or --resume
+      throw io::IOError(in_flag_terms(e));
     } catch (const train::MemoryError& e) {
       throw ValueError(memory_in_flag_terms(e));
     }

@@ -99,9 +99,9 @@ void check_out_folder(const std::string& dir, const std::string& data_source, bo
   std::string listed;
   for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + names[i];
   if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);
-  throw io::IOError(fmt::format("{} is not empty ({}) and holds no tinygpt run; a run writes into "
-                                "a new or empty folder: name another, or pass --force to write "
-                                "into this one", dir, listed));
+  throw io::IOError({fmt::format("{} is not empty ({}) and holds no tinygpt run; a run writes into "
+                                 "a new or empty folder: name another, or pass ", dir, listed),
+                     MessagePart("force", ""), " to write into this one"});
 }
 
 }  // namespace
@@ -236,9 +236,8 @@ void Run::claim_directory(std::unique_ptr<io::RunLock> lock, bool force) {
   check_save_paths(dir_);
   const bool replacing = has_checkpoint(dir_);
   if (replacing && !force) {
-    throw io::IOError(fmt::format(
-        "{} already holds a checkpoint; pass --resume {} to continue it, or --force to replace it",
-        dir_, dir_));
+    throw io::IOError({dir_ + " already holds a checkpoint; pass ", MessagePart("resume", dir_),
+                       " to continue it, or ", MessagePart("force", ""), " to replace it"});
   }
   // Proves the directory writable, so that a run never trains for minutes to find it cannot save.
   io::check_writable(dir_);
@@ -387,8 +386,8 @@ Run Run::resume_locked(const std::string& dir, const ResumeChanges& changes,
   state.options.precision = changes.precision.value_or(state.options.precision);
   state.options.validate();
   if (state.options.steps <= state.step) {
-    throw OptionError(fmt::format("{} is already at step {}; pass --steps above that to continue",
-                                 dir, state.step));
+    throw OptionError({fmt::format("{} is already at step {}; pass ", dir, state.step),
+                       MessagePart("steps", ""), " above that to continue"});
   }
   std::string moved_from;
   if (changes.data_source && !data::same_source(*changes.data_source, state.data_source)) {

@@ -79,7 +79,12 @@ ProbeSet dataset_probes(const data::TextDataset& dataset, const data::Tokenizer&
 
 ProbeSet text_probes(std::vector<int64_t> ids, const data::Tokenizer& tokenizer, int64_t block) {
   if (static_cast<int64_t>(ids.size()) > block) ids.resize(static_cast<size_t>(block));
-  if (ids.size() < 2) throw ValueError("--text needs at least two characters");
+  if (ids.size() < 2) {
+    throw SettingError(Operation("heads::text_probes"),
+                       {MessagePart("text", ""),
+                        fmt::format(" has {} token{}; a probe needs at least 2, one to predict from",
+                                    ids.size(), ids.size() == 1 ? "" : "s")});
+  }
   ProbeSet set;
   set.probes.texts = {ids};
   set.picture = std::move(ids);
