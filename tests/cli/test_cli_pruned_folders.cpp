@@ -41,6 +41,49 @@ TEST_CASE("prune: a head list the model cannot take is one line, exit 2, nothing
   }
 }
 
+TEST_CASE("prune --out never replaces a run, the model itself or other files unasked", "[cli][prune]") {
+  ScratchDir dir;
+  const std::string model = two_layer_run(dir);
+  const std::string other_run = dir.file("other");
+  std::filesystem::copy(model, other_run, std::filesystem::copy_options::recursive);
+  const std::string notes = dir.file("notes");
+  std::filesystem::create_directories(notes);
+  write_bytes(notes + "/todo.txt", "mine\n");
+  const std::string pruned = dir.file("pruned");
+  run_ok({"prune", "--model", model, "--heads", "0.1", "--out", pruned});
+
+  struct Case {
+    std::string out;
+    bool force;
+    int code;
+    std::vector<std::string> fragments;
+  };
+  for (const Case& c : std::vector<Case>{
+           {model, true, 2, {"--out " + model, "the folder of the model it prunes"}},
+           {other_run, true, 1, {other_run, "holds a training run (trainer_state.json)"}},
+           {notes, false, 1, {notes, "is not empty (todo.txt)", "--force"}},
+           {pruned, false, 1, {pruned, "already holds a model", "--force"}}}) {
+    const DirSnapshot before = snapshot(c.out);
+    const DirSnapshot model_before = snapshot(model);
+    std::vector<std::string> args = {"prune", "--model", model, "--heads", "1.0", "--out", c.out};
+    if (c.force) args.push_back("--force");
+    const CliResult r = run_cli(args);
+    INFO(r.describe());
+    CHECK(r.exited_with(c.code));
+    check_one_line_error(r, c.fragments);
+    CHECK(snapshot(c.out) == before);
+    CHECK(snapshot(model) == model_before);
+  }
+
+  // --force replaces a model folder, and writes beside files that are not one's, keeping them.
+  run_ok({"prune", "--model", model, "--heads", "1.0", "--out", pruned, "--force"});
+  const nlohmann::json config = nlohmann::json::parse(read_bytes(pruned + "/config.json"));
+  CHECK(config["pruned_heads"] == nlohmann::json::parse(R"({"1": [0]})"));
+  run_ok({"prune", "--model", model, "--heads", "1.0", "--out", notes, "--force"});
+  CHECK(read_bytes(notes + "/todo.txt") == "mine\n");
+  run_ok({"eval", "--model", notes, "--data", "builtin:toy"});
+}
+
 TEST_CASE("heads: every circuit method and the explorer on a pruned folder, pruned heads at their numbers",
           "[cli][heads][circuits][prune]") {
   ScratchDir dir;

@@ -391,7 +391,8 @@ const SettingNames& flag_names() {
       {"mask_probability", "--mask-prob"}, {"pseudo", "--pseudo"},  {"top_k", "--top-k"},
       {"features", "--features"},    {"redraw_every", "--redraw-every"},
       {"encoder_attention", "--attention"}, {"attention", "--attention"},
-      {"mask_view", "--mask-view"},  {"resume", "--resume"},      {"force", "--force"}};
+      {"mask_view", "--mask-view"},  {"resume", "--resume"},      {"force", "--force"},
+      {"out", "--out"}};
   return kFlags;
 }
 

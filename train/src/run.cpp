@@ -60,18 +60,6 @@ void check_save_paths(const std::string& dir) {
   io::refuse_in_the_way(in(kBestDir), io::EntryKind::folder, "the best checkpoint");
 }
 
-// What `dir` holds besides tinygpt's own lock and staging folder (empty for a new folder).
-std::vector<std::string> foreign_entries(const std::string& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name != io::kRunLockFile && name != io::kStagingDir) names.push_back(name);
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 // What the run's task is built on: its text, split, options and the rows of one micro-batch.
 TaskSource task_source(const std::string& text, const RunState& state,
                        const distributed::Communicator& world) {
@@ -96,15 +84,30 @@ void check_out_folder(const std::string& dir, const std::string& data_source, bo
   if (force || has_checkpoint(dir)) return;  // a checkpoint: refused by claim_directory
   const std::vector<std::string> names = foreign_entries(dir);
   if (names.empty()) return;
-  std::string listed;
-  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + names[i];
-  if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);
   throw io::IOError({fmt::format("{} is not empty ({}) and holds no tinygpt run; a run writes into "
-                                 "a new or empty folder: name another, or pass ", dir, listed),
+                                 "a new or empty folder: name another, or pass ", dir, some_of(names)),
                      MessagePart("force", ""), " to write into this one"});
 }
 
 }  // namespace
+
+std::vector<std::string> foreign_entries(const std::string& dir) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name != io::kRunLockFile && name != io::kStagingDir) names.push_back(name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string some_of(const std::vector<std::string>& names) {
+  std::string listed;
+  for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + names[i];
+  if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);
+  return listed;
+}
 
 DataChangedError::DataChangedError(std::string source, uint64_t was_bytes, std::string was_sha256,
                                    uint64_t now_bytes, std::string now_sha256)
@@ -130,7 +133,7 @@ std::string load_run_text(const RunState& state) {
 
 std::optional<RunState> trained_on(const std::string& dir) {
   const auto has_state = [](const fs::path& run) {
-    return io::CommittedFiles(run.string()).contains("trainer_state.json");
+    return io::CommittedFiles(run.string()).contains(kTrainerStateFile);
   };
   if (io::file_type_of(dir, "model directory") != fs::file_type::directory) return std::nullopt;
   if (has_state(dir)) return load_run_state(dir);
@@ -349,7 +352,7 @@ Run Run::start_locked(const std::string& dir, ModelConfig config, const InitFrom
     config = loaded->config;
     state.init_from = fs::absolute(init->dir).lexically_normal().string();
     state.init_from_sha256 = loaded->weights_sha256;
-    if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / "trainer_state.json", ec)) {
+    if (has_checkpoint(init->dir) && fs::exists(fs::path(init->dir) / kTrainerStateFile, ec)) {
       state.init_from_step = load_run_state(init->dir).step;
     }
   }

@@ -1,11 +1,16 @@
 #include "tinygpt/analysis/prune_checkpoint.hpp"
 
+#include <algorithm>
+#include <filesystem>
 #include <map>
 
 #include "tinygpt/autograd/ops.hpp"
 #include "tinygpt/autograd/tape.hpp"
 #include "tinygpt/heads/pruning.hpp"
+#include "tinygpt/io/atomic_file.hpp"
+#include "tinygpt/io/run_lock.hpp"
 #include "tinygpt/train/checkpoint.hpp"
+#include "tinygpt/train/run.hpp"
 
 namespace tinygpt::analysis {
 namespace {
@@ -44,10 +49,41 @@ std::vector<heads::HeadRef> heads_to_prune(const nn::GPTConfig& config, const st
   }
 }
 
+// Where the pruned model may go, checked before anything is read or written: a new or empty
+// folder, or with `force` a folder of other files or of another model, whose files it replaces.
+// Never the model's own folder, nor a training run's (its optimiser state and log would be left
+// beside weights they do not fit) or a folder a live run holds.
+void check_out_folder(const std::string& model_dir, const std::string& out_dir, bool force) {
+  std::error_code ec;
+  if (std::filesystem::equivalent(model_dir, out_dir, ec)) {
+    throw SettingError(Operation("prune"), {named("out", out_dir), " is the folder of the model "
+                                            "it prunes; the pruned model goes to another"});
+  }
+  const std::vector<std::string> names = train::foreign_entries(out_dir);
+  const std::string holder = io::run_lock_holder(out_dir);
+  if (!holder.empty()) {
+    throw io::IOError(fmt::format("{} is in use by a training run (pid {})", out_dir, holder));
+  }
+  if (std::find(names.begin(), names.end(), train::kTrainerStateFile) != names.end()) {
+    throw io::IOError(fmt::format("{} holds a training run ({}); the pruned model goes to another "
+                                  "folder, so that its weights, optimiser state and log stay together",
+                                  out_dir, train::kTrainerStateFile));
+  }
+  if (names.empty() || force) return;
+  if (train::has_checkpoint(out_dir)) {
+    throw io::IOError({out_dir + " already holds a model; name another folder, or pass ",
+                       MessagePart("force", ""), " to replace it"});
+  }
+  throw io::IOError({fmt::format("{} is not empty ({}); name another folder, or pass ", out_dir,
+                                 train::some_of(names)),
+                     MessagePart("force", ""), " to write the model's files beside them"});
+}
+
 }  // namespace
 
 MethodOutput prune_checkpoint(const std::string& model_dir, const std::string& heads,
-                              const std::string& out_dir) {
+                              const std::string& out_dir, bool force) {
+  check_out_folder(model_dir, out_dir, force);
   train::LoadedModel loaded = train::load_model(model_dir);
   const nn::GPTConfig& config = loaded.config;
   const std::vector<heads::HeadRef> removed = heads_to_prune(config, heads);

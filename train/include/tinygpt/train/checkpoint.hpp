@@ -27,6 +27,9 @@
 
 namespace tinygpt::train {
 
+// The file that makes a checkpoint folder a resumable run.
+inline constexpr const char* kTrainerStateFile = "trainer_state.json";
+
 // What `tinygpt train --resume` needs beyond the weights and the optimiser moments.
 struct RunState {
   TrainOptions options;

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "tinygpt/data/tokenizer.hpp"
 #include "tinygpt/io/run_lock.hpp"
@@ -104,6 +105,12 @@ class OptionError : public ValueError {
 
 inline constexpr const char* kLogFile = "log.jsonl";
 inline constexpr const char* kBestDir = "best";  // <dir>/best: the best evaluation's weights
+
+// What `dir` holds besides tinygpt's own lock and staging folder, sorted (empty for a new or
+// missing folder): what writing there could overwrite.
+std::vector<std::string> foreign_entries(const std::string& dir);
+// The first three of `names` and how many more ("a, b, c and 2 more"), for a message.
+std::string some_of(const std::vector<std::string>& names);
 
 // Fine-tuning: a new run whose model starts from a checkpoint's weights (nanoGPT's init_from).
 // `dir` holds a GPT (a tinygpt run, a GPT-2 layout: what load_model reads) or an encoder (an
