@@ -85,7 +85,7 @@ void check_out_folder(const std::string& dir, const std::string& data_source, bo
   const std::vector<std::string> names = foreign_entries(dir);
   if (names.empty()) return;
   throw io::IOError({fmt::format("{} is not empty ({}) and holds no tinygpt run; a run writes into "
-                                 "a new or empty folder: name another, or pass ", dir, some_of(names)),
+                                 "a new or empty folder: name another, or pass ", dir, brief_list(names)),
                      MessagePart("force", ""), " to write into this one"});
 }
 
@@ -102,7 +102,7 @@ std::vector<std::string> foreign_entries(const std::string& dir) {
   return names;
 }
 
-std::string some_of(const std::vector<std::string>& names) {
+std::string brief_list(const std::vector<std::string>& names) {
   std::string listed;
   for (size_t i = 0; i < std::min<size_t>(names.size(), 3); ++i) listed += (i ? ", " : "") + names[i];
   if (names.size() > 3) listed += fmt::format(" and {} more", names.size() - 3);

@@ -75,7 +75,7 @@ void check_out_folder(const std::string& model_dir, const std::string& out_dir, 
                        MessagePart("force", ""), " to replace it"});
   }
   throw io::IOError({fmt::format("{} is not empty ({}); name another folder, or pass ", out_dir,
-                                 train::some_of(names)),
+                                 train::brief_list(names)),
                      MessagePart("force", ""), " to write the model's files beside them"});
 }
 

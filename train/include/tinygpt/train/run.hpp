@@ -110,7 +110,7 @@ inline constexpr const char* kBestDir = "best";  // <dir>/best: the best evaluat
 // missing folder): what writing there could overwrite.
 std::vector<std::string> foreign_entries(const std::string& dir);
 // The first three of `names` and how many more ("a, b, c and 2 more"), for a message.
-std::string some_of(const std::vector<std::string>& names);
+std::string brief_list(const std::vector<std::string>& names);
 
 // Fine-tuning: a new run whose model starts from a checkpoint's weights (nanoGPT's init_from).
 // `dir` holds a GPT (a tinygpt run, a GPT-2 layout: what load_model reads) or an encoder (an
