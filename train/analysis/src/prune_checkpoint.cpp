@@ -59,11 +59,11 @@ void check_out_folder(const std::string& model_dir, const std::string& out_dir, 
     throw SettingError(Operation("prune"), {named("out", out_dir), " is the folder of the model "
                                             "it prunes; the pruned model goes to another"});
   }
-  const std::vector<std::string> names = train::foreign_entries(out_dir);
   const std::string holder = io::run_lock_holder(out_dir);
   if (!holder.empty()) {
     throw io::IOError(fmt::format("{} is in use by a training run (pid {})", out_dir, holder));
   }
+  const std::vector<std::string> names = train::foreign_entries(out_dir);
   if (std::find(names.begin(), names.end(), train::kTrainerStateFile) != names.end()) {
     throw io::IOError(fmt::format("{} holds a training run ({}); the pruned model goes to another "
                                   "folder, so that its weights, optimiser state and log stay together",
